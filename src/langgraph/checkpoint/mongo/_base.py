@@ -1,0 +1,59 @@
+"""What the async and the sync saver share: options, collections, plan stepping."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from langgraph.checkpoint.mongo._keys import require_str
+from langgraph.checkpoint.mongo._operations import Command, Plan, Target
+
+T = TypeVar("T")
+
+DEFAULT_DB_NAME = "checkpointing_db"
+DEFAULT_CHECKPOINT_COLLECTION = "checkpoints"
+DEFAULT_WRITES_COLLECTION = "checkpoint_writes"
+
+
+def step(plan: Plan[T], result: Any = None) -> tuple[Command | None, T | None]:
+    """Send a plan the last command's result: `(next command, None)` or `(None, its return)`.
+
+    Sending `None` to a fresh generator starts it, so one call shape serves every step.
+    """
+    try:
+        return plan.send(result), None
+    except StopIteration as done:
+        return None, done.value
+
+
+class MongoDBSaverBase(BaseCheckpointSaver[int]):
+    """Options and collections of a saver; subclasses only run plans on a driver."""
+
+    def __init__(
+        self,
+        database: Any,
+        *,
+        checkpoint_collection_name: str,
+        writes_collection_name: str,
+        serde: SerializerProtocol | None,
+    ) -> None:
+        super().__init__(serde=serde)
+        require_str(checkpoint_collection_name, "checkpoint_collection_name")
+        require_str(writes_collection_name, "writes_collection_name")
+        if checkpoint_collection_name == writes_collection_name:
+            raise ValueError(
+                "checkpoint_collection_name and writes_collection_name must differ, both are "
+                f"{checkpoint_collection_name!r}"
+            )
+        self.db = database
+        self.checkpoint_collection_name = checkpoint_collection_name
+        self.writes_collection_name = writes_collection_name
+        self.checkpoint_collection = database[checkpoint_collection_name]
+        self.writes_collection = database[writes_collection_name]
+
+    def _collection(self, command: Command) -> Any:
+        if command.target is Target.CHECKPOINTS:
+            return self.checkpoint_collection
+        return self.writes_collection

@@ -1,0 +1,152 @@
+"""How checkpoints and pending writes become documents, and documents become tuples.
+
+A checkpoint document embeds the whole serialized checkpoint (one read returns it
+whole) and keeps the metadata three ways: readable BSON, filter terms
+(see `_metadata`), and the serializer's exact copy that `get_tuple` returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
+
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    PendingWrite,
+    get_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from langgraph.checkpoint.mongo._keys import (
+    CheckpointRef,
+    checkpoint_key,
+    require_str,
+    write_key,
+)
+from langgraph.checkpoint.mongo._metadata import TERMS_FIELD, metadata_terms, readable_metadata
+
+# Name of the array that the read pipelines join a checkpoint's writes into.
+JOINED_WRITES = "pending_writes"
+
+
+def _serialized(serde: SerializerProtocol, value: Any) -> dict[str, Any]:
+    type_, data = serde.dumps_typed(value)
+    return {"type": type_, "data": data}
+
+
+def _deserialized(serde: SerializerProtocol, stored: Mapping[str, Any]) -> Any:
+    return serde.loads_typed((stored["type"], bytes(stored["data"])))
+
+
+def checkpoint_document(
+    serde: SerializerProtocol,
+    ref: CheckpointRef,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    config: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The document `put` stores; `ref.checkpoint_id` is the parent, if any."""
+    checkpoint_id = require_str(checkpoint.get("id"), "checkpoint['id']")
+    full_metadata = get_checkpoint_metadata(cast(Any, config), metadata)
+    serialized_metadata = _serialized(serde, full_metadata)
+    # Terms and the readable copy describe what `get_tuple` will return, which is the
+    # metadata after a serializer round trip (tuples come back as lists, for example).
+    returned_metadata = _deserialized(serde, serialized_metadata)
+    return {
+        "_id": checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
+        "thread_id": ref.thread_id,
+        "checkpoint_ns": ref.checkpoint_ns,
+        "checkpoint_id": checkpoint_id,
+        "parent_checkpoint_id": ref.checkpoint_id,
+        "checkpoint": _serialized(serde, checkpoint),
+        "channels": sorted(checkpoint.get("channel_values", {})),
+        "metadata": readable_metadata(returned_metadata),
+        "serialized_metadata": serialized_metadata,
+        TERMS_FIELD: metadata_terms(returned_metadata),
+    }
+
+
+def write_documents(
+    serde: SerializerProtocol,
+    ref: CheckpointRef,
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+) -> list[tuple[bool, dict[str, Any]]]:
+    """`(replace_on_conflict, document)` for each write, all serialized before any I/O.
+
+    Special channels (errors, interrupts, resumes) have fixed negative indexes and a
+    retry replaces them; a regular write keeps its first stored value, as in
+    `InMemorySaver`.
+    """
+    if ref.checkpoint_id is None:
+        raise ValueError(
+            "put_writes needs config['configurable']['checkpoint_id']: writes belong to a "
+            "stored checkpoint"
+        )
+    require_str(task_id, "task_id")
+    require_str(task_path, "task_path")
+    join_key = checkpoint_key(ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id)
+    documents = []
+    for position, (channel, value) in enumerate(writes):
+        require_str(channel, f"writes[{position}] channel")
+        idx = WRITES_IDX_MAP.get(channel, position)
+        document = {
+            "_id": write_key(ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id, task_id, idx),
+            "thread_id": ref.thread_id,
+            "checkpoint": join_key,
+            "task_id": task_id,
+            "task_path": task_path,
+            "idx": idx,
+            "channel": channel,
+            "value": _serialized(serde, value),
+        }
+        documents.append((idx < 0, document))
+    return documents
+
+
+def _pending_writes(
+    serde: SerializerProtocol, docs: Iterable[Mapping[str, Any]]
+) -> list[PendingWrite]:
+    ordered = sorted(docs, key=lambda d: writes_sort_key(d["task_path"], d["task_id"], d["idx"]))
+    return [(d["task_id"], d["channel"], _deserialized(serde, d["value"])) for d in ordered]
+
+
+def checkpoint_tuple(serde: SerializerProtocol, doc: Mapping[str, Any]) -> CheckpointTuple:
+    """A checkpoint document (with its joined writes) as the tuple LangGraph reads."""
+    thread_id, checkpoint_ns = doc["thread_id"], doc["checkpoint_ns"]
+    parent_id = doc.get("parent_checkpoint_id")
+    return CheckpointTuple(
+        config=CheckpointRef(thread_id, checkpoint_ns, doc["checkpoint_id"]).config(),
+        checkpoint=_deserialized(serde, doc["checkpoint"]),
+        metadata=_deserialized(serde, doc["serialized_metadata"]),
+        parent_config=(
+            CheckpointRef(thread_id, checkpoint_ns, parent_id).config() if parent_id else None
+        ),
+        pending_writes=_pending_writes(serde, doc.get(JOINED_WRITES, ())),
+    )
+
+
+def moved_checkpoint(doc: Mapping[str, Any], thread_id: str) -> dict[str, Any]:
+    """A copy of a checkpoint document that belongs to another thread, ids kept."""
+    return {
+        **doc,
+        "_id": checkpoint_key(thread_id, doc["checkpoint_ns"], doc["checkpoint_id"]),
+        "thread_id": thread_id,
+    }
+
+
+def moved_write(doc: Mapping[str, Any], thread_id: str) -> dict[str, Any]:
+    """A copy of a pending-write document that belongs to another thread."""
+    key = doc["_id"]
+    ns, checkpoint_id = key["checkpoint_ns"], key["checkpoint_id"]
+    return {
+        **doc,
+        "_id": write_key(thread_id, ns, checkpoint_id, key["task_id"], key["idx"]),
+        "thread_id": thread_id,
+        "checkpoint": checkpoint_key(thread_id, ns, checkpoint_id),
+    }

@@ -1,0 +1,109 @@
+"""Validated identifiers and the composite keys built from them.
+
+Every `_id` and join key is built here and nowhere else: a MongoDB server compares
+subdocuments field by field *in order*, so one builder is what keeps two keys for the
+same checkpoint equal. Identifiers must be strings: a dict arriving from request data
+(``{"$ne": None}``) is refused here, before it could reach a query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRef:
+    """Where a checkpoint lives: its thread, its namespace and (unless "latest") its id."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str | None
+
+    def config(self) -> RunnableConfig:
+        return {
+            "configurable": {
+                "thread_id": self.thread_id,
+                "checkpoint_ns": self.checkpoint_ns,
+                "checkpoint_id": self.checkpoint_id,
+            }
+        }
+
+
+def require_str(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, got {type(value).__name__}: {value!r}")
+    return value
+
+
+def _configurable(config: Any, what: str) -> Mapping[str, Any]:
+    if not isinstance(config, Mapping):
+        raise TypeError(f"{what} must be a RunnableConfig dict, got {type(config).__name__}")
+    configurable = config.get("configurable")
+    if not isinstance(configurable, Mapping):
+        raise ValueError(
+            f"{what} has no 'configurable' dict; pass {{'configurable': {{'thread_id': ...}}}}"
+        )
+    return configurable
+
+
+def ref_from_config(config: Any, *, what: str = "config") -> CheckpointRef:
+    """Read thread, namespace and optional checkpoint id from a config, strictly."""
+    configurable = _configurable(config, what)
+    if configurable.get("thread_id") is None:
+        raise ValueError(
+            f"{what}['configurable'] is missing 'thread_id': a checkpointer needs "
+            "{'configurable': {'thread_id': ...}} to know which thread to use"
+        )
+    thread_id = require_str(configurable["thread_id"], f"{what}['configurable']['thread_id']")
+    checkpoint_ns = require_str(
+        configurable.get("checkpoint_ns", ""), f"{what}['configurable']['checkpoint_ns']"
+    )
+    checkpoint_id = configurable.get("checkpoint_id")
+    if checkpoint_id is not None:
+        require_str(checkpoint_id, f"{what}['configurable']['checkpoint_id']")
+    return CheckpointRef(thread_id, checkpoint_ns, checkpoint_id or None)
+
+
+def optional_ns_from_config(config: Any, *, what: str = "config") -> str | None:
+    """The namespace a `list` config restricts to; `None` (absent) means every namespace."""
+    ns = _configurable(config, what).get("checkpoint_ns")
+    return None if ns is None else require_str(ns, f"{what}['configurable']['checkpoint_ns']")
+
+
+def before_id_from_config(before: Any) -> str | None:
+    """The exclusive upper bound of a `list(before=...)`; no id means no bound."""
+    if before is None:
+        return None
+    checkpoint_id = _configurable(before, "before").get("checkpoint_id")
+    if checkpoint_id is None:
+        return None
+    return require_str(checkpoint_id, "before['configurable']['checkpoint_id']") or None
+
+
+def str_list(values: Any, what: str) -> list[str]:
+    """A list of ids from a sequence; a bare string is refused rather than split into chars."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise TypeError(f"{what} must be a sequence of str, got {type(values).__name__}")
+    return [require_str(v, f"{what}[{i}]") for i, v in enumerate(values)]
+
+
+def checkpoint_key(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> dict[str, str]:
+    """`_id` of a checkpoint document, and the key its writes join on."""
+    return {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id}
+
+
+def write_key(
+    thread_id: str, checkpoint_ns: str, checkpoint_id: str, task_id: str, idx: int
+) -> dict[str, Any]:
+    """`_id` of a pending-write document."""
+    return {
+        "thread_id": thread_id,
+        "checkpoint_ns": checkpoint_ns,
+        "checkpoint_id": checkpoint_id,
+        "task_id": task_id,
+        "idx": idx,
+    }

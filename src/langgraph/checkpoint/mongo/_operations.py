@@ -1,0 +1,197 @@
+"""What each saver method sends, step by step, without doing any I/O.
+
+Each operation is a generator that yields `Command`s and receives their results; its
+return value is the method's result. The async and the sync saver only run these
+generators against their driver (h11-style sans-I/O), so the logic of every
+operation is written exactly once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from pymongo import ReplaceOne, UpdateOne
+
+from langgraph.checkpoint.mongo import _queries
+from langgraph.checkpoint.mongo._documents import (
+    checkpoint_document,
+    checkpoint_tuple,
+    moved_checkpoint,
+    moved_write,
+    write_documents,
+)
+from langgraph.checkpoint.mongo._keys import (
+    CheckpointRef,
+    before_id_from_config,
+    optional_ns_from_config,
+    ref_from_config,
+    require_str,
+    str_list,
+)
+from langgraph.checkpoint.mongo._metadata import metadata_filter
+
+T = TypeVar("T")
+
+
+class Target(Enum):
+    CHECKPOINTS = "checkpoints"
+    WRITES = "writes"
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One driver call: `collection.method(*args, **kwargs)`; reads return a cursor."""
+
+    target: Target
+    method: str
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def returns_cursor(self) -> bool:
+        return self.method in ("aggregate", "find")
+
+
+Plan = Generator[Command, Any, T]
+
+
+def setup() -> Plan[None]:
+    yield Command(Target.CHECKPOINTS, "create_indexes", (_queries.checkpoint_indexes(),))
+    yield Command(Target.WRITES, "create_indexes", (_queries.write_indexes(),))
+
+
+def put(
+    serde: SerializerProtocol,
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+) -> Plan[RunnableConfig]:
+    ref = ref_from_config(config)
+    doc = checkpoint_document(serde, ref, checkpoint, metadata, config)
+    # A replace keyed by `_id` makes a retried put leave exactly one document.
+    yield Command(Target.CHECKPOINTS, "replace_one", ({"_id": doc["_id"]}, doc), {"upsert": True})
+    return CheckpointRef(ref.thread_id, ref.checkpoint_ns, doc["checkpoint_id"]).config()
+
+
+def put_writes(
+    serde: SerializerProtocol,
+    config: RunnableConfig,
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+) -> Plan[None]:
+    documents = write_documents(serde, ref_from_config(config), writes, task_id, task_path)
+    requests: list[ReplaceOne[Any] | UpdateOne] = []
+    for replace, doc in documents:
+        if replace:
+            requests.append(ReplaceOne({"_id": doc["_id"]}, doc, upsert=True))
+        else:
+            fields = {k: v for k, v in doc.items() if k != "_id"}
+            requests.append(UpdateOne({"_id": doc["_id"]}, {"$setOnInsert": fields}, upsert=True))
+    if requests:
+        yield Command(Target.WRITES, "bulk_write", (requests,), {"ordered": False})
+
+
+def get_tuple(
+    serde: SerializerProtocol, writes_collection: str, config: RunnableConfig
+) -> Plan[CheckpointTuple | None]:
+    pipeline = _queries.get_tuple_pipeline(ref_from_config(config), writes_collection)
+    docs = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
+    return checkpoint_tuple(serde, docs[0]) if docs else None
+
+
+def list_command(
+    writes_collection: str,
+    config: RunnableConfig | None,
+    *,
+    filter: dict[str, Any] | None,
+    before: RunnableConfig | None,
+    limit: int | None,
+) -> Command | None:
+    """The one aggregation `list` streams from; `None` when nothing can match."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+        raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
+    metadata_match = metadata_filter(filter)
+    before_id = before_id_from_config(before)
+    if limit is not None and limit <= 0:
+        return None
+    ref = ref_from_config(config) if config is not None else None
+    pipeline = _queries.list_pipeline(
+        thread_id=ref.thread_id if ref else None,
+        checkpoint_ns=optional_ns_from_config(config) if config is not None else None,
+        checkpoint_id=ref.checkpoint_id if ref else None,
+        before_id=before_id,
+        metadata_match=metadata_match,
+        limit=limit,
+        writes_collection=writes_collection,
+    )
+    return Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
+
+
+def delete_thread(thread_id: str) -> Plan[None]:
+    thread_id = require_str(thread_id, "thread_id")
+    # Checkpoints go first: if the second step fails, what is left are writes that no
+    # checkpoint joins, never a checkpoint that silently lost its writes.
+    yield Command(Target.CHECKPOINTS, "delete_many", ({"thread_id": thread_id},))
+    yield Command(Target.WRITES, "delete_many", ({"thread_id": thread_id},))
+
+
+def _delete_checkpoints(keys: list[Any]) -> Plan[None]:
+    if keys:
+        yield Command(Target.CHECKPOINTS, "delete_many", ({"_id": {"$in": keys}},))
+        yield Command(Target.WRITES, "delete_many", ({"checkpoint": {"$in": keys}},))
+
+
+def delete_for_runs(run_ids: Sequence[str]) -> Plan[None]:
+    runs = str_list(run_ids, "run_ids")
+    if not runs:
+        return
+    docs = yield Command(
+        Target.CHECKPOINTS, "find", ({"metadata.run_id": {"$in": runs}}, {"_id": 1})
+    )
+    yield from _delete_checkpoints([doc["_id"] for doc in docs])
+
+
+def copy_thread(source_thread_id: str, target_thread_id: str) -> Plan[None]:
+    source = require_str(source_thread_id, "source_thread_id")
+    target = require_str(target_thread_id, "target_thread_id")
+    checkpoints = yield Command(Target.CHECKPOINTS, "find", ({"thread_id": source},))
+    writes = yield Command(Target.WRITES, "find", ({"thread_id": source},))
+    # Writes first: a copy that fails half way leaves no checkpoint without its writes,
+    # and replacing by `_id` makes running the copy again converge.
+    copied_writes = [moved_write(doc, target) for doc in writes]
+    if copied_writes:
+        requests = [ReplaceOne({"_id": d["_id"]}, d, upsert=True) for d in copied_writes]
+        yield Command(Target.WRITES, "bulk_write", (requests,), {"ordered": False})
+    copied = [moved_checkpoint(doc, target) for doc in checkpoints]
+    if copied:
+        requests = [ReplaceOne({"_id": d["_id"]}, d, upsert=True) for d in copied]
+        yield Command(Target.CHECKPOINTS, "bulk_write", (requests,), {"ordered": False})
+
+
+PRUNE_STRATEGIES = ("keep_latest", "delete")
+
+
+def prune(thread_ids: Sequence[str], strategy: str) -> Plan[None]:
+    threads = str_list(thread_ids, "thread_ids")
+    if strategy not in PRUNE_STRATEGIES:
+        raise ValueError(f"strategy must be one of {PRUNE_STRATEGIES}, got {strategy!r}")
+    if not threads:
+        return
+    in_threads = {"thread_id": {"$in": threads}}
+    if strategy == "delete":
+        yield Command(Target.CHECKPOINTS, "delete_many", (in_threads,))
+        yield Command(Target.WRITES, "delete_many", (in_threads,))
+        return
+    latest = yield Command(
+        Target.CHECKPOINTS, "aggregate", (_queries.latest_per_namespace_pipeline(threads),)
+    )
+    keep = [group["latest"] for group in latest]
+    yield Command(Target.CHECKPOINTS, "delete_many", ({**in_threads, "_id": {"$nin": keep}},))
+    yield Command(Target.WRITES, "delete_many", ({**in_threads, "checkpoint": {"$nin": keep}},))

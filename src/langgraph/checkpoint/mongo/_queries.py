@@ -1,0 +1,117 @@
+"""Every filter, pipeline and index the savers send, as plain data.
+
+Reads are one aggregation each: `$match` the checkpoints, `$sort` newest first,
+`$limit`, then `$lookup` their pending writes by the composite key, so `get_tuple`
+and `list` cost one round trip (plus `getMore` batches for long lists).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pymongo import ASCENDING, DESCENDING, IndexModel
+
+from langgraph.checkpoint.mongo._documents import JOINED_WRITES
+from langgraph.checkpoint.mongo._keys import CheckpointRef
+from langgraph.checkpoint.mongo._metadata import TERMS_FIELD
+
+# Fields a read never needs: the readable metadata and the filter terms.
+_READ_PROJECTION = {"metadata": 0, TERMS_FIELD: 0, "channels": 0}
+
+NEWEST_FIRST = {"checkpoint_id": DESCENDING, "thread_id": ASCENDING, "checkpoint_ns": ASCENDING}
+
+
+def _join_writes(writes_collection: str) -> dict[str, Any]:
+    return {
+        "$lookup": {
+            "from": writes_collection,
+            "localField": "_id",
+            "foreignField": "checkpoint",
+            "as": JOINED_WRITES,
+        }
+    }
+
+
+def get_tuple_pipeline(ref: CheckpointRef, writes_collection: str) -> list[dict[str, Any]]:
+    """The checkpoint `ref` names, or the newest of its thread and namespace."""
+    match: dict[str, Any] = {"thread_id": ref.thread_id, "checkpoint_ns": ref.checkpoint_ns}
+    if ref.checkpoint_id is not None:
+        match["checkpoint_id"] = ref.checkpoint_id
+    return [
+        {"$match": match},
+        {"$sort": {"checkpoint_id": DESCENDING}},
+        {"$limit": 1},
+        {"$project": _READ_PROJECTION},
+        _join_writes(writes_collection),
+    ]
+
+
+def list_pipeline(
+    *,
+    thread_id: str | None,
+    checkpoint_ns: str | None,
+    checkpoint_id: str | None,
+    before_id: str | None,
+    metadata_match: dict[str, Any],
+    limit: int | None,
+    writes_collection: str,
+) -> list[dict[str, Any]]:
+    """Checkpoints newest first across threads and namespaces, as `PostgresSaver` orders them."""
+    match: dict[str, Any] = dict(metadata_match)
+    if thread_id is not None:
+        match["thread_id"] = thread_id
+    if checkpoint_ns is not None:
+        match["checkpoint_ns"] = checkpoint_ns
+    id_condition: dict[str, Any] = {}
+    if checkpoint_id is not None:
+        id_condition["$eq"] = checkpoint_id
+    if before_id is not None:
+        id_condition["$lt"] = before_id
+    if id_condition:
+        match["checkpoint_id"] = id_condition
+    pipeline: list[dict[str, Any]] = [{"$match": match}, {"$sort": NEWEST_FIRST}]
+    if limit is not None:
+        pipeline.append({"$limit": limit})
+    pipeline += [{"$project": _READ_PROJECTION}, _join_writes(writes_collection)]
+    return pipeline
+
+
+def latest_per_namespace_pipeline(thread_ids: list[str]) -> list[dict[str, Any]]:
+    """`_id` of the newest checkpoint of every (thread, namespace): what `prune` keeps."""
+    return [
+        {"$match": {"thread_id": {"$in": thread_ids}}},
+        {
+            "$sort": {
+                "thread_id": ASCENDING,
+                "checkpoint_ns": ASCENDING,
+                "checkpoint_id": DESCENDING,
+            }
+        },
+        {
+            "$group": {
+                "_id": {"thread_id": "$thread_id", "checkpoint_ns": "$checkpoint_ns"},
+                "latest": {"$first": "$_id"},
+            }
+        },
+    ]
+
+
+def checkpoint_indexes() -> list[IndexModel]:
+    return [
+        # get_tuple (latest and by id), list of a thread, delete_thread, prune.
+        IndexModel(
+            [("thread_id", ASCENDING), ("checkpoint_ns", ASCENDING), ("checkpoint_id", DESCENDING)],
+            name="thread_ns_checkpoint",
+        ),
+        # delete_for_runs.
+        IndexModel([("metadata.run_id", ASCENDING)], name="metadata_run_id", sparse=True),
+    ]
+
+
+def write_indexes() -> list[IndexModel]:
+    return [
+        # The $lookup that joins a checkpoint's writes.
+        IndexModel([("checkpoint", ASCENDING)], name="checkpoint"),
+        # delete_thread, copy_thread, prune.
+        IndexModel([("thread_id", ASCENDING)], name="thread"),
+    ]

@@ -1,0 +1,233 @@
+"""`AsyncMongoDBSaver`: natively async, on PyMongo's `AsyncMongoClient` or Motor."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from pymongo import AsyncMongoClient
+
+from langgraph.checkpoint.mongo import _operations as ops
+from langgraph.checkpoint.mongo._base import (
+    DEFAULT_CHECKPOINT_COLLECTION,
+    DEFAULT_DB_NAME,
+    DEFAULT_WRITES_COLLECTION,
+    MongoDBSaverBase,
+    step,
+)
+from langgraph.checkpoint.mongo._documents import checkpoint_tuple
+from langgraph.checkpoint.mongo._drivers import (
+    DRIVER_INFO,
+    close_client,
+    execute_async,
+    open_cursor,
+)
+
+T = TypeVar("T")
+
+
+class AsyncMongoDBSaver(MongoDBSaverBase):
+    """A LangGraph checkpointer on MongoDB for asyncio applications.
+
+    Args:
+        client: a `pymongo.AsyncMongoClient`, or Motor's `AsyncIOMotorClient`.
+        db_name: the database holding both collections.
+        checkpoint_collection_name: one document per checkpoint.
+        writes_collection_name: one document per pending write.
+        serde: the serializer of checkpoints and writes (LangGraph's default if `None`),
+            for example an `EncryptedSerializer`.
+
+    Call `await saver.setup()` once per process before use (it creates the indexes and is
+    idempotent), or use `from_conn_string`, which does.
+
+    The sync methods (`get_tuple`, `list`, `put`, ...) are for code running in *another*
+    thread than the event loop the saver was created on; called from that loop they
+    raise `asyncio.InvalidStateError` instead of deadlocking it.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        db_name: str = DEFAULT_DB_NAME,
+        checkpoint_collection_name: str = DEFAULT_CHECKPOINT_COLLECTION,
+        writes_collection_name: str = DEFAULT_WRITES_COLLECTION,
+        *,
+        serde: SerializerProtocol | None = None,
+    ) -> None:
+        super().__init__(
+            client[db_name],
+            checkpoint_collection_name=checkpoint_collection_name,
+            writes_collection_name=writes_collection_name,
+            serde=serde,
+        )
+        self.client = client
+        try:
+            self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self.loop = None
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(
+        cls,
+        conn_string: str,
+        db_name: str = DEFAULT_DB_NAME,
+        checkpoint_collection_name: str = DEFAULT_CHECKPOINT_COLLECTION,
+        writes_collection_name: str = DEFAULT_WRITES_COLLECTION,
+        *,
+        serde: SerializerProtocol | None = None,
+        **client_kwargs: Any,
+    ) -> AsyncIterator[AsyncMongoDBSaver]:
+        """A saver on a new `AsyncMongoClient`, set up, and closed on exit.
+
+        `client_kwargs` go to `AsyncMongoClient` (timeouts, TLS, `w`, ...).
+        """
+        client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
+            conn_string, driver=DRIVER_INFO, **client_kwargs
+        )
+        try:
+            saver = cls(
+                client,
+                db_name,
+                checkpoint_collection_name,
+                writes_collection_name,
+                serde=serde,
+            )
+            await saver.setup()
+            yield saver
+        finally:
+            await close_client(client)
+
+    async def _run(self, plan: ops.Plan[T]) -> T:
+        command, value = step(plan)
+        while command is not None:
+            result = await execute_async(self._collection(command), command)
+            command, value = step(plan, result)
+        return value  # type: ignore[return-value]
+
+    async def setup(self) -> None:
+        """Create the indexes every query uses; safe to call on every start."""
+        await self._run(ops.setup())
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await self._run(ops.get_tuple(self.serde, self.writes_collection_name, config))
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        command = ops.list_command(
+            self.writes_collection_name, config, filter=filter, before=before, limit=limit
+        )
+        if command is None:
+            return
+        async with open_cursor(self._collection(command), command) as cursor:
+            async for doc in cursor:
+                yield checkpoint_tuple(self.serde, doc)
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await self._run(ops.put(self.serde, config, checkpoint, metadata))
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await self._run(ops.put_writes(self.serde, config, writes, task_id, task_path))
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self._run(ops.delete_thread(thread_id))
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await self._run(ops.delete_for_runs(run_ids))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await self._run(ops.copy_thread(source_thread_id, target_thread_id))
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await self._run(ops.prune(thread_ids, strategy))
+
+    # Sync access from other threads, run on the saver's own event loop.
+
+    def _from_thread(self, coro: Coroutine[Any, Any, T]) -> T:
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if self.loop is None or running is self.loop:
+            coro.close()
+            raise asyncio.InvalidStateError(
+                "Synchronous calls to AsyncMongoDBSaver are only possible from a thread other "
+                "than its event loop's (and only when it was created inside a running loop). "
+                "In async code use the async methods and graph.ainvoke()/astream(); for sync "
+                "code use MongoDBSaver with a pymongo.MongoClient."
+            )
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._from_thread(self.aget_tuple(config))
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        async def collect() -> list[CheckpointTuple]:
+            return [t async for t in self.alist(config, filter=filter, before=before, limit=limit)]
+
+        yield from self._from_thread(collect())
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return self._from_thread(self.aput(config, checkpoint, metadata, new_versions))
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        self._from_thread(self.aput_writes(config, writes, task_id, task_path))
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._from_thread(self.adelete_thread(thread_id))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self._from_thread(self.adelete_for_runs(run_ids))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self._from_thread(self.acopy_thread(source_thread_id, target_thread_id))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        self._from_thread(self.aprune(thread_ids, strategy=strategy))

@@ -1,0 +1,203 @@
+"""`MongoDBSaver`: the same saver for synchronous code, on `pymongo.MongoClient`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from pymongo import MongoClient
+
+from langgraph.checkpoint.mongo import _operations as ops
+from langgraph.checkpoint.mongo._base import (
+    DEFAULT_CHECKPOINT_COLLECTION,
+    DEFAULT_DB_NAME,
+    DEFAULT_WRITES_COLLECTION,
+    MongoDBSaverBase,
+    step,
+)
+from langgraph.checkpoint.mongo._documents import checkpoint_tuple
+from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, call, timed
+
+T = TypeVar("T")
+
+
+class MongoDBSaver(MongoDBSaverBase):
+    """A LangGraph checkpointer on MongoDB for synchronous code (`graph.invoke`).
+
+    Takes the same arguments as `AsyncMongoDBSaver`, with a `pymongo.MongoClient`.
+    Call `saver.setup()` once per process before use, or use `from_conn_string`.
+
+    Its async methods run the sync ones in a worker thread (`asyncio.to_thread`), so a
+    graph compiled with it also works under `ainvoke`; asyncio applications get
+    native async I/O from `AsyncMongoDBSaver` instead.
+    """
+
+    def __init__(
+        self,
+        client: MongoClient[Any],
+        db_name: str = DEFAULT_DB_NAME,
+        checkpoint_collection_name: str = DEFAULT_CHECKPOINT_COLLECTION,
+        writes_collection_name: str = DEFAULT_WRITES_COLLECTION,
+        *,
+        serde: SerializerProtocol | None = None,
+    ) -> None:
+        super().__init__(
+            client[db_name],
+            checkpoint_collection_name=checkpoint_collection_name,
+            writes_collection_name=writes_collection_name,
+            serde=serde,
+        )
+        self.client = client
+
+    @classmethod
+    @contextmanager
+    def from_conn_string(
+        cls,
+        conn_string: str,
+        db_name: str = DEFAULT_DB_NAME,
+        checkpoint_collection_name: str = DEFAULT_CHECKPOINT_COLLECTION,
+        writes_collection_name: str = DEFAULT_WRITES_COLLECTION,
+        *,
+        serde: SerializerProtocol | None = None,
+        **client_kwargs: Any,
+    ) -> Iterator[MongoDBSaver]:
+        """A saver on a new `MongoClient`, set up, and closed on exit."""
+        client: MongoClient[dict[str, Any]] = MongoClient(
+            conn_string, driver=DRIVER_INFO, **client_kwargs
+        )
+        try:
+            saver = cls(
+                client, db_name, checkpoint_collection_name, writes_collection_name, serde=serde
+            )
+            saver.setup()
+            yield saver
+        finally:
+            client.close()
+
+    def _execute(self, command: ops.Command) -> Any:
+        with timed(command):
+            result = call(self._collection(command), command)
+            return list(result) if command.returns_cursor else result
+
+    def _run(self, plan: ops.Plan[T]) -> T:
+        command, value = step(plan)
+        while command is not None:
+            command, value = step(plan, self._execute(command))
+        return value  # type: ignore[return-value]
+
+    def setup(self) -> None:
+        """Create the indexes every query uses; safe to call on every start."""
+        self._run(ops.setup())
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._run(ops.get_tuple(self.serde, self.writes_collection_name, config))
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        command = ops.list_command(
+            self.writes_collection_name, config, filter=filter, before=before, limit=limit
+        )
+        if command is None:
+            return
+        with timed(command):
+            cursor = call(self._collection(command), command)
+        try:
+            for doc in cursor:
+                yield checkpoint_tuple(self.serde, doc)
+        finally:
+            cursor.close()
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return self._run(ops.put(self.serde, config, checkpoint, metadata))
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        self._run(ops.put_writes(self.serde, config, writes, task_id, task_path))
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._run(ops.delete_thread(thread_id))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self._run(ops.delete_for_runs(run_ids))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self._run(ops.copy_thread(source_thread_id, target_thread_id))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        self._run(ops.prune(thread_ids, strategy))
+
+    # Async access for graphs run with `ainvoke`: the sync calls, in a worker thread.
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await asyncio.to_thread(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        found = await asyncio.to_thread(
+            lambda: [*self.list(config, filter=filter, before=before, limit=limit)]
+        )
+        for item in found:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await asyncio.to_thread(self.delete_thread, thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)

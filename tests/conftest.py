@@ -1,0 +1,154 @@
+"""Backends every saver test runs on.
+
+Without `MONGODB_URI`:
+- `mock`: mongomock-motor in process (Motor's API shape, no driver, no network);
+- `wire-async`, `wire-motor`, `wire-sync`: the real drivers (`AsyncMongoClient`,
+  Motor's `AsyncIOMotorClient`, `MongoClient`) over a socket to `tests/wire_server.py`,
+  a loopback MongoDB wire-protocol server that executes commands on mongomock.
+With `MONGODB_URI`: `async`, `motor`, `sync`, the same drivers against that server.
+
+`SAVER_BACKENDS=mock,wire-sync` (comma-separated) narrows the set for a quick run.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from pymongo import AsyncMongoClient, MongoClient, monitoring
+
+import _mongomock_patch
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
+from langgraph.checkpoint.mongo._drivers import maybe_await
+
+_mongomock_patch.apply()
+
+MONGODB_URI = os.environ.get("MONGODB_URI")
+ALL_BACKENDS = (
+    ["async", "motor", "sync"] if MONGODB_URI else ["mock", "wire-async", "wire-motor", "wire-sync"]
+)
+_selected = os.environ.get("SAVER_BACKENDS")
+BACKENDS = [b for b in ALL_BACKENDS if not _selected or b in _selected.split(",")]
+if not BACKENDS:
+    raise pytest.UsageError(f"SAVER_BACKENDS={_selected!r} selects none of {ALL_BACKENDS}")
+
+# Connection chatter that is not an operation of the saver.
+_NOT_COUNTED = {"hello", "ismaster", "isMaster", "ping", "buildInfo", "buildinfo", "endSessions"}
+
+
+@dataclass
+class CommandLog:
+    """Commands the driver sent, as a network sees them (`getMore` included)."""
+
+    names: list[str] = field(default_factory=list)
+
+    def reset(self) -> None:
+        self.names.clear()
+
+    def count(self) -> int:
+        return len(self.names)
+
+
+class _Listener(monitoring.CommandListener):
+    def __init__(self, log: CommandLog) -> None:
+        self.log = log
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        if event.command_name not in _NOT_COUNTED:
+            self.log.names.append(event.command_name)
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+
+@dataclass
+class Backend:
+    name: str
+    uri: str | None
+    wire: Any = None  # the WireServer, on wire backends
+
+    @property
+    def is_sync(self) -> bool:
+        return self.name.endswith("sync")
+
+    @property
+    def counts_commands(self) -> bool:
+        return self.name != "mock"
+
+    @asynccontextmanager
+    async def client(self, log: CommandLog | None = None) -> AsyncIterator[Any]:
+        listeners = [_Listener(log)] if log is not None else []
+        if self.name == "mock":
+            from mongomock_motor import AsyncMongoMockClient
+
+            yield AsyncMongoMockClient()
+            return
+        if self.name.endswith("motor"):
+            from motor.motor_asyncio import AsyncIOMotorClient
+
+            client: Any = AsyncIOMotorClient(self.uri, event_listeners=listeners)
+        elif self.is_sync:
+            client = MongoClient(self.uri, event_listeners=listeners)
+        else:
+            client = AsyncMongoClient(self.uri, event_listeners=listeners)
+        try:
+            yield client
+        finally:
+            await maybe_await(client.close())
+
+    @asynccontextmanager
+    async def saver(
+        self, log: CommandLog | None = None, **kwargs: Any
+    ) -> AsyncIterator[AsyncMongoDBSaver | MongoDBSaver]:
+        """A set-up saver on a database of its own, dropped afterwards."""
+        db_name = kwargs.pop("db_name", f"test_{uuid.uuid4().hex[:16]}")
+        async with self.client(log) as client:
+            saver: AsyncMongoDBSaver | MongoDBSaver
+            if self.is_sync:
+                saver = MongoDBSaver(client, db_name, **kwargs)
+                saver.setup()
+            else:
+                saver = AsyncMongoDBSaver(client, db_name, **kwargs)
+                await saver.setup()
+            try:
+                yield saver
+            finally:
+                await maybe_await(client.drop_database(db_name))
+
+
+@pytest.fixture(scope="session")
+def wire_server() -> Iterator[Any]:
+    from wire_server import WireServer
+
+    with WireServer() as server:
+        yield server
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> Backend:
+    name: str = request.param
+    if name.startswith("wire"):
+        server = request.getfixturevalue("wire_server")
+        server.delay = 0.0
+        return Backend(name, server.uri, server)
+    return Backend(name, MONGODB_URI)
+
+
+@pytest.fixture
+def command_log() -> CommandLog:
+    return CommandLog()
+
+
+@pytest.fixture
+async def saver(backend: Backend, command_log: CommandLog) -> AsyncIterator[Any]:
+    async with backend.saver(command_log) as saver:
+        command_log.reset()
+        yield saver

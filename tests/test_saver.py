@@ -1,0 +1,304 @@
+"""Behaviour the conformance suite does not pin down, on every backend and both savers."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.base import WRITES_IDX_MAP
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.checkpoint.serde.types import ERROR, INTERRUPT
+
+from conftest import Backend
+from helpers import call, checkpoint, config, ids, listed, new_thread, put
+from langgraph.checkpoint.mongo._drivers import maybe_await
+
+
+async def test_pending_writes_come_back_in_writes_sort_key_order(saver: Any) -> None:
+    thread = new_thread()
+    stored = await put(saver, thread)
+    # Stored out of order: task paths decide first, then task ids, then the index.
+    await call(saver, "put_writes", stored, [("a", 1), ("b", 2)], "task-z", "~__pregel_pull, n2")
+    await call(saver, "put_writes", stored, [("c", 3)], "task-a", "~__pregel_pull, n2")
+    await call(saver, "put_writes", stored, [("d", 4), (ERROR, "boom")], "task-b", "")
+    await call(saver, "put_writes", stored, [("e", 5)], "task-c", "~__pregel_pull, n1")
+    expected = [
+        ("task-b", ERROR, "boom"),  # no task path sorts first; idx -1 before 0
+        ("task-b", "d", 4),
+        ("task-c", "e", 5),
+        ("task-a", "c", 3),
+        ("task-z", "a", 1),
+        ("task-z", "b", 2),
+    ]
+    got = await call(saver, "get_tuple", stored)
+    assert got.pending_writes == expected
+    [listed_tuple] = await listed(saver, stored)
+    assert listed_tuple.pending_writes == expected
+
+
+async def test_regular_writes_keep_first_value_special_writes_replace(saver: Any) -> None:
+    thread = new_thread()
+    stored = await put(saver, thread)
+    await call(saver, "put_writes", stored, [("ch", "first"), (INTERRUPT, "i1")], "t1")
+    await call(saver, "put_writes", stored, [("ch", "second"), (INTERRUPT, "i2")], "t1")
+    got = await call(saver, "get_tuple", stored)
+    assert sorted(got.pending_writes) == [("t1", INTERRUPT, "i2"), ("t1", "ch", "first")]
+    assert WRITES_IDX_MAP[INTERRUPT] < 0
+
+
+async def test_retried_put_and_put_writes_leave_one_copy(saver: Any) -> None:
+    thread = new_thread()
+    cp = checkpoint({"x": 1})
+    md = {"source": "loop", "step": 1, "parents": {}}
+    for _ in range(3):
+        stored = await call(saver, "put", config(thread), cp, md, {})
+        await call(saver, "put_writes", stored, [("x", 2), ("y", 3)], "t")
+    [only] = await listed(saver, config(thread))
+    assert only.checkpoint["id"] == cp["id"]
+    assert sorted(only.pending_writes) == [("t", "x", 2), ("t", "y", 3)]
+
+
+async def test_get_tuple_latest_and_by_id(saver: Any) -> None:
+    thread = new_thread()
+    first = await put(saver, thread, values={"v": 1})
+    second = await put(
+        saver, thread, parent=first["configurable"]["checkpoint_id"], values={"v": 2}
+    )
+    latest = await call(saver, "get_tuple", config(thread))
+    assert latest.config == second
+    assert latest.checkpoint["channel_values"] == {"v": 2}
+    assert latest.parent_config == first
+    older = await call(saver, "get_tuple", first)
+    assert older.checkpoint["channel_values"] == {"v": 1}
+    assert older.parent_config is None
+    assert await call(saver, "get_tuple", config(thread, checkpoint_id="nope")) is None
+    assert await call(saver, "get_tuple", config(new_thread())) is None
+    assert await call(saver, "get_tuple", config(thread, "other-ns")) is None
+
+
+async def test_list_is_newest_first_across_threads_and_namespaces(saver: Any) -> None:
+    a, b = new_thread(), new_thread()
+    order = []
+    for thread, ns in [(a, ""), (b, ""), (a, "sub:1"), (b, "sub:2"), (a, "")]:
+        order.append((await put(saver, thread, ns=ns))["configurable"]["checkpoint_id"])
+    everything = ids(await listed(saver, None))
+    assert [i for i in everything if i in order] == order[::-1]
+    only_a = await listed(saver, {"configurable": {"thread_id": a}})
+    assert ids(only_a) == [order[4], order[2], order[0]]
+    root_a = await listed(saver, config(a, ""))
+    assert ids(root_a) == [order[4], order[0]]
+    by_id = await listed(saver, config(a, "", order[0]))
+    assert ids(by_id) == [order[0]]
+
+
+async def test_list_limit_and_before_edges(saver: Any) -> None:
+    thread = new_thread()
+    made = [(await put(saver, thread))["configurable"]["checkpoint_id"] for _ in range(5)]
+    newest_first = made[::-1]
+    cfg = config(thread)
+    assert await listed(saver, cfg, limit=0) == []
+    assert await listed(saver, cfg, limit=-1) == []
+    assert ids(await listed(saver, cfg, limit=2)) == newest_first[:2]
+    assert ids(await listed(saver, cfg, limit=50)) == newest_first
+    before = config(thread, checkpoint_id=made[2])
+    assert ids(await listed(saver, cfg, before=before)) == [made[1], made[0]]
+    assert ids(await listed(saver, cfg, before=before, limit=1)) == [made[1]]
+    # `before` the oldest: nothing; `before` without an id: no bound.
+    assert await listed(saver, cfg, before=config(thread, checkpoint_id=made[0])) == []
+    assert ids(await listed(saver, cfg, before=config(thread))) == newest_first
+    with pytest.raises(TypeError, match="limit"):
+        await listed(saver, cfg, limit="3")
+
+
+async def test_metadata_keys_with_dots_and_dollars_round_trip_and_filter(saver: Any) -> None:
+    thread = new_thread()
+    md = {"a.b": 1, "$where": "x", "$": {"$gt": 1, "n.m": [1, 2]}, "": "empty", "ü": "ø"}
+    stored = await put(saver, thread, metadata=md)
+    await put(saver, thread, metadata={"a.b": 2})
+    got = await call(saver, "get_tuple", stored)
+    for key, value in md.items():
+        assert got.metadata[key] == value
+    for key, value in md.items():
+        found = await listed(saver, config(thread), filter={key: value})
+        assert ids(found) == [stored["configurable"]["checkpoint_id"]], key
+
+
+async def test_filter_is_python_equality(saver: Any) -> None:
+    thread = new_thread()
+    nested = await put(saver, thread, metadata={"d": {"x": 1, "y": [1, 2]}, "tags": ["a", "b"]})
+    nested_id = nested["configurable"]["checkpoint_id"]
+    numbers = await put(saver, thread, metadata={"n": 1, "f": 2.5, "big": 2**62})
+    numbers_id = numbers["configurable"]["checkpoint_id"]
+
+    async def matches(**flt: Any) -> list[str]:
+        return ids(await listed(saver, config(thread), filter=flt))
+
+    assert await matches(d={"y": [1, 2], "x": 1}) == [nested_id]  # key order is irrelevant
+    assert await matches(d={"x": 1}) == []  # a sub-dict is not equal
+    assert await matches(tags="a") == []  # a scalar never matches a list containing it
+    assert await matches(tags=["b", "a"]) == []  # lists compare in order
+    assert await matches(tags=["a", "b"]) == [nested_id]
+    assert await matches(n=1.0) == [numbers_id]  # 1 == 1.0 == True in Python
+    assert await matches(n=True) == [numbers_id]
+    assert await matches(n="1") == []
+    assert await matches(f=2.5, big=2**62) == [numbers_id]
+    assert await matches(f=float("nan")) == []
+
+
+async def test_none_filter_matches_missing_or_none(saver: Any) -> None:
+    thread = new_thread()
+    missing = (await put(saver, thread))["configurable"]["checkpoint_id"]
+    explicit = (await put(saver, thread, metadata={"k": None}))["configurable"]["checkpoint_id"]
+    present = (await put(saver, thread, metadata={"k": 0}))["configurable"]["checkpoint_id"]
+    found = ids(await listed(saver, config(thread), filter={"k": None}))
+    assert sorted(found) == sorted([missing, explicit])
+    assert ids(await listed(saver, config(thread), filter={"k": 0})) == [present]
+    assert ids(await listed(saver, config(thread), filter={})) == [present, explicit, missing]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{"$ne": None}, {"$gt": ""}, {"$exists": True}, {"$regex": ".*"}, {"$in": ["loop", "input"]}],
+)
+async def test_operator_shaped_filter_values_are_data(saver: Any, value: Any) -> None:
+    thread = new_thread()
+    await put(saver, thread, metadata={"source": "loop"})
+    literal = (await put(saver, thread, metadata={"source": value}))["configurable"][
+        "checkpoint_id"
+    ]
+    assert ids(await listed(saver, config(thread), filter={"source": value})) == [literal]
+
+
+@pytest.mark.parametrize("field", ["thread_id", "checkpoint_ns", "checkpoint_id"])
+@pytest.mark.parametrize("value", [{"$ne": None}, {"$gt": ""}, 7, ["x"]])
+async def test_non_string_ids_are_refused(saver: Any, field: str, value: Any) -> None:
+    victim = new_thread()
+    await put(saver, victim)
+    cfg: Any = config("attacker")
+    cfg["configurable"][field] = value
+    with pytest.raises(TypeError, match=field):
+        await call(saver, "get_tuple", cfg)
+    with pytest.raises(TypeError, match=field):
+        await listed(saver, cfg)
+    with pytest.raises(TypeError, match=field):
+        await call(saver, "put", cfg, checkpoint(), {}, {})
+    if field != "checkpoint_id":
+        cfg["configurable"].setdefault("checkpoint_id", "x")
+    with pytest.raises(TypeError, match=field):
+        await call(saver, "put_writes", cfg, [("c", 1)], "task")
+    assert len(await listed(saver, config(victim))) == 1
+
+
+async def test_bad_arguments_are_named(saver: Any) -> None:
+    thread = new_thread()
+    stored = await put(saver, thread)
+    with pytest.raises(ValueError, match="thread_id"):
+        await call(saver, "get_tuple", {"configurable": {}})
+    with pytest.raises(ValueError, match="configurable"):
+        await call(saver, "put", {}, checkpoint(), {}, {})
+    with pytest.raises(TypeError, match="task_id"):
+        await call(saver, "put_writes", stored, [("c", 1)], {"$ne": None})
+    with pytest.raises(ValueError, match="checkpoint_id"):
+        await call(saver, "put_writes", config(thread), [("c", 1)], "t")
+    with pytest.raises(TypeError, match="filter key"):
+        await listed(saver, None, filter={1: "x"})
+    with pytest.raises(TypeError, match="filter"):
+        await listed(saver, None, filter=[("source", "loop")])
+    with pytest.raises(TypeError, match="run_ids"):
+        await call(saver, "delete_for_runs", "run-1")
+    with pytest.raises(TypeError, match="thread_ids"):
+        await call(saver, "prune", thread)
+    with pytest.raises(ValueError, match="strategy"):
+        await call(saver, "prune", [thread], strategy="keep_oldest")
+    with pytest.raises(TypeError, match="thread_id"):
+        await call(saver, "delete_thread", {"$ne": None})
+    assert len(await listed(saver, config(thread))) == 1
+
+
+class Unserializable:
+    def __reduce__(self) -> Any:
+        raise RuntimeError("cannot serialize this")
+
+
+async def test_unencodable_values_raise_and_store_nothing(saver: Any) -> None:
+    thread = new_thread()
+    stored = await put(saver, thread)
+    with pytest.raises(Exception):  # noqa: B017,PT011 - whatever the serializer raises
+        await put(saver, thread, values={"bad": Unserializable()})
+    with pytest.raises(Exception):  # noqa: B017,PT011
+        await call(saver, "put_writes", stored, [("ok", 1), ("bad", Unserializable())], "t")
+    [only] = await listed(saver, config(thread))
+    assert only.config == stored
+    assert only.pending_writes == []
+
+
+async def test_encrypted_serializer(backend: Backend) -> None:
+    serde = EncryptedSerializer.from_pycryptodome_aes(key=b"k" * 32)
+    async with backend.saver(serde=serde) as saver:
+        thread = new_thread()
+        stored = await put(saver, thread, values={"secret": "hunter2"}, metadata={"user": "ann"})
+        await call(saver, "put_writes", stored, [("secret", "hunter3")], "t")
+        got = await call(saver, "get_tuple", stored)
+        assert got.checkpoint["channel_values"] == {"secret": "hunter2"}
+        assert got.pending_writes == [("t", "secret", "hunter3")]
+        assert ids(await listed(saver, None, filter={"user": "ann"})) == [got.checkpoint["id"]]
+        raw = await call_raw(saver.checkpoint_collection, "find_one", {"thread_id": thread})
+        assert raw["checkpoint"]["type"].endswith("+aes")
+        assert b"hunter2" not in raw["checkpoint"]["data"]
+        raw_write = await call_raw(saver.writes_collection, "find_one", {"thread_id": thread})
+        assert b"hunter3" not in raw_write["value"]["data"]
+
+
+async def call_raw(collection: Any, method: str, *args: Any) -> Any:
+    return await maybe_await(getattr(collection, method)(*args))
+
+
+async def test_delete_thread_copy_thread_prune_and_runs(saver: Any) -> None:
+    a, b = new_thread(), new_thread()
+    a1 = await put(saver, a, metadata={"run_id": "r1"})
+    a2 = await put(saver, a, parent=a1["configurable"]["checkpoint_id"], metadata={"run_id": "r2"})
+    sub = await put(saver, a, ns="child:1", metadata={"run_id": "r2"})
+    for cfg in (a1, a2, sub):
+        await call(saver, "put_writes", cfg, [("w", cfg["configurable"]["checkpoint_id"])], "t")
+    await call(saver, "copy_thread", a, b)
+    copied = await listed(saver, {"configurable": {"thread_id": b}})
+    original = await listed(saver, {"configurable": {"thread_id": a}})
+    assert ids(copied) == ids(original)
+    assert [t.pending_writes for t in copied] == [t.pending_writes for t in original]
+    assert {t.config["configurable"]["thread_id"] for t in copied} == {b}
+    [copied_a2] = [t for t in copied if t.checkpoint["id"] == a2["configurable"]["checkpoint_id"]]
+    assert copied_a2.parent_config == {**a1, "configurable": {**a1["configurable"], "thread_id": b}}
+
+    await call(saver, "prune", [a], strategy="keep_latest")
+    kept = await listed(saver, {"configurable": {"thread_id": a}})
+    assert sorted(ids(kept)) == sorted(
+        [a2["configurable"]["checkpoint_id"], sub["configurable"]["checkpoint_id"]]
+    )
+    assert all(t.pending_writes for t in kept)
+
+    await call(saver, "delete_for_runs", ["r2"])
+    remaining_b = await listed(saver, {"configurable": {"thread_id": b}})
+    assert ids(remaining_b) == [a1["configurable"]["checkpoint_id"]]
+    assert remaining_b[0].pending_writes == [("t", "w", a1["configurable"]["checkpoint_id"])]
+    assert await listed(saver, {"configurable": {"thread_id": a}}) == []
+
+    await call(saver, "delete_thread", b)
+    assert await listed(saver, {"configurable": {"thread_id": b}}) == []
+    assert await call_raw(saver.writes_collection, "count_documents", {}) == 0
+
+
+async def test_saver_survives_copy(saver: Any) -> None:
+    thread = new_thread()
+    stored = await put(saver, thread)
+    clone = copy.copy(saver)
+    assert (await call(clone, "get_tuple", stored)).config == stored
+
+
+async def test_setup_is_idempotent_and_creates_indexes(saver: Any) -> None:
+    for _ in range(2):
+        await maybe_await(saver.setup())
+    checkpoint_indexes = await call_raw(saver.checkpoint_collection, "index_information")
+    assert {"thread_ns_checkpoint", "metadata_run_id"} <= set(checkpoint_indexes)
+    write_indexes = await call_raw(saver.writes_collection, "index_information")
+    assert {"checkpoint", "thread"} <= set(write_indexes)
