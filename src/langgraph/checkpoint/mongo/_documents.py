@@ -31,6 +31,10 @@ from langgraph.checkpoint.mongo._metadata import TERMS_FIELD, metadata_terms, re
 
 # Name of the array that the read pipelines join a checkpoint's writes into.
 JOINED_WRITES = "pending_writes"
+# Channels whose value the checkpoint stores (a `DeltaChannel` only at its snapshots).
+STORED_CHANNELS = "stored_channels"
+# `DeltaChannel`s not snapshotted here, rebuilt from ancestors' writes on read.
+REPLAYED_CHANNELS = "replayed_channels"
 
 
 def _serialized(serde: SerializerProtocol, value: Any) -> dict[str, Any]:
@@ -38,7 +42,7 @@ def _serialized(serde: SerializerProtocol, value: Any) -> dict[str, Any]:
     return {"type": type_, "data": data}
 
 
-def _deserialized(serde: SerializerProtocol, stored: Mapping[str, Any]) -> Any:
+def deserialized(serde: SerializerProtocol, stored: Mapping[str, Any]) -> Any:
     return serde.loads_typed((stored["type"], bytes(stored["data"])))
 
 
@@ -55,7 +59,7 @@ def checkpoint_document(
     serialized_metadata = _serialized(serde, full_metadata)
     # Terms and the readable copy describe what `get_tuple` will return, which is the
     # metadata after a serializer round trip (tuples come back as lists, for example).
-    returned_metadata = _deserialized(serde, serialized_metadata)
+    returned_metadata = deserialized(serde, serialized_metadata)
     return {
         "_id": checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
         "thread_id": ref.thread_id,
@@ -63,7 +67,8 @@ def checkpoint_document(
         "checkpoint_id": checkpoint_id,
         "parent_checkpoint_id": ref.checkpoint_id,
         "checkpoint": _serialized(serde, checkpoint),
-        "channels": sorted(checkpoint.get("channel_values", {})),
+        STORED_CHANNELS: sorted(checkpoint.get("channel_values", {})),
+        REPLAYED_CHANNELS: sorted(full_metadata.get("counters_since_delta_snapshot") or {}),
         "metadata": readable_metadata(returned_metadata),
         "serialized_metadata": serialized_metadata,
         TERMS_FIELD: metadata_terms(returned_metadata),
@@ -109,11 +114,11 @@ def write_documents(
     return documents
 
 
-def _pending_writes(
+def pending_writes(
     serde: SerializerProtocol, docs: Iterable[Mapping[str, Any]]
 ) -> list[PendingWrite]:
     ordered = sorted(docs, key=lambda d: writes_sort_key(d["task_path"], d["task_id"], d["idx"]))
-    return [(d["task_id"], d["channel"], _deserialized(serde, d["value"])) for d in ordered]
+    return [(d["task_id"], d["channel"], deserialized(serde, d["value"])) for d in ordered]
 
 
 def checkpoint_tuple(serde: SerializerProtocol, doc: Mapping[str, Any]) -> CheckpointTuple:
@@ -122,12 +127,12 @@ def checkpoint_tuple(serde: SerializerProtocol, doc: Mapping[str, Any]) -> Check
     parent_id = doc.get("parent_checkpoint_id")
     return CheckpointTuple(
         config=CheckpointRef(thread_id, checkpoint_ns, doc["checkpoint_id"]).config(),
-        checkpoint=_deserialized(serde, doc["checkpoint"]),
-        metadata=_deserialized(serde, doc["serialized_metadata"]),
+        checkpoint=deserialized(serde, doc["checkpoint"]),
+        metadata=deserialized(serde, doc["serialized_metadata"]),
         parent_config=(
             CheckpointRef(thread_id, checkpoint_ns, parent_id).config() if parent_id else None
         ),
-        pending_writes=_pending_writes(serde, doc.get(JOINED_WRITES, ())),
+        pending_writes=pending_writes(serde, doc.get(JOINED_WRITES, ())),
     )
 
 

@@ -14,11 +14,16 @@ from enum import Enum
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.base import (
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+)
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from pymongo import ReplaceOne, UpdateOne
 
-from langgraph.checkpoint.mongo import _queries
+from langgraph.checkpoint.mongo import _delta, _queries
 from langgraph.checkpoint.mongo._documents import (
     checkpoint_document,
     checkpoint_tuple,
@@ -134,6 +139,34 @@ def list_command(
     return Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
 
 
+def _lineage(query: dict[str, Any]) -> Command:
+    return Command(
+        Target.CHECKPOINTS, "find", (query, _delta.LINEAGE_PROJECTION), _delta.LINEAGE_OPTIONS
+    )
+
+
+def delta_history(
+    serde: SerializerProtocol,
+    writes_collection: str,
+    config: RunnableConfig,
+    channels: Sequence[str],
+) -> Plan[dict[str, DeltaChannelHistory]]:
+    """`get_delta_channel_history` in at most two round trips (see `_delta`)."""
+    wanted = str_list(channels, "channels")
+    if not wanted:
+        return {}
+    ref = ref_from_config(config)
+    docs = yield _lineage(_delta.lineage_query(ref))
+    lineage = {doc["checkpoint_id"]: doc for doc in docs}
+    target_id = ref.checkpoint_id if ref.checkpoint_id is not None else next(iter(lineage), None)
+    found = _delta.walk(lineage, target_id, wanted)
+    docs = []
+    if found.chain:
+        pipeline = _delta.history_pipeline(ref, found, wanted, writes_collection)
+        docs = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
+    return _delta.assemble(serde, found, docs, wanted)
+
+
 def delete_thread(thread_id: str) -> Plan[None]:
     thread_id = require_str(thread_id, "thread_id")
     # Checkpoints go first: if the second step fails, what is left are writes that no
@@ -142,20 +175,24 @@ def delete_thread(thread_id: str) -> Plan[None]:
     yield Command(Target.WRITES, "delete_many", ({"thread_id": thread_id},))
 
 
-def _delete_checkpoints(keys: list[Any]) -> Plan[None]:
-    if keys:
-        yield Command(Target.CHECKPOINTS, "delete_many", ({"_id": {"$in": keys}},))
-        yield Command(Target.WRITES, "delete_many", ({"checkpoint": {"$in": keys}},))
-
-
 def delete_for_runs(run_ids: Sequence[str]) -> Plan[None]:
+    """Delete the runs' checkpoints and writes, except ancestors that a surviving
+    checkpoint of the thread still rebuilds its `DeltaChannel`s from."""
     runs = str_list(run_ids, "run_ids")
     if not runs:
         return
-    docs = yield Command(
+    found = yield Command(
         Target.CHECKPOINTS, "find", ({"metadata.run_id": {"$in": runs}}, {"_id": 1})
     )
-    yield from _delete_checkpoints([doc["_id"] for doc in docs])
+    doomed = [doc["_id"] for doc in found]
+    if not doomed:
+        return
+    threads = sorted({key["thread_id"] for key in doomed})
+    lineage = yield _lineage({"thread_id": {"$in": threads}})
+    keys = _delta.deletable(lineage, doomed)
+    if keys:
+        yield Command(Target.CHECKPOINTS, "delete_many", ({"_id": {"$in": keys}},))
+        yield Command(Target.WRITES, "delete_many", ({"checkpoint": {"$in": keys}},))
 
 
 def copy_thread(source_thread_id: str, target_thread_id: str) -> Plan[None]:
@@ -189,9 +226,8 @@ def prune(thread_ids: Sequence[str], strategy: str) -> Plan[None]:
         yield Command(Target.CHECKPOINTS, "delete_many", (in_threads,))
         yield Command(Target.WRITES, "delete_many", (in_threads,))
         return
-    latest = yield Command(
-        Target.CHECKPOINTS, "aggregate", (_queries.latest_per_namespace_pipeline(threads),)
-    )
-    keep = [group["latest"] for group in latest]
+    # The newest checkpoint of each namespace, and the ancestors it rebuilds its
+    # DeltaChannels from: dropping those would silently empty the channels.
+    keep = _delta.keep_latest((yield _lineage(in_threads)))
     yield Command(Target.CHECKPOINTS, "delete_many", ({**in_threads, "_id": {"$nin": keep}},))
     yield Command(Target.WRITES, "delete_many", ({**in_threads, "checkpoint": {"$nin": keep}},))

@@ -11,17 +11,22 @@ from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, IndexModel
 
-from langgraph.checkpoint.mongo._documents import JOINED_WRITES
+from langgraph.checkpoint.mongo._documents import JOINED_WRITES, REPLAYED_CHANNELS, STORED_CHANNELS
 from langgraph.checkpoint.mongo._keys import CheckpointRef
 from langgraph.checkpoint.mongo._metadata import TERMS_FIELD
 
 # Fields a read never needs: the readable metadata and the filter terms.
-_READ_PROJECTION = {"metadata": 0, TERMS_FIELD: 0, "channels": 0}
+_READ_PROJECTION = {
+    "metadata": 0,
+    TERMS_FIELD: 0,
+    STORED_CHANNELS: 0,
+    REPLAYED_CHANNELS: 0,
+}
 
 NEWEST_FIRST = {"checkpoint_id": DESCENDING, "thread_id": ASCENDING, "checkpoint_ns": ASCENDING}
 
 
-def _join_writes(writes_collection: str) -> dict[str, Any]:
+def join_writes(writes_collection: str) -> dict[str, Any]:
     return {
         "$lookup": {
             "from": writes_collection,
@@ -42,7 +47,7 @@ def get_tuple_pipeline(ref: CheckpointRef, writes_collection: str) -> list[dict[
         {"$sort": {"checkpoint_id": DESCENDING}},
         {"$limit": 1},
         {"$project": _READ_PROJECTION},
-        _join_writes(writes_collection),
+        join_writes(writes_collection),
     ]
 
 
@@ -72,28 +77,8 @@ def list_pipeline(
     pipeline: list[dict[str, Any]] = [{"$match": match}, {"$sort": NEWEST_FIRST}]
     if limit is not None:
         pipeline.append({"$limit": limit})
-    pipeline += [{"$project": _READ_PROJECTION}, _join_writes(writes_collection)]
+    pipeline += [{"$project": _READ_PROJECTION}, join_writes(writes_collection)]
     return pipeline
-
-
-def latest_per_namespace_pipeline(thread_ids: list[str]) -> list[dict[str, Any]]:
-    """`_id` of the newest checkpoint of every (thread, namespace): what `prune` keeps."""
-    return [
-        {"$match": {"thread_id": {"$in": thread_ids}}},
-        {
-            "$sort": {
-                "thread_id": ASCENDING,
-                "checkpoint_ns": ASCENDING,
-                "checkpoint_id": DESCENDING,
-            }
-        },
-        {
-            "$group": {
-                "_id": {"thread_id": "$thread_id", "checkpoint_ns": "$checkpoint_ns"},
-                "latest": {"$first": "$_id"},
-            }
-        },
-    ]
 
 
 def checkpoint_indexes() -> list[IndexModel]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -13,6 +13,7 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from pymongo import AsyncMongoClient
@@ -169,6 +170,14 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await self._run(ops.prune(thread_ids, strategy))
 
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Writes and seed of `DeltaChannel`s along the parent chain, in two round trips."""
+        return await self._run(
+            ops.delta_history(self.serde, self.writes_collection_name, config, channels)
+        )
+
     # Sync access from other threads, run on the saver's own event loop.
 
     def _from_thread(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -231,3 +240,8 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         self._from_thread(self.aprune(thread_ids, strategy=strategy))
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return self._from_thread(self.aget_delta_channel_history(config=config, channels=channels))

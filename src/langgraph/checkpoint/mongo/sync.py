@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -13,6 +13,7 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from pymongo import MongoClient
@@ -153,6 +154,14 @@ class MongoDBSaver(MongoDBSaverBase):
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         self._run(ops.prune(thread_ids, strategy))
 
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Writes and seed of `DeltaChannel`s along the parent chain, in two round trips."""
+        return self._run(
+            ops.delta_history(self.serde, self.writes_collection_name, config, channels)
+        )
+
     # Async access for graphs run with `ainvoke`: the sync calls, in a worker thread.
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
@@ -201,3 +210,10 @@ class MongoDBSaver(MongoDBSaverBase):
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return await asyncio.to_thread(
+            lambda: self.get_delta_channel_history(config=config, channels=channels)
+        )

@@ -1,0 +1,190 @@
+"""`DeltaChannel` support: the history walk in two round trips, and what deletes must keep.
+
+A `DeltaChannel` stores its value only in snapshot checkpoints; any other checkpoint
+rebuilds it from the nearest ancestor snapshot plus the writes stored along the parent
+chain. The base class walks that chain with one `get_tuple` per ancestor. Here one read
+fetches the *lineage* (ids, parent ids, and the names of the channels each checkpoint
+stores or replays: a few dozen bytes per checkpoint) and the chain is walked in memory;
+a second read fetches the writes of the chain and the serialized seed checkpoints.
+
+The same walk tells `prune` and `delete_for_runs` which ancestors a surviving
+checkpoint still needs, so they never leave a thread that rebuilds to a wrong state.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from pymongo import DESCENDING
+
+from langgraph.checkpoint.mongo._documents import (
+    JOINED_WRITES,
+    REPLAYED_CHANNELS,
+    STORED_CHANNELS,
+    deserialized,
+    pending_writes,
+)
+from langgraph.checkpoint.mongo._keys import CheckpointRef, checkpoint_key
+from langgraph.checkpoint.mongo._queries import join_writes
+
+LINEAGE_PROJECTION = {
+    "_id": 0,
+    "thread_id": 1,
+    "checkpoint_ns": 1,
+    "checkpoint_id": 1,
+    "parent_checkpoint_id": 1,
+    STORED_CHANNELS: 1,
+    REPLAYED_CHANNELS: 1,
+}
+# Lineage documents are tiny; one large batch keeps a lineage read to one round trip.
+LINEAGE_OPTIONS = {"sort": [("checkpoint_id", DESCENDING)], "batch_size": 100_000}
+
+Lineage = Mapping[str, Mapping[str, Any]]  # checkpoint id -> lineage document, one namespace
+
+
+def lineage_query(ref: CheckpointRef) -> dict[str, Any]:
+    """The target (or the latest) and everything older in its thread and namespace."""
+    query: dict[str, Any] = {"thread_id": ref.thread_id, "checkpoint_ns": ref.checkpoint_ns}
+    if ref.checkpoint_id is not None:
+        # Ancestors are older than their descendants, and ids sort by age.
+        query["checkpoint_id"] = {"$lte": ref.checkpoint_id}
+    return query
+
+
+def by_namespace(docs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Lineage documents grouped by (thread, namespace), each newest first."""
+    groups: dict[tuple[str, str], dict[str, Any]] = defaultdict(dict)
+    for doc in docs:
+        groups[doc["thread_id"], doc["checkpoint_ns"]][doc["checkpoint_id"]] = doc
+    return groups
+
+
+@dataclass
+class Walk:
+    """A checkpoint's ancestors, newest first, and where each channel finds its seed."""
+
+    chain: list[str] = field(default_factory=list)
+    seed_at: dict[str, str] = field(default_factory=dict)
+
+    def reach(self, channel: str) -> list[str]:
+        """Ancestors whose writes to `channel` count: up to and including its seed."""
+        if channel in self.seed_at:
+            return self.chain[: self.chain.index(self.seed_at[channel]) + 1]
+        return self.chain
+
+
+def walk(lineage: Lineage, target_id: str | None, channels: Iterable[str]) -> Walk:
+    """Follow parent ids from the target until every channel has a seed or the root is reached."""
+    result = Walk()
+    target = lineage.get(target_id) if target_id is not None else None
+    remaining = set(channels)
+    current = target.get("parent_checkpoint_id") if target is not None else None
+    while current is not None and remaining and current in lineage:
+        doc = lineage[current]
+        result.chain.append(current)
+        for channel in remaining.intersection(doc.get(STORED_CHANNELS, ())):
+            result.seed_at[channel] = current
+        remaining.difference_update(doc.get(STORED_CHANNELS, ()))
+        current = doc.get("parent_checkpoint_id")
+    return result
+
+
+def needed_by(lineage: Lineage, survivors: Iterable[str]) -> set[str]:
+    """Ancestors the `survivors` rebuild their delta channels from (seeds included)."""
+    needed: set[str] = set()
+    for checkpoint_id in survivors:
+        replayed = lineage[checkpoint_id].get(REPLAYED_CHANNELS, ())
+        if replayed:
+            needed.update(walk(lineage, checkpoint_id, replayed).chain)
+    return needed
+
+
+def keep_latest(lineage_docs: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """What `prune(strategy="keep_latest")` keeps: the newest checkpoint of each
+    namespace, and the ancestors its delta channels are rebuilt from."""
+    keep: list[dict[str, str]] = []
+    for (thread_id, ns), lineage in by_namespace(lineage_docs).items():
+        latest = max(lineage)
+        for checkpoint_id in {latest} | needed_by(lineage, [latest]):
+            keep.append(checkpoint_key(thread_id, ns, checkpoint_id))
+    return keep
+
+
+def deletable(
+    lineage_docs: Iterable[Mapping[str, Any]], doomed: Iterable[Mapping[str, Any]]
+) -> list[dict[str, str]]:
+    """The `doomed` checkpoints (`_id`s) that no surviving checkpoint rebuilds from."""
+    doomed_ids: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for key in doomed:
+        doomed_ids[key["thread_id"], key["checkpoint_ns"]].add(key["checkpoint_id"])
+    result: list[dict[str, str]] = []
+    for (thread_id, ns), lineage in by_namespace(lineage_docs).items():
+        ids = doomed_ids.get((thread_id, ns), set())
+        kept_for_others = needed_by(lineage, [c for c in lineage if c not in ids])
+        result += [checkpoint_key(thread_id, ns, c) for c in sorted(ids - kept_for_others)]
+    return result
+
+
+def history_pipeline(
+    ref: CheckpointRef, found: Walk, channels: Sequence[str], writes_collection: str
+) -> list[dict[str, Any]]:
+    """The chain's checkpoints with their writes to `channels`; the blob only for seeds."""
+    seeds = sorted(set(found.seed_at.values()))
+    is_seed = {"$in": ["$checkpoint_id", {"$literal": seeds}]}
+    wanted = {"$in": ["$$this.channel", {"$literal": list(channels)}]}
+    return [
+        {
+            "$match": {
+                "thread_id": ref.thread_id,
+                "checkpoint_ns": ref.checkpoint_ns,
+                "checkpoint_id": {"$in": found.chain},
+            }
+        },
+        {
+            "$project": {
+                "checkpoint_id": 1,
+                "checkpoint": {"$cond": [is_seed, "$checkpoint", "$$REMOVE"]},
+            }
+        },
+        join_writes(writes_collection),
+        {
+            "$addFields": {
+                JOINED_WRITES: {"$filter": {"input": f"${JOINED_WRITES}", "cond": wanted}}
+            }
+        },
+    ]
+
+
+def assemble(
+    serde: SerializerProtocol,
+    found: Walk,
+    docs: Sequence[Mapping[str, Any]],
+    channels: Sequence[str],
+) -> dict[str, DeltaChannelHistory]:
+    """The base class's result shape: writes oldest first, the seed where one was found."""
+    by_id = {doc["checkpoint_id"]: doc for doc in docs}
+    writes_at = {
+        cid: pending_writes(serde, doc.get(JOINED_WRITES, ())) for cid, doc in by_id.items()
+    }
+    seed_values = {
+        cid: deserialized(serde, by_id[cid]["checkpoint"])["channel_values"]
+        for cid in set(found.seed_at.values())
+    }
+    result: dict[str, DeltaChannelHistory] = {}
+    for channel in channels:
+        writes: list[PendingWrite] = [
+            write
+            for cid in reversed(found.reach(channel))
+            for write in writes_at.get(cid, ())
+            if write[1] == channel
+        ]
+        entry: DeltaChannelHistory = {"writes": writes}
+        if channel in found.seed_at:
+            entry["seed"] = seed_values[found.seed_at[channel]][channel]
+        result[channel] = entry
+    return result

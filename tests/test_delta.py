@@ -1,0 +1,236 @@
+"""`get_delta_channel_history` against the base class's contract, and DeltaChannel graphs."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Annotated, Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import _messages_delta_reducer
+from typing_extensions import TypedDict
+
+from conftest import Backend, CommandLog
+from helpers import call, checkpoint, config, new_thread
+from langgraph.checkpoint.mongo import MongoDBSaver
+
+_versions = itertools.count(1)
+
+
+async def put_versioned(
+    saver: Any, thread: str, parent: str | None, values: dict[str, Any] | None = None
+) -> str:
+    """A put whose channel versions are unique, so InMemorySaver's blobs never collide."""
+    cp = checkpoint(values)
+    cp["channel_versions"] = {k: next(_versions) for k in values or {}}
+    md = {"source": "loop", "step": 0, "parents": {}}
+    stored = await call(saver, "put", config(thread, "", parent), cp, md, cp["channel_versions"])
+    return str(stored["configurable"]["checkpoint_id"])
+
+
+async def build_tree(saver: Any, thread: str) -> dict[str, str]:
+    """root(a stored) -> c1 -> c2(b snapshot) -> c3 -> c4, and a fork c2 -> f3."""
+    ids: dict[str, str] = {}
+    ids["root"] = await put_versioned(saver, thread, None, {"a": [0], "plain": "p"})
+    ids["c1"] = await put_versioned(saver, thread, ids["root"], {"plain": "p"})
+    ids["c2"] = await put_versioned(saver, thread, ids["c1"], {"b": _DeltaSnapshot(["B"])})
+    ids["c3"] = await put_versioned(saver, thread, ids["c2"])
+    ids["f3"] = await put_versioned(saver, thread, ids["c2"])
+    ids["c4"] = await put_versioned(saver, thread, ids["c3"])
+
+    async def write(at: str, writes: list[tuple[str, Any]], task: str, path: str = "") -> None:
+        await call(saver, "put_writes", config(thread, "", ids[at]), writes, task, path)
+
+    await write("root", [("a", "r1")], "t0")
+    # Within a checkpoint: task_path, then task_id, then idx decide the order.
+    await write("c1", [("a", "c1-late"), ("b", "ignored-before-seed")], "t9", "~p2")
+    await write("c1", [("a", "c1-early-0"), ("a", "c1-early-1")], "t1", "~p1")
+    await write("c1", [("a", "c1-no-path")], "tz")
+    await write("c2", [("a", "c2"), ("b", "b-at-seed")], "t1", "~p1")
+    await write("c3", [("a", "c3"), ("b", "b-after-seed")], "t1", "~p1")
+    await write("f3", [("a", "fork-only")], "t1", "~p1")
+    await write("c4", [("a", "target-own")], "t1", "~p1")
+    return ids
+
+
+async def delta(saver: Any, cfg: Any, channels: list[str]) -> Any:
+    return await call(saver, "get_delta_channel_history", config=cfg, channels=channels)
+
+
+async def base_delta(saver: Any, cfg: Any, channels: list[str]) -> Any:
+    """The base class's walk, one get_tuple per ancestor: the contract's reference."""
+    if isinstance(saver, MongoDBSaver):
+        return BaseCheckpointSaver.get_delta_channel_history(saver, config=cfg, channels=channels)
+    return await BaseCheckpointSaver.aget_delta_channel_history(
+        saver, config=cfg, channels=channels
+    )
+
+
+CHANNELS = ["a", "b", "never", "plain"]
+
+
+async def test_history_matches_base_walk_and_in_memory(saver: Any) -> None:
+    thread = new_thread()
+    ids = await build_tree(saver, thread)
+    memory = InMemorySaver()
+    assert await build_tree(memory, thread) is not None  # same shape, other ids
+
+    for name in ("c4", "f3", "c2", "c1", "root"):
+        cfg = config(thread, "", ids[name])
+        got = await delta(saver, cfg, CHANNELS)
+        assert got == await base_delta(saver, cfg, CHANNELS), name
+    latest = await delta(saver, config(thread), CHANNELS)
+    assert latest == await delta(saver, config(thread, "", ids["c4"]), CHANNELS)
+
+    got = await delta(saver, config(thread, "", ids["c4"]), CHANNELS)
+    mem = memory.get_delta_channel_history(config=config(thread), channels=CHANNELS)
+    assert got == mem
+    assert [w[2] for w in got["a"]["writes"]] == [
+        "r1",  # the seed ancestor's own writes are included
+        "c1-no-path",  # no task path sorts first
+        "c1-early-0",
+        "c1-early-1",
+        "c1-late",
+        "c2",
+        "c3",  # the target's own write is excluded
+    ]
+    assert got["a"]["seed"] == [0]
+    assert got["b"] == {
+        "writes": [("t1", "b", "b-at-seed"), ("t1", "b", "b-after-seed")],
+        "seed": _DeltaSnapshot(["B"]),
+    }
+    assert got["never"] == {"writes": []}  # the walk reached the root: no seed key
+    assert got["plain"] == {"writes": [], "seed": "p"}
+
+    fork = await delta(saver, config(thread, "", ids["f3"]), ["a"])
+    assert [w[2] for w in fork["a"]["writes"]][-1] == "c2"  # c3 is not on the fork's path
+    assert "fork-only" not in [w[2] for w in fork["a"]["writes"]]
+
+
+async def test_history_edge_cases(saver: Any) -> None:
+    thread = new_thread()
+    ids = await build_tree(saver, thread)
+    assert await delta(saver, config(thread, "", ids["c4"]), []) == {}
+    unknown = await delta(saver, config(thread, "", "no-such-id"), ["a"])
+    assert unknown == {"a": {"writes": []}}
+    assert await delta(saver, config(new_thread()), ["a"]) == {"a": {"writes": []}}
+    assert await delta(saver, config(thread, "other-ns"), ["a"]) == {"a": {"writes": []}}
+    with pytest.raises(TypeError, match="channels"):
+        await delta(saver, config(thread), "a")
+
+
+async def test_history_costs_two_round_trips(backend: Backend) -> None:
+    if not backend.counts_commands:
+        pytest.skip("the in-process mock has no wire to count commands on")
+    log = CommandLog()
+    async with backend.saver(log) as saver:
+        thread = new_thread()
+        parent = await put_versioned(saver, thread, None, {"a": []})
+        for i in range(40):
+            parent = await put_versioned(saver, thread, parent)
+            await call(saver, "put_writes", config(thread, "", parent), [("a", i)], "t")
+        log.reset()
+        got = await delta(saver, config(thread), ["a"])
+        assert log.names == ["find", "aggregate"]
+        assert [w[2] for w in got["a"]["writes"]] == list(range(39))
+
+
+class ChatState(TypedDict):
+    messages: Annotated[list, DeltaChannel(_messages_delta_reducer, snapshot_frequency=15)]
+
+
+def chat_graph(checkpointer: Any) -> Any:
+    def bot(state: ChatState) -> dict[str, Any]:
+        n = len(state["messages"])
+        return {"messages": [AIMessage(content=f"reply to #{n}", id=f"ai-{n}")]}
+
+    builder = StateGraph(ChatState)
+    builder.add_node("bot", bot)
+    builder.add_edge(START, "bot")
+    return builder.compile(checkpointer=checkpointer)
+
+
+async def run_chat(graph: Any, thread: str, turns: int, sync: bool) -> None:
+    for turn in range(turns):
+        cfg = {**config(thread), "metadata": {"run_id": f"run-{turn:03d}"}}
+        message = {"messages": [HumanMessage(content=f"turn {turn}", id=f"h-{turn}")]}
+        if sync:
+            await asyncio.to_thread(graph.invoke, message, cfg)
+        else:
+            await graph.ainvoke(message, cfg)
+
+
+async def get_state(graph: Any, cfg: Any, sync: bool) -> Any:
+    return await asyncio.to_thread(graph.get_state, cfg) if sync else await graph.aget_state(cfg)
+
+
+async def test_forty_turn_delta_chat_matches_memory(backend: Backend) -> None:
+    log = CommandLog()
+    thread = new_thread()
+    memory_graph = chat_graph(InMemorySaver())
+    await run_chat(memory_graph, thread, 40, sync=False)
+    expected = await memory_graph.aget_state(config(thread))
+    async with backend.saver(log) as saver:
+        graph = chat_graph(saver)
+        await run_chat(graph, thread, 40, backend.is_sync)
+        log.reset()
+        state = await get_state(graph, config(thread), backend.is_sync)
+        assert state.values == expected.values
+        assert len(state.values["messages"]) == 80
+        assert state.next == expected.next
+        if backend.counts_commands:
+            # One read of the checkpoint, then at most two for the delta history.
+            assert log.count() <= 3, log.names
+
+
+async def history(graph: Any, cfg: Any, sync: bool) -> list[Any]:
+    if sync:
+        return await asyncio.to_thread(lambda: list(graph.get_state_history(cfg)))
+    return [s async for s in graph.aget_state_history(cfg)]
+
+
+async def states_by_id(graph: Any, thread: str, sync: bool) -> dict[str, Any]:
+    """Every checkpoint of the thread, rebuilt one by one through `get_state`."""
+    found = {}
+    for snapshot in await history(graph, config(thread), sync):
+        rebuilt = await get_state(graph, snapshot.config, sync)
+        found[snapshot.config["configurable"]["checkpoint_id"]] = rebuilt.values
+    return found
+
+
+async def test_prune_delete_for_runs_and_copy_keep_delta_threads_whole(backend: Backend) -> None:
+    async with backend.saver() as saver:
+        graph = chat_graph(saver)
+        thread = new_thread()
+        await run_chat(graph, thread, 20, backend.is_sync)  # snapshots every 15 updates
+        before = await states_by_id(graph, thread, backend.is_sync)
+        latest = await get_state(graph, config(thread), backend.is_sync)
+        assert len(latest.values["messages"]) == 40
+
+        copy = new_thread()
+        await call(saver, "copy_thread", thread, copy)
+        assert await states_by_id(graph, copy, backend.is_sync) == before
+
+        # Delete the runs of turns 5..9: later checkpoints still rebuild from them.
+        snapshots = await history(graph, config(thread), backend.is_sync)
+        runs = sorted({s.metadata["run_id"] for s in snapshots})
+        assert len(runs) == 20
+        await call(saver, "delete_for_runs", runs[5:10])
+        after = await states_by_id(graph, thread, backend.is_sync)
+        assert after, "nothing survived"
+        for checkpoint_id, values in after.items():
+            assert values == before[checkpoint_id]
+        # The last run's checkpoints survive; deleted runs' unneeded ones are gone.
+        assert set(after) < set(before)
+
+        await call(saver, "prune", [copy], strategy="keep_latest")
+        pruned = await get_state(graph, config(copy), backend.is_sync)
+        assert pruned.values == latest.values
+        remaining = await history(graph, config(copy), backend.is_sync)
+        assert 1 < len(remaining) < len(before)  # ancestors back to the snapshot only
