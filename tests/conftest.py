@@ -74,6 +74,7 @@ class Backend:
     name: str
     uri: str | None
     wire: Any = None  # the WireServer, on wire backends
+    _mock: Any = None  # one in-process mock per test, so two savers can share a database
 
     @property
     def is_sync(self) -> bool:
@@ -89,7 +90,9 @@ class Backend:
         if self.name == "mock":
             from mongomock_motor import AsyncMongoMockClient
 
-            yield AsyncMongoMockClient()
+            if self._mock is None:
+                self._mock = AsyncMongoMockClient()
+            yield self._mock
             return
         if self.name.endswith("motor"):
             from motor.motor_asyncio import AsyncIOMotorClient
@@ -108,7 +111,12 @@ class Backend:
     async def saver(
         self, log: CommandLog | None = None, **kwargs: Any
     ) -> AsyncIterator[AsyncMongoDBSaver | MongoDBSaver]:
-        """A set-up saver on a database of its own, dropped afterwards."""
+        """A set-up saver on a database of its own, dropped afterwards.
+
+        With `db_name=` (another saver's `saver.db.name`) it opens that database
+        again and leaves dropping it to the saver that created it.
+        """
+        owned = "db_name" not in kwargs
         db_name = kwargs.pop("db_name", f"test_{uuid.uuid4().hex[:16]}")
         async with self.client(log) as client:
             saver: AsyncMongoDBSaver | MongoDBSaver
@@ -121,7 +129,8 @@ class Backend:
             try:
                 yield saver
             finally:
-                await maybe_await(client.drop_database(db_name))
+                if owned:
+                    await maybe_await(client.drop_database(db_name))
 
 
 @pytest.fixture(scope="session")

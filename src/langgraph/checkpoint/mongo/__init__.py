@@ -7,6 +7,7 @@ documents and behave the same.
 
 from langgraph.checkpoint.mongo._drivers import __version__
 from langgraph.checkpoint.mongo.aio import AsyncMongoDBSaver
+from langgraph.checkpoint.mongo.errors import CheckpointTooLargeError
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
 
-__all__ = ["AsyncMongoDBSaver", "MongoDBSaver", "__version__"]
+__all__ = ["AsyncMongoDBSaver", "CheckpointTooLargeError", "MongoDBSaver", "__version__"]

@@ -7,6 +7,8 @@ from typing import Any, TypeVar
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from langgraph.checkpoint.mongo._codec import Codec, Compression, check_compression
+from langgraph.checkpoint.mongo._drivers import identify
 from langgraph.checkpoint.mongo._keys import require_str
 from langgraph.checkpoint.mongo._operations import Command, Plan, Target
 
@@ -33,13 +35,16 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
 
     def __init__(
         self,
-        database: Any,
+        client: Any,
+        db_name: str,
         *,
         checkpoint_collection_name: str,
         writes_collection_name: str,
         serde: SerializerProtocol | None,
+        compression: Compression | None,
     ) -> None:
         super().__init__(serde=serde)
+        self.compression = check_compression(compression)
         require_str(checkpoint_collection_name, "checkpoint_collection_name")
         require_str(writes_collection_name, "writes_collection_name")
         if checkpoint_collection_name == writes_collection_name:
@@ -47,13 +52,21 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
                 "checkpoint_collection_name and writes_collection_name must differ, both are "
                 f"{checkpoint_collection_name!r}"
             )
-        self.db = database
+        require_str(db_name, "db_name")
+        identify(client)
+        self.client = client
+        self.db = client[db_name]
         self.checkpoint_collection_name = checkpoint_collection_name
         self.writes_collection_name = writes_collection_name
-        self.checkpoint_collection = database[checkpoint_collection_name]
-        self.writes_collection = database[writes_collection_name]
+        self.checkpoint_collection = self.db[checkpoint_collection_name]
+        self.writes_collection = self.db[writes_collection_name]
 
     def _collection(self, command: Command) -> Any:
         if command.target is Target.CHECKPOINTS:
             return self.checkpoint_collection
         return self.writes_collection
+
+    @property
+    def codec(self) -> Codec:
+        # Built per call: `with_allowlist` swaps `serde` on a shallow copy of the saver.
+        return Codec(self.serde, self.compression)

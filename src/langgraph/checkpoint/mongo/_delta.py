@@ -19,14 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite
-from langgraph.checkpoint.serde.base import SerializerProtocol
 from pymongo import DESCENDING
 
+from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._documents import (
     JOINED_WRITES,
     REPLAYED_CHANNELS,
     STORED_CHANNELS,
-    deserialized,
     pending_writes,
 )
 from langgraph.checkpoint.mongo._keys import CheckpointRef, checkpoint_key
@@ -161,7 +160,7 @@ def history_pipeline(
 
 
 def assemble(
-    serde: SerializerProtocol,
+    codec: Codec,
     found: Walk,
     docs: Sequence[Mapping[str, Any]],
     channels: Sequence[str],
@@ -169,10 +168,10 @@ def assemble(
     """The base class's result shape: writes oldest first, the seed where one was found."""
     by_id = {doc["checkpoint_id"]: doc for doc in docs}
     writes_at = {
-        cid: pending_writes(serde, doc.get(JOINED_WRITES, ())) for cid, doc in by_id.items()
+        cid: pending_writes(codec, doc.get(JOINED_WRITES, ())) for cid, doc in by_id.items()
     }
     seed_values = {
-        cid: deserialized(serde, by_id[cid]["checkpoint"])["channel_values"]
+        cid: codec.decode(by_id[cid]["checkpoint"])["channel_values"]
         for cid in set(found.seed_at.values())
     }
     result: dict[str, DeltaChannelHistory] = {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
+import bson
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
     Checkpoint,
@@ -19,8 +20,8 @@ from langgraph.checkpoint.base import (
     get_checkpoint_metadata,
     writes_sort_key,
 )
-from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._keys import (
     CheckpointRef,
     checkpoint_key,
@@ -28,6 +29,7 @@ from langgraph.checkpoint.mongo._keys import (
     write_key,
 )
 from langgraph.checkpoint.mongo._metadata import TERMS_FIELD, metadata_terms, readable_metadata
+from langgraph.checkpoint.mongo.errors import CheckpointTooLargeError
 
 # Name of the array that the read pipelines join a checkpoint's writes into.
 JOINED_WRITES = "pending_writes"
@@ -37,17 +39,27 @@ STORED_CHANNELS = "stored_channels"
 REPLAYED_CHANNELS = "replayed_channels"
 
 
-def _serialized(serde: SerializerProtocol, value: Any) -> dict[str, Any]:
-    type_, data = serde.dumps_typed(value)
-    return {"type": type_, "data": data}
+# MongoDB's maxBsonObjectSize, the same on every current server and on Atlas.
+MAX_DOCUMENT_SIZE = 16 * 1024 * 1024
 
 
-def deserialized(serde: SerializerProtocol, stored: Mapping[str, Any]) -> Any:
-    return serde.loads_typed((stored["type"], bytes(stored["data"])))
+def _within_size_limit(doc: dict[str, Any], what: str, ref: CheckpointRef) -> dict[str, Any]:
+    """Refuse a document the server would refuse, before anything is sent."""
+    size = len(bson.encode(doc))
+    if size > MAX_DOCUMENT_SIZE:
+        raise CheckpointTooLargeError(
+            what,
+            thread_id=ref.thread_id,
+            checkpoint_ns=ref.checkpoint_ns,
+            checkpoint_id=str(ref.checkpoint_id),
+            size=size,
+            limit=MAX_DOCUMENT_SIZE,
+        )
+    return doc
 
 
 def checkpoint_document(
-    serde: SerializerProtocol,
+    codec: Codec,
     ref: CheckpointRef,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
@@ -56,27 +68,29 @@ def checkpoint_document(
     """The document `put` stores; `ref.checkpoint_id` is the parent, if any."""
     checkpoint_id = require_str(checkpoint.get("id"), "checkpoint['id']")
     full_metadata = get_checkpoint_metadata(cast(Any, config), metadata)
-    serialized_metadata = _serialized(serde, full_metadata)
+    serialized_metadata = codec.encode(full_metadata)
     # Terms and the readable copy describe what `get_tuple` will return, which is the
     # metadata after a serializer round trip (tuples come back as lists, for example).
-    returned_metadata = deserialized(serde, serialized_metadata)
-    return {
+    returned_metadata = codec.decode(serialized_metadata)
+    doc = {
         "_id": checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
         "thread_id": ref.thread_id,
         "checkpoint_ns": ref.checkpoint_ns,
         "checkpoint_id": checkpoint_id,
         "parent_checkpoint_id": ref.checkpoint_id,
-        "checkpoint": _serialized(serde, checkpoint),
+        "checkpoint": codec.encode(checkpoint),
         STORED_CHANNELS: sorted(checkpoint.get("channel_values", {})),
         REPLAYED_CHANNELS: sorted(full_metadata.get("counters_since_delta_snapshot") or {}),
         "metadata": readable_metadata(returned_metadata),
         "serialized_metadata": serialized_metadata,
         TERMS_FIELD: metadata_terms(returned_metadata),
     }
+    stored_as = CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id)
+    return _within_size_limit(doc, "Checkpoint", stored_as)
 
 
 def write_documents(
-    serde: SerializerProtocol,
+    codec: Codec,
     ref: CheckpointRef,
     writes: Sequence[tuple[str, Any]],
     task_id: str,
@@ -108,31 +122,30 @@ def write_documents(
             "task_path": task_path,
             "idx": idx,
             "channel": channel,
-            "value": _serialized(serde, value),
+            "value": codec.encode(value),
         }
-        documents.append((idx < 0, document))
+        what = f"Write {position} (channel {channel!r}, task {task_id!r})"
+        documents.append((idx < 0, _within_size_limit(document, what, ref)))
     return documents
 
 
-def pending_writes(
-    serde: SerializerProtocol, docs: Iterable[Mapping[str, Any]]
-) -> list[PendingWrite]:
+def pending_writes(codec: Codec, docs: Iterable[Mapping[str, Any]]) -> list[PendingWrite]:
     ordered = sorted(docs, key=lambda d: writes_sort_key(d["task_path"], d["task_id"], d["idx"]))
-    return [(d["task_id"], d["channel"], deserialized(serde, d["value"])) for d in ordered]
+    return [(d["task_id"], d["channel"], codec.decode(d["value"])) for d in ordered]
 
 
-def checkpoint_tuple(serde: SerializerProtocol, doc: Mapping[str, Any]) -> CheckpointTuple:
+def checkpoint_tuple(codec: Codec, doc: Mapping[str, Any]) -> CheckpointTuple:
     """A checkpoint document (with its joined writes) as the tuple LangGraph reads."""
     thread_id, checkpoint_ns = doc["thread_id"], doc["checkpoint_ns"]
     parent_id = doc.get("parent_checkpoint_id")
     return CheckpointTuple(
         config=CheckpointRef(thread_id, checkpoint_ns, doc["checkpoint_id"]).config(),
-        checkpoint=deserialized(serde, doc["checkpoint"]),
-        metadata=deserialized(serde, doc["serialized_metadata"]),
+        checkpoint=codec.decode(doc["checkpoint"]),
+        metadata=codec.decode(doc["serialized_metadata"]),
         parent_config=(
             CheckpointRef(thread_id, checkpoint_ns, parent_id).config() if parent_id else None
         ),
-        pending_writes=pending_writes(serde, doc.get(JOINED_WRITES, ())),
+        pending_writes=pending_writes(codec, doc.get(JOINED_WRITES, ())),
     )
 
 

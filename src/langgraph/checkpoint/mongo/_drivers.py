@@ -30,6 +30,19 @@ except Exception:  # pragma: no cover - running from a source tree without metad
 DRIVER_INFO = DriverInfo(name="langgraph-checkpoint-mongo", version=__version__)
 
 
+def identify(client: Any) -> None:
+    """Add our name to the driver metadata servers log (Atlas shows it per connection).
+
+    PyMongo >= 4.14 clients have `append_metadata`; Motor wraps one as `delegate`.
+    Clients without it (older PyMongo, mocks) are left as they are. Attributes are
+    looked up on the class: a client's `__getattr__` turns any name into a database.
+    """
+    target = getattr(client, "__dict__", {}).get("delegate", client)
+    append = getattr(type(target), "append_metadata", None)
+    if append is not None:
+        append(target, DRIVER_INFO)
+
+
 async def maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 

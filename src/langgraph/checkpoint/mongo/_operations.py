@@ -20,10 +20,10 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from langgraph.checkpoint.serde.base import SerializerProtocol
 from pymongo import ReplaceOne, UpdateOne
 
 from langgraph.checkpoint.mongo import _delta, _queries
+from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._documents import (
     checkpoint_document,
     checkpoint_tuple,
@@ -72,26 +72,26 @@ def setup() -> Plan[None]:
 
 
 def put(
-    serde: SerializerProtocol,
+    codec: Codec,
     config: RunnableConfig,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
 ) -> Plan[RunnableConfig]:
     ref = ref_from_config(config)
-    doc = checkpoint_document(serde, ref, checkpoint, metadata, config)
+    doc = checkpoint_document(codec, ref, checkpoint, metadata, config)
     # A replace keyed by `_id` makes a retried put leave exactly one document.
     yield Command(Target.CHECKPOINTS, "replace_one", ({"_id": doc["_id"]}, doc), {"upsert": True})
     return CheckpointRef(ref.thread_id, ref.checkpoint_ns, doc["checkpoint_id"]).config()
 
 
 def put_writes(
-    serde: SerializerProtocol,
+    codec: Codec,
     config: RunnableConfig,
     writes: Sequence[tuple[str, Any]],
     task_id: str,
     task_path: str,
 ) -> Plan[None]:
-    documents = write_documents(serde, ref_from_config(config), writes, task_id, task_path)
+    documents = write_documents(codec, ref_from_config(config), writes, task_id, task_path)
     requests: list[ReplaceOne[Any] | UpdateOne] = []
     for replace, doc in documents:
         if replace:
@@ -104,11 +104,11 @@ def put_writes(
 
 
 def get_tuple(
-    serde: SerializerProtocol, writes_collection: str, config: RunnableConfig
+    codec: Codec, writes_collection: str, config: RunnableConfig
 ) -> Plan[CheckpointTuple | None]:
     pipeline = _queries.get_tuple_pipeline(ref_from_config(config), writes_collection)
     docs = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
-    return checkpoint_tuple(serde, docs[0]) if docs else None
+    return checkpoint_tuple(codec, docs[0]) if docs else None
 
 
 def list_command(
@@ -146,7 +146,7 @@ def _lineage(query: dict[str, Any]) -> Command:
 
 
 def delta_history(
-    serde: SerializerProtocol,
+    codec: Codec,
     writes_collection: str,
     config: RunnableConfig,
     channels: Sequence[str],
@@ -164,7 +164,7 @@ def delta_history(
     if found.chain:
         pipeline = _delta.history_pipeline(ref, found, wanted, writes_collection)
         docs = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
-    return _delta.assemble(serde, found, docs, wanted)
+    return _delta.assemble(codec, found, docs, wanted)
 
 
 def delete_thread(thread_id: str) -> Plan[None]:

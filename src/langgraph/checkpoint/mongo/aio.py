@@ -26,6 +26,7 @@ from langgraph.checkpoint.mongo._base import (
     MongoDBSaverBase,
     step,
 )
+from langgraph.checkpoint.mongo._codec import Compression
 from langgraph.checkpoint.mongo._documents import checkpoint_tuple
 from langgraph.checkpoint.mongo._drivers import (
     DRIVER_INFO,
@@ -64,14 +65,16 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         writes_collection_name: str = DEFAULT_WRITES_COLLECTION,
         *,
         serde: SerializerProtocol | None = None,
+        compression: Compression | None = None,
     ) -> None:
         super().__init__(
-            client[db_name],
+            client,
+            db_name,
             checkpoint_collection_name=checkpoint_collection_name,
             writes_collection_name=writes_collection_name,
             serde=serde,
+            compression=compression,
         )
-        self.client = client
         try:
             self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -87,6 +90,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         writes_collection_name: str = DEFAULT_WRITES_COLLECTION,
         *,
         serde: SerializerProtocol | None = None,
+        compression: Compression | None = None,
         **client_kwargs: Any,
     ) -> AsyncIterator[AsyncMongoDBSaver]:
         """A saver on a new `AsyncMongoClient`, set up, and closed on exit.
@@ -121,7 +125,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         await self._run(ops.setup())
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self._run(ops.get_tuple(self.serde, self.writes_collection_name, config))
+        return await self._run(ops.get_tuple(self.codec, self.writes_collection_name, config))
 
     async def alist(
         self,
@@ -138,7 +142,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
             return
         async with open_cursor(self._collection(command), command) as cursor:
             async for doc in cursor:
-                yield checkpoint_tuple(self.serde, doc)
+                yield checkpoint_tuple(self.codec, doc)
 
     async def aput(
         self,
@@ -147,7 +151,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await self._run(ops.put(self.serde, config, checkpoint, metadata))
+        return await self._run(ops.put(self.codec, config, checkpoint, metadata))
 
     async def aput_writes(
         self,
@@ -156,7 +160,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await self._run(ops.put_writes(self.serde, config, writes, task_id, task_path))
+        await self._run(ops.put_writes(self.codec, config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._run(ops.delete_thread(thread_id))
@@ -175,7 +179,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
     ) -> Mapping[str, DeltaChannelHistory]:
         """Writes and seed of `DeltaChannel`s along the parent chain, in two round trips."""
         return await self._run(
-            ops.delta_history(self.serde, self.writes_collection_name, config, channels)
+            ops.delta_history(self.codec, self.writes_collection_name, config, channels)
         )
 
     # Sync access from other threads, run on the saver's own event loop.

@@ -26,6 +26,7 @@ from langgraph.checkpoint.mongo._base import (
     MongoDBSaverBase,
     step,
 )
+from langgraph.checkpoint.mongo._codec import Compression
 from langgraph.checkpoint.mongo._documents import checkpoint_tuple
 from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, call, timed
 
@@ -51,14 +52,16 @@ class MongoDBSaver(MongoDBSaverBase):
         writes_collection_name: str = DEFAULT_WRITES_COLLECTION,
         *,
         serde: SerializerProtocol | None = None,
+        compression: Compression | None = None,
     ) -> None:
         super().__init__(
-            client[db_name],
+            client,
+            db_name,
             checkpoint_collection_name=checkpoint_collection_name,
             writes_collection_name=writes_collection_name,
             serde=serde,
+            compression=compression,
         )
-        self.client = client
 
     @classmethod
     @contextmanager
@@ -70,6 +73,7 @@ class MongoDBSaver(MongoDBSaverBase):
         writes_collection_name: str = DEFAULT_WRITES_COLLECTION,
         *,
         serde: SerializerProtocol | None = None,
+        compression: Compression | None = None,
         **client_kwargs: Any,
     ) -> Iterator[MongoDBSaver]:
         """A saver on a new `MongoClient`, set up, and closed on exit."""
@@ -78,7 +82,12 @@ class MongoDBSaver(MongoDBSaverBase):
         )
         try:
             saver = cls(
-                client, db_name, checkpoint_collection_name, writes_collection_name, serde=serde
+                client,
+                db_name,
+                checkpoint_collection_name,
+                writes_collection_name,
+                serde=serde,
+                compression=compression,
             )
             saver.setup()
             yield saver
@@ -101,7 +110,7 @@ class MongoDBSaver(MongoDBSaverBase):
         self._run(ops.setup())
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self._run(ops.get_tuple(self.serde, self.writes_collection_name, config))
+        return self._run(ops.get_tuple(self.codec, self.writes_collection_name, config))
 
     def list(
         self,
@@ -120,7 +129,7 @@ class MongoDBSaver(MongoDBSaverBase):
             cursor = call(self._collection(command), command)
         try:
             for doc in cursor:
-                yield checkpoint_tuple(self.serde, doc)
+                yield checkpoint_tuple(self.codec, doc)
         finally:
             cursor.close()
 
@@ -131,7 +140,7 @@ class MongoDBSaver(MongoDBSaverBase):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return self._run(ops.put(self.serde, config, checkpoint, metadata))
+        return self._run(ops.put(self.codec, config, checkpoint, metadata))
 
     def put_writes(
         self,
@@ -140,7 +149,7 @@ class MongoDBSaver(MongoDBSaverBase):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        self._run(ops.put_writes(self.serde, config, writes, task_id, task_path))
+        self._run(ops.put_writes(self.codec, config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
         self._run(ops.delete_thread(thread_id))
@@ -159,7 +168,7 @@ class MongoDBSaver(MongoDBSaverBase):
     ) -> Mapping[str, DeltaChannelHistory]:
         """Writes and seed of `DeltaChannel`s along the parent chain, in two round trips."""
         return self._run(
-            ops.delta_history(self.serde, self.writes_collection_name, config, channels)
+            ops.delta_history(self.codec, self.writes_collection_name, config, channels)
         )
 
     # Async access for graphs run with `ainvoke`: the sync calls, in a worker thread.

@@ -1,0 +1,34 @@
+"""Exceptions the savers raise beyond the driver's own."""
+
+from __future__ import annotations
+
+
+class CheckpointTooLargeError(ValueError):
+    """A checkpoint or pending write would exceed MongoDB's 16 MiB document limit.
+
+    Raised before anything is sent, so the previous checkpoint stays the latest and
+    nothing is half-written. Opt-in compression (`compression="zlib"`) or keeping
+    large payloads out of the graph state are the usual fixes.
+    """
+
+    def __init__(
+        self,
+        what: str,
+        *,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        size: int,
+        limit: int,
+    ) -> None:
+        self.thread_id = thread_id
+        self.checkpoint_ns = checkpoint_ns
+        self.checkpoint_id = checkpoint_id
+        self.size = size
+        self.limit = limit
+        super().__init__(
+            f"{what} of thread {thread_id!r}, namespace {checkpoint_ns!r}, checkpoint "
+            f"{checkpoint_id!r} encodes to {size} bytes, over MongoDB's limit of {limit} "
+            "bytes per document; nothing was written. Enable compression='zlib' or keep "
+            "large payloads out of the graph state."
+        )

@@ -1,0 +1,162 @@
+"""The driver adapter, client lifecycle, and sync calls on the async saver."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from pymongo import AsyncMongoClient, MongoClient
+
+from conftest import Backend
+from helpers import call, config, listed, new_thread, put
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
+from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, execute_async, open_cursor
+from langgraph.checkpoint.mongo._operations import Command, Target
+
+
+class _Cursor:
+    def __init__(self, docs: list[dict[str, Any]]) -> None:
+        self.docs = docs
+        self.closed = False
+
+    def __aiter__(self) -> Any:
+        return self._iterate()
+
+    async def _iterate(self) -> Any:
+        for doc in self.docs:
+            yield doc
+
+
+class MotorShapedCollection:
+    """Motor: `aggregate` returns a cursor at once, cursor `close` is a plain call."""
+
+    def __init__(self, docs: list[dict[str, Any]]) -> None:
+        self.cursor = _Cursor(docs)
+
+    def aggregate(self, pipeline: list[Any]) -> _Cursor:
+        def close() -> None:
+            self.cursor.closed = True
+
+        self.cursor.close = close  # type: ignore[attr-defined]
+        return self.cursor
+
+    async def delete_many(self, query: dict[str, Any]) -> str:
+        return f"deleted {query}"
+
+
+class PyMongoAsyncShapedCollection(MotorShapedCollection):
+    """PyMongo async: `aggregate` is awaited for its cursor, cursor `close` too."""
+
+    async def aggregate(self, pipeline: list[Any]) -> _Cursor:  # type: ignore[override]
+        async def close() -> None:
+            self.cursor.closed = True
+
+        self.cursor.close = close  # type: ignore[attr-defined]
+        return self.cursor
+
+
+@pytest.mark.parametrize("shape", [MotorShapedCollection, PyMongoAsyncShapedCollection])
+async def test_adapter_runs_both_driver_shapes(shape: type[MotorShapedCollection]) -> None:
+    docs = [{"n": 1}, {"n": 2}]
+    collection = shape(docs)
+    read = Command(Target.CHECKPOINTS, "aggregate", ([],))
+    assert await execute_async(collection, read) == docs
+    async with open_cursor(collection, read) as cursor:
+        assert [d async for d in cursor] == docs
+    assert collection.cursor.closed
+    delete = Command(Target.WRITES, "delete_many", ({"thread_id": "t"},))
+    assert await execute_async(collection, delete) == "deleted {'thread_id': 't'}"
+
+
+async def test_sync_call_on_async_saver_in_its_loop_raises_not_hangs(backend: Backend) -> None:
+    if backend.is_sync:
+        pytest.skip("about AsyncMongoDBSaver")
+    async with backend.saver() as saver:
+        thread = new_thread()
+        stored = await put(saver, thread)
+        with pytest.raises(asyncio.InvalidStateError, match="ainvoke"):
+            saver.get_tuple(stored)
+        with pytest.raises(asyncio.InvalidStateError):
+            list(saver.list(config(thread)))
+        # From another thread the sync API works, on the saver's own loop.
+        got = await asyncio.to_thread(saver.get_tuple, stored)
+        assert got.config == stored
+        listed_sync = await asyncio.to_thread(lambda: list(saver.list(config(thread))))
+        assert [t.config for t in listed_sync] == [stored]
+        history = await asyncio.to_thread(
+            lambda: saver.get_delta_channel_history(config=stored, channels=["x"])
+        )
+        assert history == {"x": {"writes": []}}
+
+
+async def test_async_saver_created_outside_a_loop_explains_itself() -> None:
+    from mongomock_motor import AsyncMongoMockClient
+
+    saver = await asyncio.to_thread(AsyncMongoDBSaver, AsyncMongoMockClient())
+    with pytest.raises(asyncio.InvalidStateError, match="MongoDBSaver"):
+        await asyncio.to_thread(saver.get_tuple, config("t"))
+
+
+async def test_sync_saver_async_methods_run_in_a_thread(backend: Backend) -> None:
+    if not backend.is_sync:
+        pytest.skip("about MongoDBSaver")
+    async with backend.saver() as saver:
+        thread = new_thread()
+        stored = await saver.aput(config(thread), *_args())
+        assert (await saver.aget_tuple(stored)).config == stored
+        assert [t.config async for t in saver.alist(config(thread))] == [stored]
+
+
+def _args() -> tuple[Any, ...]:
+    from helpers import checkpoint
+
+    cp = checkpoint({"x": 1})
+    return cp, {"source": "input", "step": -1, "parents": {}}, cp["channel_versions"]
+
+
+async def test_from_conn_string_sets_up_identifies_and_closes(backend: Backend) -> None:
+    if backend.uri is None:
+        pytest.skip("needs a server address")
+    db_name = f"test_{new_thread()}"
+    if backend.is_sync:
+        with MongoDBSaver.from_conn_string(backend.uri, db_name) as sync_saver:
+            await _check_ready(sync_saver)
+            client: Any = sync_saver.client
+            assert isinstance(client, MongoClient)
+            client.drop_database(db_name)
+    else:
+        async with AsyncMongoDBSaver.from_conn_string(backend.uri, db_name) as saver:
+            await _check_ready(saver)
+            client = saver.client
+            assert isinstance(client, AsyncMongoClient)
+            await client.drop_database(db_name)
+    metadata = client.options.pool_options.metadata["driver"]
+    assert DRIVER_INFO.name in metadata["name"]
+    with pytest.raises(Exception, match=r"Cannot use \w+ after close"):
+        await _maybe(client.list_database_names())
+
+
+async def _check_ready(saver: Any) -> None:
+    indexes = await _maybe(saver.checkpoint_collection.index_information())
+    assert "thread_ns_checkpoint" in indexes
+    thread = new_thread()
+    stored = await put(saver, thread)
+    assert [t.config for t in await listed(saver, config(thread))] == [stored]
+    assert (await call(saver, "get_tuple", stored)).config == stored
+
+
+async def _maybe(value: Any) -> Any:
+    from langgraph.checkpoint.mongo._drivers import maybe_await
+
+    return await maybe_await(value)
+
+
+async def test_user_clients_are_identified(backend: Backend) -> None:
+    if backend.name == "mock":
+        pytest.skip("mongomock has no driver metadata")
+    async with backend.client() as client:
+        (MongoDBSaver if backend.is_sync else AsyncMongoDBSaver)(client, "identify")
+        pymongo_client = vars(client).get("delegate", client)
+        metadata = pymongo_client.options.pool_options.metadata["driver"]
+        assert metadata["name"].endswith("|" + DRIVER_INFO.name)

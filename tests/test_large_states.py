@@ -1,0 +1,103 @@
+"""States near MongoDB's 16 MiB document limit, and opt-in compression."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from conftest import Backend
+from helpers import call, config, listed, new_thread, put
+from langgraph.checkpoint.mongo import CheckpointTooLargeError
+from langgraph.checkpoint.mongo._drivers import maybe_await
+
+MIB = 1024 * 1024
+
+
+async def test_too_large_checkpoint_fails_cleanly(saver: Any) -> None:
+    thread = new_thread()
+    previous = await put(saver, thread, values={"small": "ok"})
+    with pytest.raises(CheckpointTooLargeError) as caught:
+        await put(
+            saver,
+            thread,
+            parent=previous["configurable"]["checkpoint_id"],
+            values={"blob": os.urandom(17 * MIB)},
+        )
+    error = caught.value
+    assert isinstance(error, ValueError)
+    assert error.thread_id == thread
+    assert error.checkpoint_ns == ""
+    assert error.size > error.limit == 16 * MIB
+    assert thread in str(error)
+    assert str(error.limit) in str(error)
+    latest = await call(saver, "get_tuple", config(thread))
+    assert latest.config == previous
+    assert len(await listed(saver, config(thread))) == 1
+
+
+async def test_too_large_write_fails_and_writes_nothing(saver: Any) -> None:
+    thread = new_thread()
+    stored = await put(saver, thread)
+    writes = [("small", 1), ("huge", os.urandom(17 * MIB))]
+    with pytest.raises(CheckpointTooLargeError, match="channel 'huge'"):
+        await call(saver, "put_writes", stored, writes, "task")
+    assert (await call(saver, "get_tuple", stored)).pending_writes == []
+
+
+async def test_compression_fits_a_compressible_17_mib_state(backend: Backend) -> None:
+    state = {"text": "all work and no play " * (17 * MIB // 21)}
+    async with backend.saver(compression="zlib") as saver:
+        thread = new_thread()
+        stored = await put(saver, thread, values=state)
+        await call(saver, "put_writes", stored, [("text", state["text"])], "t")
+        got = await call(saver, "get_tuple", stored)
+        assert got.checkpoint["channel_values"] == state
+        assert got.pending_writes == [("t", "text", state["text"])]
+        raw = await maybe_await(saver.checkpoint_collection.find_one({"thread_id": thread}))
+        assert raw["checkpoint"]["compression"] == "zlib"
+        assert len(raw["checkpoint"]["data"]) < MIB
+
+
+async def test_any_compression_setting_reads_any_other(backend: Backend) -> None:
+    big = {"text": "x" * 10_000}
+    async with backend.saver(compression="zlib") as zipped:
+        thread = new_thread()
+        compressed = await put(zipped, thread, values=big)
+        async with backend.saver(db_name=zipped.db.name) as plain:
+            uncompressed = await put(
+                plain, thread, parent=compressed["configurable"]["checkpoint_id"], values=big
+            )
+            for reader in (plain, zipped):
+                for cfg in (compressed, uncompressed):
+                    got = await call(reader, "get_tuple", cfg)
+                    assert got.checkpoint["channel_values"] == big
+        small = await put(zipped, new_thread(), values={"v": 1})
+        raw = await maybe_await(
+            zipped.checkpoint_collection.find_one(
+                {"checkpoint_id": small["configurable"]["checkpoint_id"]}
+            )
+        )
+        assert "compression" not in raw["checkpoint"]  # small values are not worth it
+
+
+def test_unknown_compression_is_refused() -> None:
+    from mongomock_motor import AsyncMongoMockClient
+
+    from langgraph.checkpoint.mongo import AsyncMongoDBSaver
+
+    with pytest.raises(ValueError, match="compression"):
+        AsyncMongoDBSaver(AsyncMongoMockClient(), compression="lz4")  # type: ignore[arg-type]
+
+
+async def test_unknown_stored_compression_is_named(saver: Any) -> None:
+    thread = new_thread()
+    stored = await put(saver, thread)
+    await maybe_await(
+        saver.checkpoint_collection.update_one(
+            {"thread_id": thread}, {"$set": {"checkpoint.compression": "zstd"}}
+        )
+    )
+    with pytest.raises(ValueError, match="zstd"):
+        await call(saver, "get_tuple", stored)

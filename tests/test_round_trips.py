@@ -1,0 +1,95 @@
+"""Commands sent per operation, counted where a network would see them.
+
+On the wire backends the count comes from the driver's command monitoring of a real
+socket connection (`getMore` and `killCursors` included); on a real server, likewise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from conftest import Backend, CommandLog
+from helpers import call, config, listed, new_thread, put
+from langgraph.checkpoint.mongo import MongoDBSaver
+
+
+@pytest.fixture
+def counting(backend: Backend) -> Backend:
+    if not backend.counts_commands:
+        pytest.skip("the in-process mock has no wire to count commands on")
+    return backend
+
+
+async def test_commands_per_operation(counting: Backend) -> None:
+    log = CommandLog()
+    async with counting.saver(log) as saver:
+        thread = new_thread()
+        stored = await put(saver, thread)
+        await put(saver, thread, parent=stored["configurable"]["checkpoint_id"])
+
+        async def sent(method: str, *args: Any, **kwargs: Any) -> list[str]:
+            log.reset()
+            await call(saver, method, *args, **kwargs)
+            return list(log.names)
+
+        assert await sent("put", config(thread), *_checkpoint_args()) == ["update"]
+        writes = [("a", 1), ("b", 2), ("__error__", "x")]
+        assert await sent("put_writes", stored, writes, "task") == ["update"]
+        assert await sent("get_tuple", config(thread)) == ["aggregate"]
+        assert await sent("get_tuple", stored) == ["aggregate"]
+        log.reset()
+        assert len(await listed(saver, config(thread))) == 3
+        assert log.names == ["aggregate"]
+        assert await sent("delete_thread", thread) == ["delete", "delete"]
+
+
+def _checkpoint_args() -> tuple[Any, ...]:
+    from helpers import checkpoint
+
+    cp = checkpoint({"x": 1})
+    return cp, {"source": "loop", "step": 1, "parents": {}}, cp["channel_versions"]
+
+
+async def test_list_streams_across_batches(counting: Backend) -> None:
+    log = CommandLog()
+    async with counting.saver(log) as saver:
+        thread = new_thread()
+        for _ in range(250):
+            await put(saver, thread)
+        log.reset()
+        if isinstance(saver, MongoDBSaver):
+            iterator: Any = saver.list(config(thread))
+            first = await asyncio.to_thread(next, iterator)
+            assert log.names == ["aggregate"]  # nothing more read before the first item
+            rest = list(iterator)
+        else:
+            aiterator = saver.alist(config(thread)).__aiter__()
+            first = await aiterator.__anext__()
+            assert log.names == ["aggregate"]
+            rest = [t async for t in aiterator]
+        assert first.checkpoint["id"] > rest[0].checkpoint["id"]
+        assert len(rest) == 249
+        assert log.names[0] == "aggregate"
+        assert set(log.names[1:]) == {"getMore"}
+        assert len(log.names) >= 2
+
+
+async def test_early_stop_closes_the_server_cursor(counting: Backend) -> None:
+    log = CommandLog()
+    async with counting.saver(log) as saver:
+        thread = new_thread()
+        for _ in range(150):
+            await put(saver, thread)
+        log.reset()
+        if isinstance(saver, MongoDBSaver):
+            for _ in saver.list(config(thread)):
+                break
+        else:
+            stream = saver.alist(config(thread))
+            async for _ in stream:
+                break
+            await stream.aclose()
+        assert log.names == ["aggregate", "killCursors"]
