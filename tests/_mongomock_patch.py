@@ -1,10 +1,14 @@
-"""Test-only fix for mongomock 4.3 `bulk_write` on pymongo >= 4.11.
+"""Test-only fixes for two mongomock 4.3 bugs; the product code stays real-server code.
 
-pymongo 4.11 passes `sort=` to the bulk builder's `add_update`/`add_replace`, which
-mongomock 4.3 does not accept: https://github.com/mongomock/mongomock/issues/912.
-The product code sends ordinary `UpdateOne`/`ReplaceOne` bulk writes, as to any
-server; only the embedded mock needs this. A `sort` on an update is never sent by
-the savers, so it is refused rather than ignored.
+1. `bulk_write` on pymongo >= 4.11: pymongo passes `sort=` to the bulk builder's
+   `add_update`/`add_replace`, which mongomock 4.3 does not accept
+   (https://github.com/mongomock/mongomock/issues/912). The savers send ordinary
+   `UpdateOne`/`ReplaceOne` bulk writes, as to any server. A `sort` on an update is
+   never sent by the savers, so it is refused rather than ignored.
+2. TTL expiry of a document whose `_id` is a subdocument: mongomock stores such
+   documents under a hashable copy of the `_id` but its TTL sweep deletes by the raw
+   dict and crashes with `TypeError: unhashable type: 'dict'`. A server has no such
+   problem; the savers' `_id`s are subdocuments.
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from mongomock import helpers
 from mongomock.collection import BulkOperationBuilder
+from mongomock.store import CollectionStore
 
 
 def _accept_sort(method: Any) -> Any:
@@ -25,7 +31,20 @@ def _accept_sort(method: Any) -> Any:
     return wrapper
 
 
+def _delete_by_hashable_id(method: Any) -> Any:
+    @functools.wraps(method)
+    def wrapper(self: Any, key: Any) -> Any:
+        if isinstance(key, dict) and not isinstance(key, helpers.hashdict):
+            key = helpers.hashdict(key)
+        return method(self, key)
+
+    wrapper._hashes_ids = True  # type: ignore[attr-defined]
+    return wrapper
+
+
 def apply() -> None:
+    if not getattr(CollectionStore.__delitem__, "_hashes_ids", False):
+        CollectionStore.__delitem__ = _delete_by_hashable_id(CollectionStore.__delitem__)  # type: ignore[method-assign]
     for name in ("add_update", "add_replace"):
         method = getattr(BulkOperationBuilder, name)
         if not getattr(method, "_accepts_sort", False):

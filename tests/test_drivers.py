@@ -11,8 +11,8 @@ from pymongo import AsyncMongoClient, MongoClient
 from conftest import Backend
 from helpers import call, config, listed, new_thread, put
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
+from langgraph.checkpoint.mongo._commands import Command, Target
 from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, execute_async, open_cursor
-from langgraph.checkpoint.mongo._operations import Command, Target
 
 
 class _Cursor:

@@ -293,12 +293,3 @@ async def test_saver_survives_copy(saver: Any) -> None:
     stored = await put(saver, thread)
     clone = copy.copy(saver)
     assert (await call(clone, "get_tuple", stored)).config == stored
-
-
-async def test_setup_is_idempotent_and_creates_indexes(saver: Any) -> None:
-    for _ in range(2):
-        await maybe_await(saver.setup())
-    checkpoint_indexes = await call_raw(saver.checkpoint_collection, "index_information")
-    assert {"thread_ns_checkpoint", "metadata_run_id"} <= set(checkpoint_indexes)
-    write_indexes = await call_raw(saver.writes_collection, "index_information")
-    assert {"checkpoint", "thread"} <= set(write_indexes)

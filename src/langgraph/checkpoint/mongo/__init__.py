@@ -7,7 +7,13 @@ documents and behave the same.
 
 from langgraph.checkpoint.mongo._drivers import __version__
 from langgraph.checkpoint.mongo.aio import AsyncMongoDBSaver
-from langgraph.checkpoint.mongo.errors import CheckpointTooLargeError
+from langgraph.checkpoint.mongo.errors import CheckpointTooLargeError, IndexCreationError
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
 
-__all__ = ["AsyncMongoDBSaver", "CheckpointTooLargeError", "MongoDBSaver", "__version__"]
+__all__ = [
+    "AsyncMongoDBSaver",
+    "CheckpointTooLargeError",
+    "IndexCreationError",
+    "MongoDBSaver",
+    "__version__",
+]

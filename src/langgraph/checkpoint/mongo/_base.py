@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._codec import Codec, Compression, check_compression
+from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._drivers import identify
 from langgraph.checkpoint.mongo._keys import require_str
-from langgraph.checkpoint.mongo._operations import Command, Plan, Target
+from langgraph.checkpoint.mongo._ttl import ThreadExpiry, as_timedelta
 
 T = TypeVar("T")
 
@@ -19,13 +23,13 @@ DEFAULT_CHECKPOINT_COLLECTION = "checkpoints"
 DEFAULT_WRITES_COLLECTION = "checkpoint_writes"
 
 
-def step(plan: Plan[T], result: Any = None) -> tuple[Command | None, T | None]:
-    """Send a plan the last command's result: `(next command, None)` or `(None, its return)`.
-
-    Sending `None` to a fresh generator starts it, so one call shape serves every step.
-    """
+def step(
+    plan: Plan[T], result: Any = None, error: BaseException | None = None
+) -> tuple[Command | None, T | None]:
+    """Hand a plan the last command's result (or error): `(next command, None)` or
+    `(None, its return value)`. Sending `None` to a fresh generator starts it."""
     try:
-        return plan.send(result), None
+        return (plan.throw(error) if error is not None else plan.send(result)), None
     except StopIteration as done:
         return None, done.value
 
@@ -42,9 +46,14 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
         writes_collection_name: str,
         serde: SerializerProtocol | None,
         compression: Compression | None,
+        ttl: float | timedelta | None,
     ) -> None:
         super().__init__(serde=serde)
         self.compression = check_compression(compression)
+        ttl_delta = as_timedelta(ttl)
+        self.ttl = ttl_delta
+        self.expiry = ThreadExpiry(ttl_delta) if ttl_delta is not None else None
+        require_str(db_name, "db_name")
         require_str(checkpoint_collection_name, "checkpoint_collection_name")
         require_str(writes_collection_name, "writes_collection_name")
         if checkpoint_collection_name == writes_collection_name:
@@ -52,7 +61,6 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
                 "checkpoint_collection_name and writes_collection_name must differ, both are "
                 f"{checkpoint_collection_name!r}"
             )
-        require_str(db_name, "db_name")
         identify(client)
         self.client = client
         self.db = client[db_name]
@@ -64,9 +72,18 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
     def _collection(self, command: Command) -> Any:
         if command.target is Target.CHECKPOINTS:
             return self.checkpoint_collection
-        return self.writes_collection
+        if command.target is Target.WRITES:
+            return self.writes_collection
+        return self.db
 
     @property
     def codec(self) -> Codec:
         # Built per call: `with_allowlist` swaps `serde` on a shallow copy of the saver.
         return Codec(self.serde, self.compression)
+
+    def _setup_plan(self, create_indexes: bool, skip_indexes: Collection[str]) -> Plan[None]:
+        names = {
+            Target.CHECKPOINTS: self.checkpoint_collection_name,
+            Target.WRITES: self.writes_collection_name,
+        }
+        return ops.setup(names, self.expiry, create_indexes, skip_indexes)

@@ -8,6 +8,7 @@ whole) and keeps the metadata three ways: readable BSON, filter terms
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, cast
 
 import bson
@@ -29,6 +30,7 @@ from langgraph.checkpoint.mongo._keys import (
     write_key,
 )
 from langgraph.checkpoint.mongo._metadata import TERMS_FIELD, metadata_terms, readable_metadata
+from langgraph.checkpoint.mongo._ttl import TOUCHED_AT
 from langgraph.checkpoint.mongo.errors import CheckpointTooLargeError
 
 # Name of the array that the read pipelines join a checkpoint's writes into.
@@ -64,6 +66,7 @@ def checkpoint_document(
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
     config: Mapping[str, Any],
+    touched_at: datetime | None = None,
 ) -> dict[str, Any]:
     """The document `put` stores; `ref.checkpoint_id` is the parent, if any."""
     checkpoint_id = require_str(checkpoint.get("id"), "checkpoint['id']")
@@ -85,6 +88,8 @@ def checkpoint_document(
         "serialized_metadata": serialized_metadata,
         TERMS_FIELD: metadata_terms(returned_metadata),
     }
+    if touched_at is not None:
+        doc[TOUCHED_AT] = touched_at
     stored_as = CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id)
     return _within_size_limit(doc, "Checkpoint", stored_as)
 
@@ -95,6 +100,7 @@ def write_documents(
     writes: Sequence[tuple[str, Any]],
     task_id: str,
     task_path: str,
+    touched_at: datetime | None = None,
 ) -> list[tuple[bool, dict[str, Any]]]:
     """`(replace_on_conflict, document)` for each write, all serialized before any I/O.
 
@@ -124,6 +130,8 @@ def write_documents(
             "channel": channel,
             "value": codec.encode(value),
         }
+        if touched_at is not None:
+            document[TOUCHED_AT] = touched_at
         what = f"Write {position} (channel {channel!r}, task {task_id!r})"
         documents.append((idx < 0, _within_size_limit(document, what, ref)))
     return documents

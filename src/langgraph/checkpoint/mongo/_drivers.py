@@ -16,7 +16,7 @@ from typing import Any
 
 from pymongo.driver_info import DriverInfo
 
-from langgraph.checkpoint.mongo._operations import Command
+from langgraph.checkpoint.mongo._commands import Command
 
 logger = logging.getLogger("langgraph.checkpoint.mongo")
 

@@ -8,9 +8,8 @@ operation is written exactly once.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import Enum
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -20,10 +19,12 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from pymongo import ReplaceOne, UpdateOne
+from pymongo import IndexModel, ReplaceOne, UpdateOne
+from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import _delta, _queries
 from langgraph.checkpoint.mongo._codec import Codec
+from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import (
     checkpoint_document,
     checkpoint_tuple,
@@ -40,45 +41,76 @@ from langgraph.checkpoint.mongo._keys import (
     str_list,
 )
 from langgraph.checkpoint.mongo._metadata import metadata_filter
+from langgraph.checkpoint.mongo._ttl import TOUCHED_AT, TTL_INDEX_NAME, ThreadExpiry
+from langgraph.checkpoint.mongo.errors import IndexCreationError
 
 T = TypeVar("T")
 
 
-class Target(Enum):
-    CHECKPOINTS = "checkpoints"
-    WRITES = "writes"
+def setup(
+    names: Mapping[Target, str],
+    expiry: ThreadExpiry | None,
+    create_indexes: bool,
+    skip_indexes: Collection[str],
+) -> Plan[None]:
+    skip = set(str_list(list(skip_indexes), "skip_indexes"))
+    unknown = skip - _queries.INDEX_NAMES
+    if unknown:
+        raise ValueError(
+            f"skip_indexes names unknown indexes {sorted(unknown)}; "
+            f"the indexes are {sorted(_queries.INDEX_NAMES)}"
+        )
+    if create_indexes:
+        for target, index in _queries.indexes():
+            if index.document["name"] not in skip:
+                yield from _create_index(names[target], target, index)
+    for target in (Target.CHECKPOINTS, Target.WRITES):
+        yield from _set_thread_ttl(names[target], target, expiry)
 
 
-@dataclass(frozen=True, slots=True)
-class Command:
-    """One driver call: `collection.method(*args, **kwargs)`; reads return a cursor."""
-
-    target: Target
-    method: str
-    args: tuple[Any, ...] = ()
-    kwargs: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def returns_cursor(self) -> bool:
-        return self.method in ("aggregate", "find")
+def _create_index(collection: str, target: Target, index: IndexModel) -> Plan[None]:
+    try:
+        yield Command(target, "create_indexes", ([index],))
+    except OperationFailure as exc:
+        raise IndexCreationError(collection, index.document, exc) from exc
 
 
-Plan = Generator[Command, Any, T]
+def _set_thread_ttl(collection: str, target: Target, expiry: ThreadExpiry | None) -> Plan[None]:
+    """Create, retime (collMod) or, with `ttl=None`, drop the whole-thread TTL index."""
+    existing = (yield Command(target, "index_information")).get(TTL_INDEX_NAME)
+    if expiry is None:
+        if existing is not None:
+            yield Command(target, "drop_index", (TTL_INDEX_NAME,))
+    elif existing is None:
+        yield from _create_index(collection, target, _queries.ttl_index(expiry.seconds))
+    elif existing.get("expireAfterSeconds") != expiry.seconds:
+        change = {"name": TTL_INDEX_NAME, "expireAfterSeconds": expiry.seconds}
+        yield Command(Target.DATABASE, "command", ("collMod", collection), {"index": change})
 
 
-def setup() -> Plan[None]:
-    yield Command(Target.CHECKPOINTS, "create_indexes", (_queries.checkpoint_indexes(),))
-    yield Command(Target.WRITES, "create_indexes", (_queries.write_indexes(),))
+def _touch_thread(
+    expiry: ThreadExpiry | None, thread_id: str, stamp: datetime | None
+) -> Plan[None]:
+    """Move the thread's older documents to this write's TTL stamp (once per bucket)."""
+    if expiry is None or stamp is None or not expiry.needs_move(thread_id, stamp):
+        return
+    query = {"thread_id": thread_id, TOUCHED_AT: {"$ne": stamp}}
+    for target in (Target.CHECKPOINTS, Target.WRITES):
+        yield Command(target, "update_many", (query, {"$set": {TOUCHED_AT: stamp}}))
+    expiry.moved(thread_id, stamp)
 
 
 def put(
     codec: Codec,
+    expiry: ThreadExpiry | None,
     config: RunnableConfig,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
 ) -> Plan[RunnableConfig]:
     ref = ref_from_config(config)
-    doc = checkpoint_document(codec, ref, checkpoint, metadata, config)
+    stamp = expiry.stamp() if expiry else None
+    doc = checkpoint_document(codec, ref, checkpoint, metadata, config, stamp)
+    yield from _touch_thread(expiry, ref.thread_id, stamp)
     # A replace keyed by `_id` makes a retried put leave exactly one document.
     yield Command(Target.CHECKPOINTS, "replace_one", ({"_id": doc["_id"]}, doc), {"upsert": True})
     return CheckpointRef(ref.thread_id, ref.checkpoint_ns, doc["checkpoint_id"]).config()
@@ -86,19 +118,28 @@ def put(
 
 def put_writes(
     codec: Codec,
+    expiry: ThreadExpiry | None,
     config: RunnableConfig,
     writes: Sequence[tuple[str, Any]],
     task_id: str,
     task_path: str,
 ) -> Plan[None]:
-    documents = write_documents(codec, ref_from_config(config), writes, task_id, task_path)
+    ref = ref_from_config(config)
+    stamp = expiry.stamp() if expiry else None
+    documents = write_documents(codec, ref, writes, task_id, task_path, stamp)
+    if documents:
+        yield from _touch_thread(expiry, ref.thread_id, stamp)
     requests: list[ReplaceOne[Any] | UpdateOne] = []
     for replace, doc in documents:
         if replace:
             requests.append(ReplaceOne({"_id": doc["_id"]}, doc, upsert=True))
         else:
             fields = {k: v for k, v in doc.items() if k != "_id"}
-            requests.append(UpdateOne({"_id": doc["_id"]}, {"$setOnInsert": fields}, upsert=True))
+            update: dict[str, Any] = {"$setOnInsert": fields}
+            if stamp is not None:  # a retried write still keeps the thread alive
+                fields.pop(TOUCHED_AT)
+                update["$set"] = {TOUCHED_AT: stamp}
+            requests.append(UpdateOne({"_id": doc["_id"]}, update, upsert=True))
     if requests:
         yield Command(Target.WRITES, "bulk_write", (requests,), {"ordered": False})
 
@@ -195,18 +236,25 @@ def delete_for_runs(run_ids: Sequence[str]) -> Plan[None]:
         yield Command(Target.WRITES, "delete_many", ({"checkpoint": {"$in": keys}},))
 
 
-def copy_thread(source_thread_id: str, target_thread_id: str) -> Plan[None]:
+def copy_thread(
+    expiry: ThreadExpiry | None, source_thread_id: str, target_thread_id: str
+) -> Plan[None]:
     source = require_str(source_thread_id, "source_thread_id")
     target = require_str(target_thread_id, "target_thread_id")
     checkpoints = yield Command(Target.CHECKPOINTS, "find", ({"thread_id": source},))
     writes = yield Command(Target.WRITES, "find", ({"thread_id": source},))
+    if not checkpoints and not writes:
+        return
+    stamp = expiry.stamp() if expiry else None
+    yield from _touch_thread(expiry, target, stamp)
+    fresh = {TOUCHED_AT: stamp} if stamp else {}
     # Writes first: a copy that fails half way leaves no checkpoint without its writes,
     # and replacing by `_id` makes running the copy again converge.
-    copied_writes = [moved_write(doc, target) for doc in writes]
+    copied_writes = [{**moved_write(doc, target), **fresh} for doc in writes]
     if copied_writes:
         requests = [ReplaceOne({"_id": d["_id"]}, d, upsert=True) for d in copied_writes]
         yield Command(Target.WRITES, "bulk_write", (requests,), {"ordered": False})
-    copied = [moved_checkpoint(doc, target) for doc in checkpoints]
+    copied = [{**moved_checkpoint(doc, target), **fresh} for doc in checkpoints]
     if copied:
         requests = [ReplaceOne({"_id": d["_id"]}, d, upsert=True) for d in copied]
         yield Command(Target.CHECKPOINTS, "bulk_write", (requests,), {"ordered": False})

@@ -11,9 +11,11 @@ from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, IndexModel
 
+from langgraph.checkpoint.mongo._commands import Target
 from langgraph.checkpoint.mongo._documents import JOINED_WRITES, REPLAYED_CHANNELS, STORED_CHANNELS
 from langgraph.checkpoint.mongo._keys import CheckpointRef
 from langgraph.checkpoint.mongo._metadata import TERMS_FIELD
+from langgraph.checkpoint.mongo._ttl import TOUCHED_AT, TTL_INDEX_NAME
 
 # Fields a read never needs: the readable metadata and the filter terms.
 _READ_PROJECTION = {
@@ -81,22 +83,38 @@ def list_pipeline(
     return pipeline
 
 
-def checkpoint_indexes() -> list[IndexModel]:
+def indexes() -> list[tuple[Target, IndexModel]]:
+    """Every index `setup()` creates (the TTL index aside), with the queries it serves."""
     return [
-        # get_tuple (latest and by id), list of a thread, delete_thread, prune.
-        IndexModel(
-            [("thread_id", ASCENDING), ("checkpoint_ns", ASCENDING), ("checkpoint_id", DESCENDING)],
-            name="thread_ns_checkpoint",
+        # get_tuple (latest and by id), list of a thread, delete_thread, prune, lineage.
+        (
+            Target.CHECKPOINTS,
+            IndexModel(
+                [
+                    ("thread_id", ASCENDING),
+                    ("checkpoint_ns", ASCENDING),
+                    ("checkpoint_id", DESCENDING),
+                ],
+                name="thread_ns_checkpoint",
+            ),
         ),
         # delete_for_runs.
-        IndexModel([("metadata.run_id", ASCENDING)], name="metadata_run_id", sparse=True),
-    ]
-
-
-def write_indexes() -> list[IndexModel]:
-    return [
+        (
+            Target.CHECKPOINTS,
+            IndexModel([("metadata.run_id", ASCENDING)], name="metadata_run_id", sparse=True),
+        ),
         # The $lookup that joins a checkpoint's writes.
-        IndexModel([("checkpoint", ASCENDING)], name="checkpoint"),
-        # delete_thread, copy_thread, prune.
-        IndexModel([("thread_id", ASCENDING)], name="thread"),
+        (Target.WRITES, IndexModel([("checkpoint", ASCENDING)], name="checkpoint")),
+        # delete_thread, copy_thread, prune, and the TTL stamp of a thread.
+        (Target.WRITES, IndexModel([("thread_id", ASCENDING)], name="thread")),
     ]
+
+
+INDEX_NAMES = frozenset(index.document["name"] for _, index in indexes())
+
+
+def ttl_index(seconds: int) -> IndexModel:
+    """Whole-thread expiry: every document of a thread carries the same stamp."""
+    return IndexModel(
+        [(TOUCHED_AT, ASCENDING)], name=TTL_INDEX_NAME, expireAfterSeconds=seconds, sparse=True
+    )

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Coroutine, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -27,6 +28,7 @@ from langgraph.checkpoint.mongo._base import (
     step,
 )
 from langgraph.checkpoint.mongo._codec import Compression
+from langgraph.checkpoint.mongo._commands import Plan
 from langgraph.checkpoint.mongo._documents import checkpoint_tuple
 from langgraph.checkpoint.mongo._drivers import (
     DRIVER_INFO,
@@ -66,6 +68,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         *,
         serde: SerializerProtocol | None = None,
         compression: Compression | None = None,
+        ttl: float | timedelta | None = None,
     ) -> None:
         super().__init__(
             client,
@@ -74,6 +77,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
             writes_collection_name=writes_collection_name,
             serde=serde,
             compression=compression,
+            ttl=ttl,
         )
         try:
             self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
@@ -91,6 +95,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         *,
         serde: SerializerProtocol | None = None,
         compression: Compression | None = None,
+        ttl: float | timedelta | None = None,
         **client_kwargs: Any,
     ) -> AsyncIterator[AsyncMongoDBSaver]:
         """A saver on a new `AsyncMongoClient`, set up, and closed on exit.
@@ -113,16 +118,26 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         finally:
             await close_client(client)
 
-    async def _run(self, plan: ops.Plan[T]) -> T:
+    async def _run(self, plan: Plan[T]) -> T:
         command, value = step(plan)
         while command is not None:
-            result = await execute_async(self._collection(command), command)
-            command, value = step(plan, result)
+            try:
+                result = await execute_async(self._collection(command), command)
+            except Exception as error:  # the plan decides: handle it, or it propagates
+                command, value = step(plan, error=error)
+            else:
+                command, value = step(plan, result)
         return value  # type: ignore[return-value]
 
-    async def setup(self) -> None:
-        """Create the indexes every query uses; safe to call on every start."""
-        await self._run(ops.setup())
+    async def setup(
+        self, *, create_indexes: bool = True, skip_indexes: Collection[str] = ()
+    ) -> None:
+        """Create the indexes every query uses and set the TTL index; idempotent.
+
+        `skip_indexes` names indexes not to create (for services that refuse some kinds);
+        `create_indexes=False` creates none. See "MongoDB-compatible services" in the README.
+        """
+        await self._run(self._setup_plan(create_indexes, skip_indexes))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await self._run(ops.get_tuple(self.codec, self.writes_collection_name, config))
@@ -151,7 +166,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await self._run(ops.put(self.codec, config, checkpoint, metadata))
+        return await self._run(ops.put(self.codec, self.expiry, config, checkpoint, metadata))
 
     async def aput_writes(
         self,
@@ -160,7 +175,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await self._run(ops.put_writes(self.codec, config, writes, task_id, task_path))
+        await self._run(ops.put_writes(self.codec, self.expiry, config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._run(ops.delete_thread(thread_id))
@@ -169,7 +184,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         await self._run(ops.delete_for_runs(run_ids))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await self._run(ops.copy_thread(source_thread_id, target_thread_id))
+        await self._run(ops.copy_thread(self.expiry, source_thread_id, target_thread_id))
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         await self._run(ops.prune(thread_ids, strategy))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 
 class CheckpointTooLargeError(ValueError):
     """A checkpoint or pending write would exceed MongoDB's 16 MiB document limit.
@@ -31,4 +34,24 @@ class CheckpointTooLargeError(ValueError):
             f"{checkpoint_id!r} encodes to {size} bytes, over MongoDB's limit of {limit} "
             "bytes per document; nothing was written. Enable compression='zlib' or keep "
             "large payloads out of the graph state."
+        )
+
+
+class IndexCreationError(RuntimeError):
+    """`setup()` could not create an index; names the index, its collection and the fix.
+
+    MongoDB-compatible services refuse some index kinds. `setup(skip_indexes=...)` or
+    `setup(create_indexes=False)` skip them; create equivalents by hand where possible.
+    """
+
+    def __init__(self, collection: str, index: Mapping[str, Any], cause: Exception) -> None:
+        self.collection = collection
+        self.index = dict(index)
+        name = index.get("name")
+        super().__init__(
+            f"setup() could not create index {name!r} {dict(index.get('key', {}))} on "
+            f"collection {collection!r}: {cause}. If your service refuses this kind of index "
+            f"(some MongoDB-compatible services do), call setup(skip_indexes={{{name!r}}}) "
+            "and create an equivalent index yourself, or setup(create_indexes=False); see "
+            "'MongoDB-compatible services' in the README."
         )

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -27,6 +28,7 @@ from langgraph.checkpoint.mongo._base import (
     step,
 )
 from langgraph.checkpoint.mongo._codec import Compression
+from langgraph.checkpoint.mongo._commands import Command, Plan
 from langgraph.checkpoint.mongo._documents import checkpoint_tuple
 from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, call, timed
 
@@ -53,6 +55,7 @@ class MongoDBSaver(MongoDBSaverBase):
         *,
         serde: SerializerProtocol | None = None,
         compression: Compression | None = None,
+        ttl: float | timedelta | None = None,
     ) -> None:
         super().__init__(
             client,
@@ -61,6 +64,7 @@ class MongoDBSaver(MongoDBSaverBase):
             writes_collection_name=writes_collection_name,
             serde=serde,
             compression=compression,
+            ttl=ttl,
         )
 
     @classmethod
@@ -74,6 +78,7 @@ class MongoDBSaver(MongoDBSaverBase):
         *,
         serde: SerializerProtocol | None = None,
         compression: Compression | None = None,
+        ttl: float | timedelta | None = None,
         **client_kwargs: Any,
     ) -> Iterator[MongoDBSaver]:
         """A saver on a new `MongoClient`, set up, and closed on exit."""
@@ -88,26 +93,36 @@ class MongoDBSaver(MongoDBSaverBase):
                 writes_collection_name,
                 serde=serde,
                 compression=compression,
+                ttl=ttl,
             )
             saver.setup()
             yield saver
         finally:
             client.close()
 
-    def _execute(self, command: ops.Command) -> Any:
+    def _execute(self, command: Command) -> Any:
         with timed(command):
             result = call(self._collection(command), command)
             return list(result) if command.returns_cursor else result
 
-    def _run(self, plan: ops.Plan[T]) -> T:
+    def _run(self, plan: Plan[T]) -> T:
         command, value = step(plan)
         while command is not None:
-            command, value = step(plan, self._execute(command))
+            try:
+                result = self._execute(command)
+            except Exception as error:  # the plan decides: handle it, or it propagates
+                command, value = step(plan, error=error)
+            else:
+                command, value = step(plan, result)
         return value  # type: ignore[return-value]
 
-    def setup(self) -> None:
-        """Create the indexes every query uses; safe to call on every start."""
-        self._run(ops.setup())
+    def setup(self, *, create_indexes: bool = True, skip_indexes: Collection[str] = ()) -> None:
+        """Create the indexes every query uses and set the TTL index; idempotent.
+
+        `skip_indexes` names indexes not to create (for services that refuse some kinds);
+        `create_indexes=False` creates none. See "MongoDB-compatible services" in the README.
+        """
+        self._run(self._setup_plan(create_indexes, skip_indexes))
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self._run(ops.get_tuple(self.codec, self.writes_collection_name, config))
@@ -140,7 +155,7 @@ class MongoDBSaver(MongoDBSaverBase):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return self._run(ops.put(self.codec, config, checkpoint, metadata))
+        return self._run(ops.put(self.codec, self.expiry, config, checkpoint, metadata))
 
     def put_writes(
         self,
@@ -149,7 +164,7 @@ class MongoDBSaver(MongoDBSaverBase):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        self._run(ops.put_writes(self.codec, config, writes, task_id, task_path))
+        self._run(ops.put_writes(self.codec, self.expiry, config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
         self._run(ops.delete_thread(thread_id))
@@ -158,7 +173,7 @@ class MongoDBSaver(MongoDBSaverBase):
         self._run(ops.delete_for_runs(run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self._run(ops.copy_thread(source_thread_id, target_thread_id))
+        self._run(ops.copy_thread(self.expiry, source_thread_id, target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         self._run(ops.prune(thread_ids, strategy))

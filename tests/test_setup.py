@@ -1,0 +1,69 @@
+"""`setup()`: the indexes, the switches for services that refuse some, and its errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from conftest import Backend
+from helpers import config, listed, new_thread, put
+from langgraph.checkpoint.mongo import IndexCreationError
+from langgraph.checkpoint.mongo._drivers import maybe_await
+
+
+async def run_setup(saver: Any, **kwargs: Any) -> None:
+    await maybe_await(saver.setup(**kwargs))
+
+
+async def index_names(collection: Any) -> set[str]:
+    return set(await maybe_await(collection.index_information()))
+
+
+async def test_setup_is_idempotent_and_creates_every_index(saver: Any) -> None:
+    for _ in range(2):
+        await run_setup(saver)
+    assert {"thread_ns_checkpoint", "metadata_run_id"} <= await index_names(
+        saver.checkpoint_collection
+    )
+    assert {"checkpoint", "thread"} <= await index_names(saver.writes_collection)
+
+
+async def test_skip_indexes_and_create_indexes_false(backend: Backend) -> None:
+    async with backend.client() as client:
+        from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
+
+        cls = MongoDBSaver if backend.is_sync else AsyncMongoDBSaver
+        db_name = f"test_{new_thread()}"
+        try:
+            skipping = cls(client, db_name)
+            await run_setup(skipping, skip_indexes={"metadata_run_id"})
+            assert "metadata_run_id" not in await index_names(skipping.checkpoint_collection)
+            assert "thread_ns_checkpoint" in await index_names(skipping.checkpoint_collection)
+            none = cls(client, db_name, "other_checkpoints", "other_writes")
+            await run_setup(none, create_indexes=False)
+            assert await index_names(none.checkpoint_collection) <= {"_id_"}
+            # The saver works without its indexes, only slower.
+            thread = new_thread()
+            stored = await put(none, thread)
+            assert [t.config for t in await listed(none, config(thread))] == [stored]
+            with pytest.raises(ValueError, match="no_such_index"):
+                await run_setup(none, skip_indexes=["no_such_index"])
+            with pytest.raises(TypeError, match="skip_indexes"):
+                await run_setup(none, skip_indexes=[1])
+        finally:
+            await maybe_await(client.drop_database(db_name))
+
+
+async def test_refused_index_names_index_collection_and_fix(saver: Any) -> None:
+    # Another index already holds the name with other keys: the server refuses ours.
+    await maybe_await(saver.writes_collection.drop_index("thread"))
+    await maybe_await(saver.writes_collection.create_index([("channel", 1)], name="thread"))
+    with pytest.raises(IndexCreationError) as caught:
+        await run_setup(saver)
+    message = str(caught.value)
+    assert "'thread'" in message
+    assert saver.writes_collection_name in message
+    assert "skip_indexes={'thread'}" in message
+    assert caught.value.collection == saver.writes_collection_name
+    await run_setup(saver, skip_indexes={"thread"})

@@ -1,0 +1,123 @@
+"""Whole-thread TTL: a thread expires as a unit, a live one never loses documents."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from conftest import MONGODB_URI, Backend, CommandLog
+from helpers import call, config, listed, new_thread, put
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver
+from langgraph.checkpoint.mongo._drivers import maybe_await
+from langgraph.checkpoint.mongo._ttl import TOUCHED_AT, TTL_INDEX_NAME
+
+
+class Clock:
+    def __init__(self, start: datetime) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+async def stamps(saver: Any, thread: str) -> set[datetime]:
+    found = set()
+    for collection in (saver.checkpoint_collection, saver.writes_collection):
+        cursor = collection.find({"thread_id": thread}, {TOUCHED_AT: 1})
+        docs = await maybe_await(cursor.to_list(None))
+        found |= {doc.get(TOUCHED_AT) for doc in docs}
+    return found
+
+
+async def test_all_documents_of_a_thread_share_one_stamp(backend: Backend) -> None:
+    log = CommandLog()
+    async with backend.saver(log, ttl=timedelta(hours=16)) as saver:
+        clock = Clock(datetime(2026, 11, 22, 10, 5, tzinfo=timezone.utc))
+        saver.expiry.clock = clock
+        thread, other = new_thread(), new_thread()
+        log.reset()
+        first = await put(saver, thread)
+        if backend.counts_commands:  # the first write of a bucket moves the thread
+            assert log.names == ["update", "update", "update"]
+        await call(saver, "put_writes", first, [("a", 1)], "t")
+        log.reset()
+        second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
+        await call(saver, "put_writes", second, [("a", 2)], "t")
+        if backend.counts_commands:  # then no extra round trip per write
+            assert log.names == ["update", "update"]
+        await put(saver, other)
+        [stamp] = await stamps(saver, thread)
+        assert stamp.replace(tzinfo=timezone.utc) == datetime(2026, 11, 22, 11, tzinfo=timezone.utc)
+
+        # An hour later the bucket (ttl / 16 = 1 hour) is the next one: every
+        # document of the thread moves, not just the new one; other threads stay.
+        clock.now += timedelta(hours=1)
+        await call(saver, "put_writes", second, [("b", 3)], "t2")
+        [moved] = await stamps(saver, thread)
+        assert moved.replace(tzinfo=timezone.utc) == datetime(2026, 11, 22, 12, tzinfo=timezone.utc)
+        [untouched] = await stamps(saver, other)
+        assert untouched == stamp
+
+        await call(saver, "copy_thread", thread, "copied-" + thread)
+        [copied] = await stamps(saver, "copied-" + thread)
+        assert copied == moved
+
+
+async def test_idle_thread_expires_whole_live_thread_stays(backend: Backend) -> None:
+    async with backend.saver(ttl=60) as saver:
+        idle, live = new_thread(), new_thread()
+        saver.expiry.clock = Clock(datetime.now(timezone.utc) - timedelta(hours=2))
+        parent = None
+        for i in range(3):
+            stored = await put(saver, idle, parent=parent)
+            await call(saver, "put_writes", stored, [("x", i)], "t")
+            parent = stored["configurable"]["checkpoint_id"]
+        saver.expiry.clock = Clock(datetime.now(timezone.utc))
+        kept = await put(saver, live)
+        await call(saver, "put_writes", kept, [("y", 1)], "t")
+        deadline = asyncio.get_running_loop().time() + (130 if MONGODB_URI else 5)
+        while await listed(saver, config(idle)):  # a real server's TTL monitor runs every 60 s
+            assert asyncio.get_running_loop().time() < deadline, "idle thread did not expire"
+            await asyncio.sleep(1)
+        assert await stamps(saver, idle) == set()  # writes too, not half the thread
+        assert (await call(saver, "get_tuple", config(live))).pending_writes == [("t", "y", 1)]
+
+
+async def index_ttl(collection: Any) -> Any:
+    info = await maybe_await(collection.index_information())
+    return info[TTL_INDEX_NAME].get("expireAfterSeconds") if TTL_INDEX_NAME in info else None
+
+
+async def test_setup_creates_retimes_and_drops_the_ttl_index(backend: Backend) -> None:
+    async with backend.saver(ttl=3600) as saver:
+        assert await index_ttl(saver.checkpoint_collection) == 3600
+        assert await index_ttl(saver.writes_collection) == 3600
+        if backend.name == "mock":
+            return  # mongomock has no collMod; the wire server and real servers do
+        async with backend.saver(db_name=saver.db.name, ttl=timedelta(days=2)) as retimed:
+            assert await index_ttl(retimed.checkpoint_collection) == 2 * 86400
+            assert await index_ttl(retimed.writes_collection) == 2 * 86400
+        async with backend.saver(db_name=saver.db.name) as no_ttl:
+            assert await index_ttl(no_ttl.checkpoint_collection) is None
+            assert await index_ttl(no_ttl.writes_collection) is None
+
+
+@pytest.mark.parametrize(
+    ("ttl", "error"),
+    [(0, ValueError), (-5, ValueError), (0.5, ValueError), (True, TypeError), ("1h", TypeError)],
+)
+def test_bad_ttl_is_refused(ttl: Any, error: type[Exception]) -> None:
+    from mongomock_motor import AsyncMongoMockClient
+
+    with pytest.raises(error, match="ttl"):
+        AsyncMongoDBSaver(AsyncMongoMockClient(), ttl=ttl)
+
+
+async def test_without_ttl_nothing_is_stamped(saver: Any) -> None:
+    thread = new_thread()
+    stored = await put(saver, thread)
+    await call(saver, "put_writes", stored, [("a", 1)], "t")
+    assert await stamps(saver, thread) == {None}
