@@ -9,6 +9,10 @@
    documents under a hashable copy of the `_id` but its TTL sweep deletes by the raw
    dict and crashes with `TypeError: unhashable type: 'dict'`. A server has no such
    problem; the savers' `_id`s are subdocuments.
+
+And one speed-up, behaviour unchanged: mongomock's `aggregate` copies the whole
+collection before its first stage; a leading `$match` is applied as a `find` filter
+first (the same filter engine), so the many-threads tests stay fast on the mock.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from mongomock import aggregate as mongomock_aggregate
 from mongomock import helpers
-from mongomock.collection import BulkOperationBuilder
+from mongomock.collection import BulkOperationBuilder, Collection
 from mongomock.store import CollectionStore
 
 
@@ -42,7 +47,16 @@ def _delete_by_hashable_id(method: Any) -> Any:
     return wrapper
 
 
+def _aggregate_match_first(self: Any, pipeline: Any, session: Any = None, **_: Any) -> Any:
+    if pipeline and "$match" in pipeline[0] and len(pipeline[0]) == 1:
+        documents = list(self.find(pipeline[0]["$match"]))
+        return mongomock_aggregate.process_pipeline(documents, self.database, pipeline[1:], session)
+    documents = list(self.find())
+    return mongomock_aggregate.process_pipeline(documents, self.database, pipeline, session)
+
+
 def apply() -> None:
+    Collection.aggregate = _aggregate_match_first  # type: ignore[method-assign]
     if not getattr(CollectionStore.__delitem__, "_hashes_ids", False):
         CollectionStore.__delitem__ = _delete_by_hashable_id(CollectionStore.__delitem__)  # type: ignore[method-assign]
     for name in ("add_update", "add_replace"):

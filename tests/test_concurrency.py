@@ -1,0 +1,156 @@
+"""Many graph runs at once on one saver, driver errors, logging, and valid documents."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import Annotated, Any
+
+import bson
+import pytest
+from langgraph.graph import START, StateGraph
+from pymongo import AsyncMongoClient, MongoClient
+from pymongo.errors import PyMongoError
+from typing_extensions import TypedDict
+
+from conftest import Backend
+from helpers import call, config, new_thread, put
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
+from langgraph.checkpoint.mongo._drivers import maybe_await
+
+
+def _append(left: list[str], right: list[str]) -> list[str]:
+    return left + right
+
+
+class State(TypedDict):
+    log: Annotated[list[str], _append]
+    owner: str
+
+
+def step_graph(checkpointer: Any) -> Any:
+    def first(state: State) -> dict[str, Any]:
+        return {"log": [f"{state['owner']}:first"]}
+
+    def second(state: State) -> dict[str, Any]:
+        return {"log": [f"{state['owner']}:second:{len(state['log'])}"]}
+
+    builder = StateGraph(State)
+    builder.add_node("first", first)
+    builder.add_node("second", second)
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "second")
+    return builder.compile(checkpointer=checkpointer)
+
+
+RUNS = 200
+
+
+def expected(owner: str) -> list[str]:
+    return [f"{owner}:first", f"{owner}:second:1"]
+
+
+async def test_200_concurrent_runs_each_end_with_their_own_state(backend: Backend) -> None:
+    async with backend.saver() as saver:
+        graph = step_graph(saver)
+        owners = [f"owner-{i}-{new_thread()}" for i in range(RUNS)]
+
+        def cfg(owner: str) -> Any:
+            return config(owner)
+
+        if backend.is_sync:
+            # One sync saver shared by OS threads, as in a threaded web server.
+            def run(owner: str) -> Any:
+                graph.invoke({"owner": owner, "log": []}, cfg(owner))
+                return graph.get_state(cfg(owner))
+
+            with ThreadPoolExecutor(max_workers=32) as pool:
+                states = await asyncio.to_thread(lambda: list(pool.map(run, owners)))
+        else:
+
+            async def arun(owner: str) -> Any:
+                await graph.ainvoke({"owner": owner, "log": []}, cfg(owner))
+                return await graph.aget_state(cfg(owner))
+
+            states = await asyncio.gather(*(arun(owner) for owner in owners))
+        for owner, state in zip(owners, states, strict=True):
+            assert state.values == {"owner": owner, "log": expected(owner)}
+        for owner in owners[:5]:
+            history = [s async for s in _history(graph, cfg(owner), backend.is_sync)]
+            assert {s.values.get("owner") for s in history} <= {owner, None}
+
+
+async def _history(graph: Any, cfg: Any, sync: bool) -> Any:
+    if sync:
+        for snapshot in await asyncio.to_thread(lambda: list(graph.get_state_history(cfg))):
+            yield snapshot
+    else:
+        async for snapshot in graph.aget_state_history(cfg):
+            yield snapshot
+
+
+async def test_every_stored_document_is_valid_bson_under_the_limit(backend: Backend) -> None:
+    async with backend.saver() as saver:
+        graph = step_graph(saver)
+        owner = new_thread()
+        if backend.is_sync:
+            await asyncio.to_thread(graph.invoke, {"owner": owner, "log": []}, config(owner))
+        else:
+            await graph.ainvoke({"owner": owner, "log": []}, config(owner))
+        stored = await put(saver, owner, metadata={"a.b": 1, "$x": {"y": (1, 2)}, "n": 2**62})
+        await call(saver, "put_writes", stored, [("c", {"nested": [1, "x"]})], "t")
+        seen = 0
+        for collection in (saver.checkpoint_collection, saver.writes_collection):
+            docs = await maybe_await(collection.find({"thread_id": owner}).to_list(None))
+            for doc in docs:
+                assert len(bson.encode(doc)) < 16 * 1024 * 1024
+                seen += 1
+        assert seen > 5
+
+
+async def test_driver_errors_propagate_and_are_logged(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    if backend.name == "mock":
+        pytest.skip("needs a real driver")
+    # Nothing listens on port 9 of the loopback: server selection times out.
+    uri = "mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=200&connectTimeoutMS=200"
+    caplog.set_level(logging.DEBUG, logger="langgraph.checkpoint.mongo")
+    if backend.is_sync:
+        client: Any = MongoClient(uri)
+        saver: Any = MongoDBSaver(client, "unreachable")
+    elif backend.name.endswith("motor"):
+        from motor.motor_asyncio import AsyncIOMotorClient
+
+        client = AsyncIOMotorClient(uri)
+        saver = AsyncMongoDBSaver(client, "unreachable")
+    else:
+        client = AsyncMongoClient(uri)
+        saver = AsyncMongoDBSaver(client, "unreachable")
+    try:
+        with pytest.raises(PyMongoError):
+            await call(saver, "get_tuple", config("t"))
+        with pytest.raises(PyMongoError):
+            await put(saver, "t")
+    finally:
+        await maybe_await(client.close())
+    failures = [r for r in caplog.records if r.getMessage().endswith("failed")]
+    assert [r.getMessage() for r in failures] == [
+        "checkpoints.aggregate failed",
+        "checkpoints.replace_one failed",
+    ]
+    assert all(r.exc_info for r in failures)
+
+
+async def test_each_command_is_logged_with_its_duration(
+    saver: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="langgraph.checkpoint.mongo")
+    stored = await put(saver, new_thread())
+    await call(saver, "get_tuple", stored)
+    messages = [r.getMessage() for r in caplog.records if r.name == "langgraph.checkpoint.mongo"]
+    assert any(
+        m.startswith("checkpoints.replace_one took ") and m.endswith(" ms") for m in messages
+    )
+    assert any(m.startswith("checkpoints.aggregate took ") for m in messages)
