@@ -88,6 +88,11 @@ def _set_thread_ttl(collection: str, target: Target, expiry: ThreadExpiry | None
         yield Command(Target.DATABASE, "command", ("collMod", collection), {"index": change})
 
 
+def _by_id(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """An upsert's filter: the `_id`, and the shard key `thread_id` for sharded clusters."""
+    return {"_id": doc["_id"], "thread_id": doc["thread_id"]}
+
+
 def _touch_thread(
     expiry: ThreadExpiry | None, thread_id: str, stamp: datetime | None
 ) -> Plan[None]:
@@ -112,7 +117,7 @@ def put(
     doc = checkpoint_document(codec, ref, checkpoint, metadata, config, stamp)
     yield from _touch_thread(expiry, ref.thread_id, stamp)
     # A replace keyed by `_id` makes a retried put leave exactly one document.
-    yield Command(Target.CHECKPOINTS, "replace_one", ({"_id": doc["_id"]}, doc), {"upsert": True})
+    yield Command(Target.CHECKPOINTS, "replace_one", (_by_id(doc), doc), {"upsert": True})
     return CheckpointRef(ref.thread_id, ref.checkpoint_ns, doc["checkpoint_id"]).config()
 
 
@@ -132,14 +137,14 @@ def put_writes(
     requests: list[ReplaceOne[Any] | UpdateOne] = []
     for replace, doc in documents:
         if replace:
-            requests.append(ReplaceOne({"_id": doc["_id"]}, doc, upsert=True))
+            requests.append(ReplaceOne(_by_id(doc), doc, upsert=True))
         else:
             fields = {k: v for k, v in doc.items() if k != "_id"}
             update: dict[str, Any] = {"$setOnInsert": fields}
             if stamp is not None:  # a retried write still keeps the thread alive
                 fields.pop(TOUCHED_AT)
                 update["$set"] = {TOUCHED_AT: stamp}
-            requests.append(UpdateOne({"_id": doc["_id"]}, update, upsert=True))
+            requests.append(UpdateOne(_by_id(doc), update, upsert=True))
     if requests:
         yield Command(Target.WRITES, "bulk_write", (requests,), {"ordered": False})
 
@@ -232,8 +237,9 @@ def delete_for_runs(run_ids: Sequence[str]) -> Plan[None]:
     lineage = yield _lineage({"thread_id": {"$in": threads}})
     keys = _delta.deletable(lineage, doomed)
     if keys:
-        yield Command(Target.CHECKPOINTS, "delete_many", ({"_id": {"$in": keys}},))
-        yield Command(Target.WRITES, "delete_many", ({"checkpoint": {"$in": keys}},))
+        in_threads = {"thread_id": {"$in": threads}}  # targets the shards that hold them
+        yield Command(Target.CHECKPOINTS, "delete_many", ({**in_threads, "_id": {"$in": keys}},))
+        yield Command(Target.WRITES, "delete_many", ({**in_threads, "checkpoint": {"$in": keys}},))
 
 
 def copy_thread(
@@ -252,11 +258,11 @@ def copy_thread(
     # and replacing by `_id` makes running the copy again converge.
     copied_writes = [{**moved_write(doc, target), **fresh} for doc in writes]
     if copied_writes:
-        requests = [ReplaceOne({"_id": d["_id"]}, d, upsert=True) for d in copied_writes]
+        requests = [ReplaceOne(_by_id(d), d, upsert=True) for d in copied_writes]
         yield Command(Target.WRITES, "bulk_write", (requests,), {"ordered": False})
     copied = [{**moved_checkpoint(doc, target), **fresh} for doc in checkpoints]
     if copied:
-        requests = [ReplaceOne({"_id": d["_id"]}, d, upsert=True) for d in copied]
+        requests = [ReplaceOne(_by_id(d), d, upsert=True) for d in copied]
         yield Command(Target.CHECKPOINTS, "bulk_write", (requests,), {"ordered": False})
 
 
