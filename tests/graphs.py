@@ -1,0 +1,376 @@
+"""Real LangGraph graphs, and running one scenario the same way on any checkpointer.
+
+A scenario is an async function of a `Run`: it compiles graphs with `run.compile`,
+drives them through a `Driver` (the sync graph API for `MongoDBSaver`, the async one
+otherwise) and `run.record`s what it sees. `Norm` turns what it sees into plain data
+where the ids that differ between two runs by nature (checkpoint, task and interrupt
+ids) become ordinals in the order they are first seen, so two runs of one scenario on
+two checkpointers compare equal exactly when they saw the same structure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import threading
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
+from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import _messages_delta_reducer, add_messages
+from langgraph.types import Interrupt, PregelTask, Send, StateSnapshot, interrupt
+from typing_extensions import TypedDict
+
+# Normalizing what a graph returns.
+
+
+class Norm:
+    """Plain data from snapshots, tasks, interrupts, messages and configs."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, str] = {}
+
+    def id(self, value: str | None) -> str | None:
+        if value is None:
+            return None
+        return self.ids.setdefault(value, f"#{len(self.ids)}")
+
+    def ns(self, ns: str) -> str:
+        """`parent:<task id>|child:<task id>` with the task ids as ordinals."""
+        if not ns:
+            return ns
+        parts = []
+        for part in ns.split("|"):
+            name, sep, task_id = part.partition(":")
+            parts.append(f"{name}:{self.id(task_id)}" if sep else name)
+        return "|".join(parts)
+
+    def config(self, config: Any) -> Any:
+        if config is None:
+            return None
+        out: dict[str, Any] = {}
+        for key, value in sorted(config["configurable"].items()):
+            if key.startswith("__"):
+                # LangGraph's own (`__pregel_checkpointer`, ...): InMemorySaver.get_tuple
+                # hands back the config it was given, these included; other savers don't.
+                continue
+            if key == "checkpoint_ns":
+                out[key] = self.ns(value)
+            elif key == "checkpoint_id":
+                out[key] = self.id(value)
+            elif key == "checkpoint_map":
+                out[key] = {self.ns(k): self.id(v) for k, v in value.items()}
+            else:
+                out[key] = self(value)
+        return out
+
+    def snapshot(self, s: StateSnapshot) -> dict[str, Any]:
+        metadata = dict(s.metadata or {})
+        if "parents" in metadata:
+            metadata["parents"] = {self.ns(k): self.id(v) for k, v in metadata["parents"].items()}
+        return {
+            "config": self.config(s.config),
+            "parent_config": self.config(s.parent_config),
+            "values": self(s.values),
+            "next": s.next,
+            "metadata": self(metadata),
+            "created_at": "<set>" if s.created_at else s.created_at,
+            "tasks": [self(t) for t in s.tasks],
+            "interrupts": [self(i) for i in s.interrupts],
+        }
+
+    def task(self, t: PregelTask) -> dict[str, Any]:
+        state = t.state
+        return {
+            "id": self.id(t.id),
+            "name": t.name,
+            "path": self(t.path),
+            "error": self(t.error),
+            "interrupts": [self(i) for i in t.interrupts],
+            "state": self.snapshot(state) if isinstance(state, StateSnapshot) else self(state),
+            "result": self(t.result),
+        }
+
+    def __call__(self, obj: Any) -> Any:
+        if isinstance(obj, StateSnapshot):
+            return self.snapshot(obj)
+        if isinstance(obj, PregelTask):
+            return self.task(obj)
+        if isinstance(obj, Interrupt):
+            return {"interrupt": self(obj.value), "id": self.id(obj.id)}
+        if isinstance(obj, BaseMessage):
+            return obj.model_dump()
+        if isinstance(obj, BaseException):
+            return f"{type(obj).__name__}: {obj}"
+        if isinstance(obj, dict):
+            if set(obj) == {"configurable"}:
+                return self.config(obj)
+            return {k: self(v) for k, v in obj.items()}
+        if isinstance(obj, tuple):
+            return tuple(self(v) for v in obj)
+        if isinstance(obj, list):
+            return [self(v) for v in obj]
+        return obj
+
+
+# Running a graph through the sync or the async API.
+
+
+@dataclass
+class Driver:
+    """One compiled graph, called through `graph.invoke` & co. or `ainvoke` & co."""
+
+    graph: Any
+    sync: bool
+
+    async def invoke(self, input: Any, config: Any, **kwargs: Any) -> Any:
+        if self.sync:
+            return await asyncio.to_thread(self.graph.invoke, input, config, **kwargs)
+        return await self.graph.ainvoke(input, config, **kwargs)
+
+    async def stream(self, input: Any, config: Any, **kwargs: Any) -> list[Any]:
+        if self.sync:
+            return await asyncio.to_thread(lambda: list(self.graph.stream(input, config, **kwargs)))
+        return [chunk async for chunk in self.graph.astream(input, config, **kwargs)]
+
+    async def state(self, config: Any, *, subgraphs: bool = False) -> StateSnapshot:
+        if self.sync:
+            return await asyncio.to_thread(self.graph.get_state, config, subgraphs=subgraphs)
+        return await self.graph.aget_state(config, subgraphs=subgraphs)
+
+    async def history(self, config: Any, **kwargs: Any) -> list[StateSnapshot]:
+        if self.sync:
+            return await asyncio.to_thread(
+                lambda: list(self.graph.get_state_history(config, **kwargs))
+            )
+        return [s async for s in self.graph.aget_state_history(config, **kwargs)]
+
+    async def update(self, config: Any, values: Any, as_node: str | None = None) -> Any:
+        if self.sync:
+            return await asyncio.to_thread(self.graph.update_state, config, values, as_node)
+        return await self.graph.aupdate_state(config, values, as_node)
+
+
+@dataclass
+class Run:
+    """One run of a scenario on one checkpointer, and what it recorded."""
+
+    checkpointer: Any
+    sync: bool
+    # Another saver object on the same storage (a fresh `MongoDBSaver`/`AsyncMongoDBSaver`
+    # on the same database; for `InMemorySaver`, itself).
+    reopen: Callable[[], AbstractAsyncContextManager[Any]]
+    norm: Norm = field(default_factory=Norm)
+    log: dict[str, Any] = field(default_factory=dict)
+
+    def compile(self, builder: StateGraph, checkpointer: Any = None) -> Driver:
+        graph = builder.compile(checkpointer=checkpointer or self.checkpointer)
+        return Driver(graph, self.sync)
+
+    def record(self, label: str, value: Any) -> Any:
+        assert label not in self.log, f"recorded {label!r} twice"
+        self.log[label] = self.norm(value)
+        return value
+
+
+Scenario = Callable[[Run], Any]
+
+
+@asynccontextmanager
+async def _itself(saver: Any) -> AsyncIterator[Any]:
+    yield saver
+
+
+async def run_on(checkpointer: Any, sync: bool, reopen: Any, scenario: Scenario) -> Run:
+    run = Run(checkpointer, sync, reopen)
+    await scenario(run)
+    return run
+
+
+async def in_memory(sync: bool, scenario: Scenario) -> Run:
+    saver = InMemorySaver()
+    return await run_on(saver, sync, lambda: _itself(saver), scenario)
+
+
+def config(thread_id: str, checkpoint_ns: str | None = None) -> dict[str, Any]:
+    configurable: dict[str, Any] = {"thread_id": thread_id}
+    if checkpoint_ns is not None:
+        configurable["checkpoint_ns"] = checkpoint_ns
+    return {"configurable": configurable}
+
+
+# The graphs.
+
+
+# Each graph with a plain reducer channel, or with a `DeltaChannel` (only writes stored,
+# state rebuilt through `get_delta_channel_history`) that snapshots every few updates.
+CHANNELS = ["reducer", "delta"]
+
+
+class ChatState(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+class DeltaChatState(TypedDict):
+    messages: Annotated[
+        list[AnyMessage], DeltaChannel(_messages_delta_reducer, snapshot_frequency=5)
+    ]
+
+
+def chat_graph(channel: str = "reducer") -> StateGraph:
+    """A deterministic bot answering each human message."""
+
+    # Nodes take `Any`: a TypedDict annotation would declare its channels in the graph.
+    def bot(state: Any) -> dict[str, Any]:
+        humans = [m for m in state["messages"] if isinstance(m, HumanMessage)]
+        last = state["messages"][-1]
+        reply = f"#{len(humans)} ({len(state['messages'])} so far): you said {last.content!r}"
+        return {"messages": [AIMessage(reply, id=f"ai-{len(humans)}")]}
+
+    builder = StateGraph(DeltaChatState if channel == "delta" else ChatState)
+    builder.add_node("bot", bot)
+    builder.add_edge(START, "bot")
+    builder.add_edge("bot", END)
+    return builder
+
+
+def human(turn: int) -> dict[str, Any]:
+    return {"messages": [HumanMessage(f"hello {turn}", id=f"human-{turn}")]}
+
+
+class LogState(TypedDict, total=False):
+    log: Annotated[list[str], operator.add]
+
+
+def concat(state: list[str], writes: list[list[str]]) -> list[str]:
+    return state + [entry for write in writes for entry in write]
+
+
+class DeltaLogState(TypedDict, total=False):
+    log: Annotated[list[str], DeltaChannel(concat, snapshot_frequency=3)]
+
+
+def linear_graph(*names: str, ask: str | None = None, channel: str = "reducer") -> StateGraph:
+    """`START -> names[0] -> ... -> END`, each node appending its name; the node named
+    `ask` first `interrupt`s and appends the answer too."""
+
+    def node(name: str) -> Callable[[Any], dict[str, Any]]:
+        def run(state: Any) -> dict[str, Any]:
+            if name == ask:
+                answer = interrupt({"question": f"{name}?", "seen": len(state.get("log", []))})
+                return {"log": [f"{name}={answer}"]}
+            return {"log": [name]}
+
+        return run
+
+    builder = StateGraph(DeltaLogState if channel == "delta" else LogState)
+    previous = START
+    for name in names:
+        builder.add_node(name, node(name))
+        builder.add_edge(previous, name)
+        previous = name
+    builder.add_edge(previous, END)
+    return builder
+
+
+def parallel_interrupts_graph() -> StateGraph:
+    """`left` and `right` both fanned out from START, both interrupting, then `join`."""
+
+    def asking(name: str) -> Callable[[LogState], dict[str, Any]]:
+        def run(state: LogState) -> dict[str, Any]:
+            return {"log": [f"{name}={interrupt(f'{name}?')}"]}
+
+        return run
+
+    builder = StateGraph(LogState)
+    builder.add_node("left", asking("left"))
+    builder.add_node("right", asking("right"))
+    builder.add_node("join", lambda state: {"log": [f"join({len(state['log'])})"]})
+    builder.add_edge(START, "left")
+    builder.add_edge(START, "right")
+    builder.add_edge(["left", "right"], "join")
+    builder.add_edge("join", END)
+    return builder
+
+
+def merge_log(old: list[str], new: list[str]) -> list[str]:
+    """The parent's reducer: the child hands back its whole `log`, old entries included."""
+    return old + [entry for entry in new if entry not in old]
+
+
+class ParentState(TypedDict, total=False):
+    log: Annotated[list[str], merge_log]
+
+
+def subgraph_parent() -> StateGraph:
+    """`prep -> child -> finish`, where `child` is a compiled graph that interrupts."""
+    child = linear_graph("sub_one", "sub_ask", "sub_two", ask="sub_ask").compile()
+    builder = StateGraph(ParentState)
+    builder.add_node("prep", lambda state: {"log": ["prep"]})
+    builder.add_node("child", child)
+    builder.add_node("finish", lambda state: {"log": [f"finish({len(state['log'])})"]})
+    builder.add_edge(START, "prep")
+    builder.add_edge("prep", "child")
+    builder.add_edge("child", "finish")
+    builder.add_edge("finish", END)
+    return builder
+
+
+class FanOutState(TypedDict, total=False):
+    items: list[int]
+    results: Annotated[list[str], operator.add]
+
+
+@dataclass
+class FlakyWork:
+    """The `work` node of `fan_out_graph`: fails once on `fail_item`, counts its runs.
+
+    The failing call waits until every other item has run, so which branches finished
+    before the failure is the same on every run (LangGraph cancels the tasks still in
+    flight when one fails).
+    """
+
+    fail_item: int
+    items: int
+    runs: Counter[int] = field(default_factory=Counter)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, arg: dict[str, Any]) -> dict[str, Any]:
+        item = arg["item"]
+        with self.lock:
+            self.runs[item] += 1
+            first = self.runs[item] == 1
+        if item == self.fail_item and first:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                with self.lock:
+                    if sum(1 for i in range(self.items) if self.runs[i]) == self.items:
+                        break
+                time.sleep(0.005)
+            time.sleep(0.05)  # the others' writes, committed when their calls return
+            raise ValueError(f"item {item} failed")
+        return {"results": [f"done-{item}"]}
+
+
+def fan_out_graph(work: FlakyWork) -> StateGraph:
+    """`plan` sends each item to `work` (`Send`), then `collect` sums up."""
+
+    def fan_out(state: FanOutState) -> list[Send]:
+        return [Send("work", {"item": i}) for i in state["items"]]
+
+    builder = StateGraph(FanOutState)
+    builder.add_node("plan", lambda state: {"results": ["planned"]})
+    builder.add_node("work", work)
+    builder.add_node("collect", lambda state: {"results": [f"collected {len(state['results'])}"]})
+    builder.add_edge(START, "plan")
+    builder.add_conditional_edges("plan", fan_out, ["work"])
+    builder.add_edge("work", "collect")
+    builder.add_edge("collect", END)
+    return builder
