@@ -293,3 +293,21 @@ async def test_saver_survives_copy(saver: Any) -> None:
     stored = await put(saver, thread)
     clone = copy.copy(saver)
     assert (await call(clone, "get_tuple", stored)).config == stored
+
+
+async def test_documents_of_the_official_saver_are_refused_by_name(saver: Any) -> None:
+    # langgraph-checkpoint-mongodb uses the same default collection names.
+    foreign = {
+        "thread_id": "shared",
+        "checkpoint_ns": "",
+        "checkpoint_id": "1",
+        "parent_checkpoint_id": None,
+        "type": "msgpack",
+        "checkpoint": b"\x80",
+        "metadata": {},
+    }
+    await maybe_await(saver.checkpoint_collection.insert_one(foreign))
+    with pytest.raises(ValueError, match="langgraph-checkpoint-mongodb's format"):
+        await call(saver, "get_tuple", config("shared"))
+    with pytest.raises(ValueError, match="checkpoint_collection_name"):
+        await listed(saver, config("shared"))

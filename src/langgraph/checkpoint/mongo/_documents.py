@@ -142,8 +142,26 @@ def pending_writes(codec: Codec, docs: Iterable[Mapping[str, Any]]) -> list[Pend
     return [(d["task_id"], d["channel"], codec.decode(d["value"])) for d in ordered]
 
 
+def _ours(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Refuse, by name, a document this package did not write.
+
+    `langgraph-checkpoint-mongodb` uses the same default collection names, with
+    `checkpoint` as raw bytes beside a top-level `type`.
+    """
+    if isinstance(doc.get("checkpoint"), Mapping) and "serialized_metadata" in doc:
+        return doc
+    raise ValueError(
+        f"checkpoint document {doc.get('_id')!r} was not written by langgraph-checkpoint-mongo"
+        + (" (it looks like langgraph-checkpoint-mongodb's format)" if "type" in doc else "")
+        + ": give this saver its own collections (checkpoint_collection_name=..., "
+        "writes_collection_name=...) or database; see 'Moving from "
+        "langgraph-checkpoint-mongodb' in the README"
+    )
+
+
 def checkpoint_tuple(codec: Codec, doc: Mapping[str, Any]) -> CheckpointTuple:
     """A checkpoint document (with its joined writes) as the tuple LangGraph reads."""
+    doc = _ours(doc)
     thread_id, checkpoint_ns = doc["thread_id"], doc["checkpoint_ns"]
     parent_id = doc.get("parent_checkpoint_id")
     return CheckpointTuple(
