@@ -35,18 +35,31 @@ def step(
 
 
 class MongoDBSaverBase(BaseCheckpointSaver[int]):
-    """Options and collections of a saver; subclasses only run plans on a driver."""
+    """Options and collections of a saver; subclasses only run plans on a driver.
+
+    Args:
+        client: `AsyncMongoDBSaver`: a `pymongo.AsyncMongoClient` or Motor's
+            `AsyncIOMotorClient`; `MongoDBSaver`: a `pymongo.MongoClient`.
+        db_name: the database holding both collections.
+        checkpoint_collection_name: one document per checkpoint.
+        writes_collection_name: one document per pending write.
+        serde: the serializer of checkpoints, writes and metadata (LangGraph's default if
+            `None`), for example an `EncryptedSerializer`.
+        compression: `"zlib"` to compress stored values of 1 KiB or more.
+        ttl: seconds or a `timedelta`; a thread expires as a whole after that long
+            without a write.
+    """
 
     def __init__(
         self,
         client: Any,
-        db_name: str,
+        db_name: str = DEFAULT_DB_NAME,
+        checkpoint_collection_name: str = DEFAULT_CHECKPOINT_COLLECTION,
+        writes_collection_name: str = DEFAULT_WRITES_COLLECTION,
         *,
-        checkpoint_collection_name: str,
-        writes_collection_name: str,
-        serde: SerializerProtocol | None,
-        compression: Compression | None,
-        ttl: float | timedelta | None,
+        serde: SerializerProtocol | None = None,
+        compression: Compression | None = None,
+        ttl: float | timedelta | None = None,
     ) -> None:
         super().__init__(serde=serde)
         self.compression = check_compression(compression)

@@ -60,6 +60,14 @@ def _within_size_limit(doc: dict[str, Any], what: str, ref: CheckpointRef) -> di
     return doc
 
 
+def _replayed_channels(metadata: Mapping[str, Any]) -> list[str]:
+    """The `DeltaChannel`s LangGraph counts as not snapshotted (its own metadata field)."""
+    counters = metadata.get("counters_since_delta_snapshot")
+    if not isinstance(counters, Mapping):
+        return []
+    return sorted(k for k in counters if isinstance(k, str))
+
+
 def checkpoint_document(
     codec: Codec,
     ref: CheckpointRef,
@@ -83,7 +91,7 @@ def checkpoint_document(
         "parent_checkpoint_id": ref.checkpoint_id,
         "checkpoint": codec.encode(checkpoint),
         STORED_CHANNELS: sorted(checkpoint.get("channel_values", {})),
-        REPLAYED_CHANNELS: sorted(full_metadata.get("counters_since_delta_snapshot") or {}),
+        REPLAYED_CHANNELS: _replayed_channels(full_metadata),
         "metadata": readable_metadata(returned_metadata),
         "serialized_metadata": serialized_metadata,
         TERMS_FIELD: metadata_terms(returned_metadata),

@@ -50,8 +50,8 @@ def _configurable(config: Any, what: str) -> Mapping[str, Any]:
     return configurable
 
 
-def ref_from_config(config: Any, *, what: str = "config") -> CheckpointRef:
-    """Read thread, namespace and optional checkpoint id from a config, strictly."""
+def _ids(config: Any, what: str) -> tuple[str, Any, str | None]:
+    """`(thread_id, raw checkpoint_ns, checkpoint_id)`; the caller decides on the namespace."""
     configurable = _configurable(config, what)
     if configurable.get("thread_id") is None:
         raise ValueError(
@@ -59,19 +59,29 @@ def ref_from_config(config: Any, *, what: str = "config") -> CheckpointRef:
             "{'configurable': {'thread_id': ...}} to know which thread to use"
         )
     thread_id = require_str(configurable["thread_id"], f"{what}['configurable']['thread_id']")
-    checkpoint_ns = require_str(
-        configurable.get("checkpoint_ns", ""), f"{what}['configurable']['checkpoint_ns']"
-    )
     checkpoint_id = configurable.get("checkpoint_id")
     if checkpoint_id is not None:
         require_str(checkpoint_id, f"{what}['configurable']['checkpoint_id']")
-    return CheckpointRef(thread_id, checkpoint_ns, checkpoint_id or None)
+    return thread_id, configurable.get("checkpoint_ns", ""), checkpoint_id or None
 
 
-def optional_ns_from_config(config: Any, *, what: str = "config") -> str | None:
-    """The namespace a `list` config restricts to; `None` (absent) means every namespace."""
-    ns = _configurable(config, what).get("checkpoint_ns")
-    return None if ns is None else require_str(ns, f"{what}['configurable']['checkpoint_ns']")
+def ref_from_config(config: Any, *, what: str = "config") -> CheckpointRef:
+    """Read thread, namespace and optional checkpoint id from a config, strictly."""
+    thread_id, checkpoint_ns, checkpoint_id = _ids(config, what)
+    require_str(checkpoint_ns, f"{what}['configurable']['checkpoint_ns']")
+    return CheckpointRef(thread_id, checkpoint_ns, checkpoint_id)
+
+
+def list_scope(config: Any) -> tuple[str, str | None, str | None]:
+    """What a `list` config restricts to; a `None` or absent namespace means every one."""
+    thread_id, checkpoint_ns, checkpoint_id = _ids(config, "config")
+    if "checkpoint_ns" not in config["configurable"] or checkpoint_ns is None:
+        return thread_id, None, checkpoint_id
+    return (
+        thread_id,
+        require_str(checkpoint_ns, "config['configurable']['checkpoint_ns']"),
+        checkpoint_id,
+    )
 
 
 def before_id_from_config(before: Any) -> str | None:

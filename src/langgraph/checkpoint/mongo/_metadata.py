@@ -17,11 +17,13 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from bson.decimal128 import Decimal128
+
 from langgraph.checkpoint.mongo._keys import require_str
 
 TERMS_FIELD = "metadata_terms"
 
-# A BSON int is at most 64 bits; larger Python ints are kept readable as strings.
+# A BSON int is at most 64 bits; larger Python ints are kept readable as decimals.
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -63,7 +65,7 @@ def _contains_nan(value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         return any(_contains_nan(v) for v in value)
     if isinstance(value, Mapping):
-        return any(_contains_nan(v) for v in value.values())
+        return any(_contains_nan(k) or _contains_nan(v) for k, v in value.items())
     return False
 
 
@@ -100,15 +102,18 @@ def metadata_filter(filter: Any) -> dict[str, Any]:
         raise TypeError(f"filter must be a dict of metadata values, got {type(filter).__name__}")
     required: list[str] = []
     absent: list[str] = []
+    matches_nothing = False
     for key, value in filter.items():
         require_str(key, "filter key")
         if value is None:
             # `metadata.get(key) == None`: the key is missing or holds None.
             absent.append(_present_term(key))
         elif _contains_nan(value):
-            return dict(_MATCH_NOTHING)
+            matches_nothing = True
         else:
             required.append(_equals_term(key, value))
+    if matches_nothing:
+        return dict(_MATCH_NOTHING)
     condition: dict[str, Any] = {}
     if required:
         condition["$all"] = required
@@ -125,13 +130,13 @@ def readable_metadata(value: Any) -> Any:
     """A plain-BSON copy of the metadata, for people and for the `run_id` index.
 
     It is lossy by design (tuples become arrays, keys a server would read as paths or
-    operators are left out, exotic values become their `str`); the exact metadata is
-    read back from its serialized copy.
+    operators are left out, ints beyond 64 bits become decimals, exotic values become
+    their `str`); the exact metadata is read back from its serialized copy.
     """
     if value is None or isinstance(value, (bool, float, str, bytes)):
         return value
     if isinstance(value, int):
-        return value if _INT64_MIN <= value <= _INT64_MAX else str(value)
+        return value if _INT64_MIN <= value <= _INT64_MAX else Decimal128(str(value))
     if isinstance(value, (list, tuple)):
         return [readable_metadata(v) for v in value]
     if isinstance(value, Mapping):

@@ -35,7 +35,7 @@ from langgraph.checkpoint.mongo._documents import (
 from langgraph.checkpoint.mongo._keys import (
     CheckpointRef,
     before_id_from_config,
-    optional_ns_from_config,
+    list_scope,
     ref_from_config,
     require_str,
     str_list,
@@ -166,17 +166,20 @@ def list_command(
     limit: int | None,
 ) -> Command | None:
     """The one aggregation `list` streams from; `None` when nothing can match."""
+    # Every argument is checked before deciding that nothing can match.
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
         raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
     metadata_match = metadata_filter(filter)
     before_id = before_id_from_config(before)
+    thread_id, checkpoint_ns, checkpoint_id = (
+        list_scope(config) if config is not None else (None, None, None)
+    )
     if limit is not None and limit <= 0:
         return None
-    ref = ref_from_config(config) if config is not None else None
     pipeline = _queries.list_pipeline(
-        thread_id=ref.thread_id if ref else None,
-        checkpoint_ns=optional_ns_from_config(config) if config is not None else None,
-        checkpoint_id=ref.checkpoint_id if ref else None,
+        thread_id=thread_id,
+        checkpoint_ns=checkpoint_ns,
+        checkpoint_id=checkpoint_id,
         before_id=before_id,
         metadata_match=metadata_match,
         limit=limit,
@@ -221,16 +224,20 @@ def delete_thread(thread_id: str) -> Plan[None]:
     yield Command(Target.WRITES, "delete_many", ({"thread_id": thread_id},))
 
 
-def delete_for_runs(run_ids: Sequence[str]) -> Plan[None]:
+def delete_for_runs(codec: Codec, run_ids: Sequence[str]) -> Plan[None]:
     """Delete the runs' checkpoints and writes, except ancestors that a surviving
     checkpoint of the thread still rebuilds its `DeltaChannel`s from."""
     runs = str_list(run_ids, "run_ids")
     if not runs:
         return
     found = yield Command(
-        Target.CHECKPOINTS, "find", ({"metadata.run_id": {"$in": runs}}, {"_id": 1})
+        Target.CHECKPOINTS,
+        "find",
+        ({"metadata.run_id": {"$in": runs}}, {"_id": 1, "serialized_metadata": 1}),
     )
-    doomed = [doc["_id"] for doc in found]
+    # The index narrows; the exact metadata decides, as Python compares it: an array
+    # that contains a run id, or another type that prints like one, is not that run.
+    doomed = [doc["_id"] for doc in found if _run_id(codec, doc) in runs]
     if not doomed:
         return
     threads = sorted({key["thread_id"] for key in doomed})
@@ -240,6 +247,11 @@ def delete_for_runs(run_ids: Sequence[str]) -> Plan[None]:
         in_threads = {"thread_id": {"$in": threads}}  # targets the shards that hold them
         yield Command(Target.CHECKPOINTS, "delete_many", ({**in_threads, "_id": {"$in": keys}},))
         yield Command(Target.WRITES, "delete_many", ({**in_threads, "checkpoint": {"$in": keys}},))
+
+
+def _run_id(codec: Codec, doc: Mapping[str, Any]) -> str | None:
+    run_id = codec.decode(doc["serialized_metadata"]).get("run_id")
+    return run_id if isinstance(run_id, str) else None
 
 
 def copy_thread(

@@ -43,46 +43,21 @@ T = TypeVar("T")
 class AsyncMongoDBSaver(MongoDBSaverBase):
     """A LangGraph checkpointer on MongoDB for asyncio applications.
 
-    Args:
-        client: a `pymongo.AsyncMongoClient`, or Motor's `AsyncIOMotorClient`.
-        db_name: the database holding both collections.
-        checkpoint_collection_name: one document per checkpoint.
-        writes_collection_name: one document per pending write.
-        serde: the serializer of checkpoints and writes (LangGraph's default if `None`),
-            for example an `EncryptedSerializer`.
-
-    Call `await saver.setup()` once per process before use (it creates the indexes and is
-    idempotent), or use `from_conn_string`, which does.
+    Takes a `pymongo.AsyncMongoClient` or Motor's `AsyncIOMotorClient` (arguments: see
+    `MongoDBSaverBase`). Call `await saver.setup()` once per process before use (it
+    creates the indexes and is idempotent), or use `from_conn_string`, which does.
 
     The sync methods (`get_tuple`, `list`, `put`, ...) are for code running in *another*
-    thread than the event loop the saver was created on; called from that loop they
-    raise `asyncio.InvalidStateError` instead of deadlocking it.
+    thread than the event loop the saver runs on; called from that loop they raise
+    `asyncio.InvalidStateError` instead of deadlocking it.
     """
 
-    def __init__(
-        self,
-        client: Any,
-        db_name: str = DEFAULT_DB_NAME,
-        checkpoint_collection_name: str = DEFAULT_CHECKPOINT_COLLECTION,
-        writes_collection_name: str = DEFAULT_WRITES_COLLECTION,
-        *,
-        serde: SerializerProtocol | None = None,
-        compression: Compression | None = None,
-        ttl: float | timedelta | None = None,
-    ) -> None:
-        super().__init__(
-            client,
-            db_name,
-            checkpoint_collection_name=checkpoint_collection_name,
-            writes_collection_name=writes_collection_name,
-            serde=serde,
-            compression=compression,
-            ttl=ttl,
-        )
-        try:
-            self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            self.loop = None
+    # The event loop the saver's client runs on: the first one it is used on.
+    loop: asyncio.AbstractEventLoop | None = None
+
+    def _bind_loop(self) -> None:
+        if self.loop is None:
+            self.loop = asyncio.get_running_loop()
 
     @classmethod
     @asynccontextmanager
@@ -119,6 +94,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
             await close_client(client)
 
     async def _run(self, plan: Plan[T]) -> T:
+        self._bind_loop()
         command, value = step(plan)
         while command is not None:
             try:
@@ -150,6 +126,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
+        self._bind_loop()
         command = ops.list_command(
             self.writes_collection_name, config, filter=filter, before=before, limit=limit
         )
@@ -181,7 +158,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         await self._run(ops.delete_thread(thread_id))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await self._run(ops.delete_for_runs(run_ids))
+        await self._run(ops.delete_for_runs(self.codec, run_ids))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         await self._run(ops.copy_thread(self.expiry, source_thread_id, target_thread_id))
@@ -208,7 +185,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
             coro.close()
             raise asyncio.InvalidStateError(
                 "Synchronous calls to AsyncMongoDBSaver are only possible from a thread other "
-                "than its event loop's (and only when it was created inside a running loop). "
+                "than its event loop's, once it has run an async call on that loop. "
                 "In async code use the async methods and graph.ainvoke()/astream(); for sync "
                 "code use MongoDBSaver with a pymongo.MongoClient."
             )

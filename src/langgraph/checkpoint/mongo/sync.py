@@ -38,34 +38,13 @@ T = TypeVar("T")
 class MongoDBSaver(MongoDBSaverBase):
     """A LangGraph checkpointer on MongoDB for synchronous code (`graph.invoke`).
 
-    Takes the same arguments as `AsyncMongoDBSaver`, with a `pymongo.MongoClient`.
+    Takes a `pymongo.MongoClient` (arguments: see `MongoDBSaverBase`).
     Call `saver.setup()` once per process before use, or use `from_conn_string`.
 
     Its async methods run the sync ones in a worker thread (`asyncio.to_thread`), so a
     graph compiled with it also works under `ainvoke`; asyncio applications get
     native async I/O from `AsyncMongoDBSaver` instead.
     """
-
-    def __init__(
-        self,
-        client: MongoClient[Any],
-        db_name: str = DEFAULT_DB_NAME,
-        checkpoint_collection_name: str = DEFAULT_CHECKPOINT_COLLECTION,
-        writes_collection_name: str = DEFAULT_WRITES_COLLECTION,
-        *,
-        serde: SerializerProtocol | None = None,
-        compression: Compression | None = None,
-        ttl: float | timedelta | None = None,
-    ) -> None:
-        super().__init__(
-            client,
-            db_name,
-            checkpoint_collection_name=checkpoint_collection_name,
-            writes_collection_name=writes_collection_name,
-            serde=serde,
-            compression=compression,
-            ttl=ttl,
-        )
 
     @classmethod
     @contextmanager
@@ -170,7 +149,7 @@ class MongoDBSaver(MongoDBSaverBase):
         self._run(ops.delete_thread(thread_id))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self._run(ops.delete_for_runs(run_ids))
+        self._run(ops.delete_for_runs(self.codec, run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         self._run(ops.copy_thread(self.expiry, source_thread_id, target_thread_id))
