@@ -43,12 +43,30 @@ _NOT_COUNTED = {"hello", "ismaster", "isMaster", "ping", "buildInfo", "buildinfo
 
 @dataclass
 class CommandLog:
-    """Commands the driver sent, as a network sees them (`getMore` included)."""
+    """Commands sent to the server, as a network sees them (`getMore` included).
 
-    names: list[str] = field(default_factory=list)
+    On the wire backends they are read from the wire server itself; against a real
+    server, from the driver's command monitoring.
+    """
+
+    _seen: list[str] = field(default_factory=list)
+    _server: Any = None
+    _start: int = 0
+
+    @property
+    def names(self) -> list[str]:
+        if self._server is not None:
+            return list(self._server.commands[self._start :])
+        return list(self._seen)
+
+    def attach(self, server: Any) -> None:
+        self._server = server
+        self._start = server.count()
 
     def reset(self) -> None:
-        self.names.clear()
+        if self._server is not None:
+            self._start = self._server.count()
+        self._seen.clear()
 
     def count(self) -> int:
         return len(self.names)
@@ -60,7 +78,7 @@ class _Listener(monitoring.CommandListener):
 
     def started(self, event: monitoring.CommandStartedEvent) -> None:
         if event.command_name not in _NOT_COUNTED:
-            self.log.names.append(event.command_name)
+            self.log._seen.append(event.command_name)
 
     def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
         pass
@@ -86,7 +104,11 @@ class Backend:
 
     @asynccontextmanager
     async def client(self, log: CommandLog | None = None) -> AsyncIterator[Any]:
-        listeners = [_Listener(log)] if log is not None else []
+        listeners = []
+        if log is not None and self.wire is not None:
+            log.attach(self.wire)
+        elif log is not None:
+            listeners.append(_Listener(log))
         if self.name == "mock":
             from mongomock_motor import AsyncMongoMockClient
 
