@@ -1,0 +1,91 @@
+"""Development sessions: `nox` runs lint, typecheck and tests; `nox -l` lists them all."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import nox
+
+nox.needs_version = ">=2024.4"
+nox.options.default_venv_backend = "venv"
+nox.options.sessions = ["lint", "typecheck", "tests"]
+
+ROOT = Path(__file__).resolve().parent
+COMPOSE = ("docker", "compose", "-f", str(ROOT / "docker" / "compose.yaml"))
+LOCAL_URI = "mongodb://localhost:27017/?directConnection=true"
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The test suite on the embedded backends (no server needed)."""
+    session.install("-e", ".[test]")
+    # `None` removes the variable: tests/conftest.py would otherwise switch to a real server.
+    session.run("pytest", *session.posargs, env={"MONGODB_URI": None})
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """Ruff: lint rules and formatting."""
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """Mypy, strict on src/ (configured in pyproject.toml)."""
+    session.install("-e", ".[test]", "mypy")
+    session.run("mypy")
+
+
+def _require_docker(session: nox.Session) -> None:
+    """Fail early, with a way out, if the compose file cannot be started here."""
+    hint = "or set MONGODB_URI to run against a server of your own."
+    if shutil.which("docker") is None:
+        session.error(f"`docker` is not installed: install Docker (with Compose v2), {hint}")
+    probes = {
+        ("docker", "compose", "version"): "`docker compose` (Compose v2) is missing: install it",
+        ("docker", "info"): "the Docker daemon is not reachable: start it",
+    }
+    for command, problem in probes.items():
+        if subprocess.run(command, capture_output=True, check=False).returncode != 0:
+            session.error(f"{problem}, {hint}")
+
+
+@nox.session
+def integration(session: nox.Session) -> None:
+    """The whole suite against a real MongoDB: MONGODB_URI, else docker/compose.yaml."""
+    uri = os.environ.get("MONGODB_URI")
+    if not uri:
+        _require_docker(session)  # before the install, to fail fast
+    session.install("-e", ".[test]")
+    if uri:
+        session.log("Using MONGODB_URI from the environment")
+        session.run("pytest", *session.posargs, env={"MONGODB_URI": uri})
+        return
+    try:
+        # `--wait` returns once the healthcheck reports the replica set's node primary.
+        session.run(*COMPOSE, "up", "-d", "--wait", external=True)
+        session.run("pytest", *session.posargs, env={"MONGODB_URI": LOCAL_URI})
+    finally:
+        session.run(*COMPOSE, "down", "--volumes", external=True)
+
+
+@nox.session
+def quickstart(session: nox.Session) -> None:
+    """examples/quickstart.py (embedded backend, or MONGODB_URI when set)."""
+    session.install("-e", ".[test]")
+    session.run("python", "examples/quickstart.py")
+
+
+@nox.session
+def benchmarks(session: nox.Session) -> None:
+    """`python -m benchmarks` (see benchmarks/README.md)."""
+    session.install("-e", ".[test]", "matplotlib")
+    requirements = ROOT / "benchmarks" / "requirements.txt"
+    if requirements.exists():  # the saver(s) to compare against
+        session.install("-r", str(requirements))
+    session.run("python", "-m", "benchmarks", *session.posargs)
