@@ -96,7 +96,8 @@ class Backend:
 
     @property
     def is_sync(self) -> bool:
-        return self.name.endswith("sync")
+        # "wire-async" ends with "sync" too: compare the driver part whole.
+        return self.name.rpartition("-")[2] == "sync"
 
     @property
     def counts_commands(self) -> bool:
