@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pymongo import AsyncMongoClient, MongoClient
 
 from conftest import Backend
@@ -13,6 +15,7 @@ from helpers import call, config, listed, new_thread, put
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 from langgraph.checkpoint.mongo._commands import Command, Target
 from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, execute_async, open_cursor
+from langgraph.checkpoint.mongo._ttl import TTL_INDEX_NAME
 
 
 class _Cursor:
@@ -119,15 +122,18 @@ async def test_from_conn_string_sets_up_identifies_and_closes(backend: Backend) 
     if backend.uri is None:
         pytest.skip("needs a server address")
     db_name = f"test_{new_thread()}"
+    # Every saver option, none at its default: each must reach the saver it builds.
+    names = (db_name, "cps", "cp_writes")
+    options: dict[str, Any] = {"serde": _Serde(), "compression": "zlib", "ttl": 3600}
     if backend.is_sync:
-        with MongoDBSaver.from_conn_string(backend.uri, db_name) as sync_saver:
-            await _check_ready(sync_saver)
+        with MongoDBSaver.from_conn_string(backend.uri, *names, **options) as sync_saver:
+            await _check_ready(sync_saver, options)
             client: Any = sync_saver.client
             assert isinstance(client, MongoClient)
             client.drop_database(db_name)
     else:
-        async with AsyncMongoDBSaver.from_conn_string(backend.uri, db_name) as saver:
-            await _check_ready(saver)
+        async with AsyncMongoDBSaver.from_conn_string(backend.uri, *names, **options) as saver:
+            await _check_ready(saver, options)
             client = saver.client
             assert isinstance(client, AsyncMongoClient)
             await client.drop_database(db_name)
@@ -137,9 +143,25 @@ async def test_from_conn_string_sets_up_identifies_and_closes(backend: Backend) 
         await _maybe(client.list_database_names())
 
 
-async def _check_ready(saver: Any) -> None:
+class _Serde(JsonPlusSerializer):
+    """A serializer `from_conn_string` must hand to the saver (it counts its use)."""
+
+    used = 0
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        type(self).used += 1
+        return super().dumps_typed(obj)
+
+
+async def _check_ready(saver: Any, options: dict[str, Any]) -> None:
+    assert saver.checkpoint_collection.name == "cps"
+    assert saver.writes_collection.name == "cp_writes"
+    assert saver.serde is options["serde"]
+    assert saver.compression == options["compression"]
+    assert saver.ttl == timedelta(seconds=options["ttl"])
     indexes = await _maybe(saver.checkpoint_collection.index_information())
     assert "thread_ns_checkpoint" in indexes
+    assert indexes[TTL_INDEX_NAME]["expireAfterSeconds"] == options["ttl"]
     thread = new_thread()
     stored = await put(saver, thread)
     assert [t.config for t in await listed(saver, config(thread))] == [stored]

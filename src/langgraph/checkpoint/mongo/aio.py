@@ -87,6 +87,8 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
                 checkpoint_collection_name,
                 writes_collection_name,
                 serde=serde,
+                compression=compression,
+                ttl=ttl,
             )
             await saver.setup()
             yield saver
