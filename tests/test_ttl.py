@@ -23,6 +23,16 @@ class Clock:
         return self.now
 
 
+class Ticking:
+    """A clock that reads `times` one after the other, then `then`: time passing mid-write."""
+
+    def __init__(self, times: list[datetime], then: datetime) -> None:
+        self.times, self.then = list(times), then
+
+    def __call__(self) -> datetime:
+        return self.times.pop(0) if self.times else self.then
+
+
 async def stamps(saver: Any, thread: str) -> set[datetime]:
     found = set()
     for collection in (saver.checkpoint_collection, saver.writes_collection):
@@ -91,7 +101,9 @@ async def index_ttl(collection: Any) -> Any:
     return info[TTL_INDEX_NAME].get("expireAfterSeconds") if TTL_INDEX_NAME in info else None
 
 
-async def test_setup_creates_retimes_and_drops_the_ttl_index(backend: Backend) -> None:
+async def test_setup_creates_retimes_and_keeps_the_ttl_index(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
     async with backend.saver(ttl=3600) as saver:
         assert await index_ttl(saver.checkpoint_collection) == 3600
         assert await index_ttl(saver.writes_collection) == 3600
@@ -100,9 +112,75 @@ async def test_setup_creates_retimes_and_drops_the_ttl_index(backend: Backend) -
         async with backend.saver(db_name=saver.db.name, ttl=timedelta(days=2)) as retimed:
             assert await index_ttl(retimed.checkpoint_collection) == 2 * 86400
             assert await index_ttl(retimed.writes_collection) == 2 * 86400
-        async with backend.saver(db_name=saver.db.name) as no_ttl:
-            assert await index_ttl(no_ttl.checkpoint_collection) is None
-            assert await index_ttl(no_ttl.writes_collection) is None
+
+    # A saver without ttl (a script, a notebook) leaves the services' expiry as it is,
+    # and says so.
+    async with backend.saver(ttl=3600) as saver:
+        caplog.clear()
+        async with backend.saver(db_name=saver.db.name):
+            assert await index_ttl(saver.checkpoint_collection) == 3600
+            assert await index_ttl(saver.writes_collection) == 3600
+        warned = [r for r in caplog.records if r.levelname == "WARNING"]
+        assert len(warned) == 2
+        assert TTL_INDEX_NAME in warned[0].getMessage()
+
+
+async def test_ttl_index_can_be_skipped(backend: Backend) -> None:
+    for options in ({"skip_indexes": {TTL_INDEX_NAME}}, {"create_indexes": False}):
+        async with backend.saver(ttl=3600) as saver:
+            await maybe_await(saver.checkpoint_collection.drop_index(TTL_INDEX_NAME))
+            await maybe_await(saver.writes_collection.drop_index(TTL_INDEX_NAME))
+            await maybe_await(saver.setup(**options))
+            assert await index_ttl(saver.checkpoint_collection) is None, options
+            assert await index_ttl(saver.writes_collection) is None, options
+
+
+async def test_an_index_of_that_name_on_another_field_is_refused(backend: Backend) -> None:
+    async with backend.saver() as saver:
+        await maybe_await(saver.writes_collection.create_index([("other", 1)], name=TTL_INDEX_NAME))
+        for ttl in (3600, None):
+            retimed = type(saver)(saver.client, saver.db.name, ttl=ttl)
+            with pytest.raises(ValueError, match=f"{TTL_INDEX_NAME}.*other.*skip_indexes"):
+                await maybe_await(retimed.setup())
+        info = await maybe_await(saver.writes_collection.index_information())
+        assert "expireAfterSeconds" not in info[TTL_INDEX_NAME]
+
+
+async def test_a_write_stamped_before_another_writers_move_is_moved_too(
+    backend: Backend,
+) -> None:
+    """Two writers straddle a bucket boundary (ttl / 16 = 1 hour here).
+
+    `late` writes at 11:01 and moves the thread to the 12:00 stamp; `early` stamped
+    its document at 10:59 (11:00) but it lands after that move. It must not keep the
+    older stamp, or it would expire a bucket before the rest of its thread.
+    """
+    ttl = timedelta(hours=16)
+    async with (
+        backend.saver(ttl=ttl) as early,
+        backend.saver(db_name=early.db.name, ttl=ttl) as late,
+    ):
+        boundary = datetime(2026, 11, 22, 11, tzinfo=timezone.utc)
+        late.expiry.clock = Clock(boundary + timedelta(minutes=1))
+        thread = new_thread()
+        first = await put(late, thread)
+        early.expiry.clock = Ticking(
+            [boundary - timedelta(minutes=1)], then=boundary + timedelta(minutes=2)
+        )
+        await put(early, thread, parent=first["configurable"]["checkpoint_id"])
+        [stamp] = await stamps(early, thread)
+        assert stamp.replace(tzinfo=timezone.utc) == boundary + timedelta(hours=1)
+
+
+async def test_enabling_ttl_stamps_older_documents_of_a_thread(backend: Backend) -> None:
+    async with backend.saver() as plain:
+        thread = new_thread()
+        first = await put(plain, thread)
+        await call(plain, "put_writes", first, [("a", 1)], "t")
+        async with backend.saver(db_name=plain.db.name, ttl=3600) as timed:
+            await put(timed, thread, parent=first["configurable"]["checkpoint_id"])
+            [stamp] = await stamps(timed, thread)
+            assert stamp is not None
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,7 @@ from langgraph.checkpoint.mongo._documents import (
     moved_write,
     write_documents,
 )
+from langgraph.checkpoint.mongo._drivers import logger
 from langgraph.checkpoint.mongo._keys import (
     CheckpointRef,
     before_id_from_config,
@@ -54,18 +55,20 @@ def setup(
     skip_indexes: Collection[str],
 ) -> Plan[None]:
     skip = set(str_list(list(skip_indexes), "skip_indexes"))
-    unknown = skip - _queries.INDEX_NAMES
+    known = _queries.INDEX_NAMES | {TTL_INDEX_NAME}
+    unknown = skip - known
     if unknown:
         raise ValueError(
-            f"skip_indexes names unknown indexes {sorted(unknown)}; "
-            f"the indexes are {sorted(_queries.INDEX_NAMES)}"
+            f"skip_indexes names unknown indexes {sorted(unknown)}; the indexes are {sorted(known)}"
         )
-    if create_indexes:
-        for target, index in _queries.indexes():
-            if index.document["name"] not in skip:
-                yield from _create_index(names[target], target, index)
-    for target in (Target.CHECKPOINTS, Target.WRITES):
-        yield from _set_thread_ttl(names[target], target, expiry)
+    if not create_indexes:
+        return
+    for target, index in _queries.indexes():
+        if index.document["name"] not in skip:
+            yield from _create_index(names[target], target, index)
+    if TTL_INDEX_NAME not in skip:
+        for target in (Target.CHECKPOINTS, Target.WRITES):
+            yield from _set_thread_ttl(names[target], target, expiry)
 
 
 def _create_index(collection: str, target: Target, index: IndexModel) -> Plan[None]:
@@ -76,11 +79,26 @@ def _create_index(collection: str, target: Target, index: IndexModel) -> Plan[No
 
 
 def _set_thread_ttl(collection: str, target: Target, expiry: ThreadExpiry | None) -> Plan[None]:
-    """Create, retime (collMod) or, with `ttl=None`, drop the whole-thread TTL index."""
+    """Create or retime (collMod) the whole-thread TTL index; `ttl=None` leaves it alone.
+
+    A saver without `ttl` (a script, a notebook) must not switch expiry off for the
+    services that share the collections, so dropping the index is left to a person.
+    """
     existing = (yield Command(target, "index_information")).get(TTL_INDEX_NAME)
+    if existing is not None and [field for field, _ in existing.get("key", ())] != [TOUCHED_AT]:
+        raise ValueError(
+            f"collection {collection!r} has an index named {TTL_INDEX_NAME!r} on "
+            f"{existing.get('key')}, not on {TOUCHED_AT!r}: drop or rename it, or call "
+            f"setup(skip_indexes={{{TTL_INDEX_NAME!r}}})"
+        )
     if expiry is None:
         if existing is not None:
-            yield Command(target, "drop_index", (TTL_INDEX_NAME,))
+            logger.warning(
+                "collection %r has the TTL index %r but this saver has ttl=None: threads "
+                "stamped by savers with a ttl still expire; drop the index to stop that",
+                collection,
+                TTL_INDEX_NAME,
+            )
     elif existing is None:
         yield from _create_index(collection, target, _queries.ttl_index(expiry.seconds))
     elif existing.get("expireAfterSeconds") != expiry.seconds:
@@ -94,15 +112,23 @@ def _by_id(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _touch_thread(
-    expiry: ThreadExpiry | None, thread_id: str, stamp: datetime | None
+    expiry: ThreadExpiry | None, thread_id: str, written: datetime | None
 ) -> Plan[None]:
-    """Move the thread's older documents to this write's TTL stamp (once per bucket)."""
-    if expiry is None or stamp is None or not expiry.needs_move(thread_id, stamp):
+    """After a write stamped `written`, move the thread's older documents to the current stamp.
+
+    Done after the write and never backwards (`$not: {$gte: now}`), so a write that was
+    stamped in an older bucket but landed after another writer's move is moved too, and
+    unstamped documents (written before `ttl` was set) join the thread's stamp.
+    """
+    if expiry is None or written is None:
         return
-    query = {"thread_id": thread_id, TOUCHED_AT: {"$ne": stamp}}
+    now = expiry.stamp()
+    if now == written and not expiry.needs_move(thread_id, now):
+        return
+    query = {"thread_id": thread_id, TOUCHED_AT: {"$not": {"$gte": now}}}
     for target in (Target.CHECKPOINTS, Target.WRITES):
-        yield Command(target, "update_many", (query, {"$set": {TOUCHED_AT: stamp}}))
-    expiry.moved(thread_id, stamp)
+        yield Command(target, "update_many", (query, {"$set": {TOUCHED_AT: now}}))
+    expiry.moved(thread_id, now)
 
 
 def put(
@@ -115,9 +141,9 @@ def put(
     ref = ref_from_config(config)
     stamp = expiry.stamp() if expiry else None
     doc = checkpoint_document(codec, ref, checkpoint, metadata, config, stamp)
-    yield from _touch_thread(expiry, ref.thread_id, stamp)
     # A replace keyed by `_id` makes a retried put leave exactly one document.
     yield Command(Target.CHECKPOINTS, "replace_one", (_by_id(doc), doc), {"upsert": True})
+    yield from _touch_thread(expiry, ref.thread_id, stamp)
     return CheckpointRef(ref.thread_id, ref.checkpoint_ns, doc["checkpoint_id"]).config()
 
 
@@ -132,8 +158,6 @@ def put_writes(
     ref = ref_from_config(config)
     stamp = expiry.stamp() if expiry else None
     documents = write_documents(codec, ref, writes, task_id, task_path, stamp)
-    if documents:
-        yield from _touch_thread(expiry, ref.thread_id, stamp)
     requests: list[ReplaceOne[Any] | UpdateOne] = []
     for replace, doc in documents:
         if replace:
@@ -147,6 +171,7 @@ def put_writes(
             requests.append(UpdateOne(_by_id(doc), update, upsert=True))
     if requests:
         yield Command(Target.WRITES, "bulk_write", (requests,), {"ordered": False})
+        yield from _touch_thread(expiry, ref.thread_id, stamp)
 
 
 def get_tuple(
@@ -264,7 +289,6 @@ def copy_thread(
     if not checkpoints and not writes:
         return
     stamp = expiry.stamp() if expiry else None
-    yield from _touch_thread(expiry, target, stamp)
     fresh = {TOUCHED_AT: stamp} if stamp else {}
     # Writes first: a copy that fails half way leaves no checkpoint without its writes,
     # and replacing by `_id` makes running the copy again converge.
@@ -276,6 +300,7 @@ def copy_thread(
     if copied:
         requests = [ReplaceOne(_by_id(d), d, upsert=True) for d in copied]
         yield Command(Target.CHECKPOINTS, "bulk_write", (requests,), {"ordered": False})
+    yield from _touch_thread(expiry, target, stamp)
 
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
