@@ -93,6 +93,19 @@ async def test_sync_call_on_async_saver_in_its_loop_raises_not_hangs(backend: Ba
         assert history == {"x": {"writes": []}}
 
 
+def test_sync_call_when_the_saver_loop_is_not_running_raises_not_hangs() -> None:
+    from mongomock_motor import AsyncMongoMockClient
+
+    loop = asyncio.new_event_loop()
+    saver = AsyncMongoDBSaver(AsyncMongoMockClient())
+    stored = loop.run_until_complete(put(saver, new_thread()))
+    # The loop exists but does not run (between run_until_complete calls), then is closed.
+    for _ in range(2):
+        with pytest.raises(asyncio.InvalidStateError, match="wait forever"):
+            saver.get_tuple(stored)
+        loop.close()
+
+
 async def test_async_saver_created_outside_a_loop_explains_itself() -> None:
     from mongomock_motor import AsyncMongoMockClient
 

@@ -183,15 +183,25 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
-        if self.loop is None or running is self.loop:
-            coro.close()
-            raise asyncio.InvalidStateError(
-                "Synchronous calls to AsyncMongoDBSaver are only possible from a thread other "
-                "than its event loop's, once it has run an async call on that loop. "
-                "In async code use the async methods and graph.ainvoke()/astream(); for sync "
-                "code use MongoDBSaver with a pymongo.MongoClient."
+        loop = self.loop
+        if loop is None or running is loop:
+            problem = (
+                "are only possible from a thread other than its event loop's, once it has "
+                "run an async call on that loop"
             )
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+        elif loop.is_closed() or not loop.is_running():
+            problem = (
+                "need its event loop (the first one it ran on) to be running; it is not, so "
+                "the call would wait forever"
+            )
+        else:
+            return asyncio.run_coroutine_threadsafe(coro, loop).result()
+        coro.close()
+        raise asyncio.InvalidStateError(
+            f"Synchronous calls to AsyncMongoDBSaver {problem}. "
+            "In async code use the async methods and graph.ainvoke()/astream(); for sync "
+            "code use MongoDBSaver with a pymongo.MongoClient."
+        )
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self._from_thread(self.aget_tuple(config))
