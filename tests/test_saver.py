@@ -12,6 +12,8 @@ from langgraph.checkpoint.serde.types import ERROR, INTERRUPT
 
 from conftest import Backend
 from helpers import call, checkpoint, config, ids, listed, new_thread, put
+from langgraph.checkpoint.mongo import _operations as ops
+from langgraph.checkpoint.mongo._commands import Plan
 from langgraph.checkpoint.mongo._drivers import maybe_await
 
 
@@ -311,3 +313,30 @@ async def test_documents_of_the_official_saver_are_refused_by_name(saver: Any) -
         await call(saver, "get_tuple", config("shared"))
     with pytest.raises(ValueError, match="checkpoint_collection_name"):
         await listed(saver, config("shared"))
+
+
+def _after_first_command(plan: Plan[Any], meanwhile: Plan[Any]) -> Plan[Any]:
+    """Run `plan`, with the commands of `meanwhile` sent right after its first one."""
+    result = yield next(plan)
+    yield from meanwhile
+    try:
+        command = plan.send(result)
+        while True:
+            command = plan.send((yield command))
+    except StopIteration as done:
+        return done.value
+
+
+async def test_prune_keeps_a_checkpoint_written_while_it_runs(saver: Any) -> None:
+    thread = new_thread()
+    first = await put(saver, thread)
+    second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
+    newer = checkpoint()
+    parent = config(thread, "", second["configurable"]["checkpoint_id"])
+    write_newer = ops.put(saver.codec, None, parent, newer, {"source": "loop", "step": 2})
+    racing = _after_first_command(ops.prune([thread], "keep_latest"), write_newer)
+    await maybe_await(saver._run(racing))
+    assert ids(await listed(saver, config(thread))) == [
+        newer["id"],
+        second["configurable"]["checkpoint_id"],
+    ]

@@ -103,15 +103,15 @@ def needed_by(lineage: Lineage, survivors: Iterable[str]) -> set[str]:
     return needed
 
 
-def keep_latest(lineage_docs: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """What `prune(strategy="keep_latest")` keeps: the newest checkpoint of each
-    namespace, and the ancestors its delta channels are rebuilt from."""
-    keep: list[dict[str, str]] = []
+def prunable(lineage_docs: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """What `prune(strategy="keep_latest")` deletes, of the checkpoints it has read: all
+    but the newest of each namespace and the ancestors its delta channels rebuild from."""
+    doomed: list[dict[str, str]] = []
     for (thread_id, ns), lineage in by_namespace(lineage_docs).items():
         latest = max(lineage)
-        for checkpoint_id in {latest} | needed_by(lineage, [latest]):
-            keep.append(checkpoint_key(thread_id, ns, checkpoint_id))
-    return keep
+        keep = {latest} | needed_by(lineage, [latest])
+        doomed += [checkpoint_key(thread_id, ns, c) for c in sorted(lineage) if c not in keep]
+    return doomed
 
 
 def deletable(

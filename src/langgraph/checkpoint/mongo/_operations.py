@@ -317,8 +317,12 @@ def prune(thread_ids: Sequence[str], strategy: str) -> Plan[None]:
         yield Command(Target.CHECKPOINTS, "delete_many", (in_threads,))
         yield Command(Target.WRITES, "delete_many", (in_threads,))
         return
-    # The newest checkpoint of each namespace, and the ancestors it rebuilds its
-    # DeltaChannels from: dropping those would silently empty the channels.
-    keep = _delta.keep_latest((yield _lineage(in_threads)))
-    yield Command(Target.CHECKPOINTS, "delete_many", ({**in_threads, "_id": {"$nin": keep}},))
-    yield Command(Target.WRITES, "delete_many", ({**in_threads, "checkpoint": {"$nin": keep}},))
+    # Keep the newest checkpoint of each namespace and the ancestors it rebuilds its
+    # DeltaChannels from (dropping those would silently empty the channels). Only what
+    # was read is deleted: a checkpoint written meanwhile is newer, and stays.
+    doomed = _delta.prunable((yield _lineage(in_threads)))
+    if doomed:
+        yield Command(Target.CHECKPOINTS, "delete_many", ({**in_threads, "_id": {"$in": doomed}},))
+        yield Command(
+            Target.WRITES, "delete_many", ({**in_threads, "checkpoint": {"$in": doomed}},)
+        )
