@@ -48,26 +48,41 @@ async def maybe_await(value: Any) -> Any:
 
 
 @contextmanager
-def timed(command: Command) -> Iterator[None]:
-    """Log each command at DEBUG with its duration, and name it when it fails."""
+def timed(operation: str, command: Command) -> Iterator[None]:
+    """Log a command at DEBUG with the saver operation it serves and its duration; name
+    both when it fails (the exception itself propagates untouched)."""
     started = time.perf_counter()
     try:
         yield
     except Exception:
-        logger.debug("%s.%s failed", command.target.value, command.method, exc_info=True)
+        logger.debug(
+            "%s: %s.%s failed after %.2f ms",
+            operation,
+            command.target.value,
+            command.method,
+            (time.perf_counter() - started) * 1000,
+            exc_info=True,
+        )
         raise
     if logger.isEnabledFor(logging.DEBUG):
         elapsed = (time.perf_counter() - started) * 1000
-        logger.debug("%s.%s took %.2f ms", command.target.value, command.method, elapsed)
+        logger.debug(
+            "%s: %s.%s took %.2f ms", operation, command.target.value, command.method, elapsed
+        )
 
 
 def call(collection: Any, command: Command) -> Any:
     return getattr(collection, command.method)(*command.args, **command.kwargs)
 
 
-async def execute_async(collection: Any, command: Command) -> Any:
+def plan_name(plan: Any) -> str:
+    """The saver operation a plan implements: its generator function's name."""
+    return str(getattr(plan, "__name__", "operation"))
+
+
+async def execute_async(operation: str, collection: Any, command: Command) -> Any:
     """Run one command; a read is drained into a list (use `open_cursor` to stream)."""
-    with timed(command):
+    with timed(operation, command):
         result = await maybe_await(call(collection, command))
         if command.returns_cursor:
             return [doc async for doc in result]
@@ -75,14 +90,63 @@ async def execute_async(collection: Any, command: Command) -> Any:
 
 
 @asynccontextmanager
-async def open_cursor(collection: Any, command: Command) -> AsyncIterator[Any]:
-    """A cursor that is closed (killCursors) even when the reader stops early."""
-    with timed(command):
+async def open_cursor(
+    operation: str, collection: Any, command: Command
+) -> AsyncIterator[AsyncIterator[Any]]:
+    """The command's documents, streamed; the cursor is closed (killCursors) even when the
+    reader stops early. The first batch is fetched inside the timing: Motor sends the
+    command only then. A failing `getMore` is logged like the command."""
+    with timed(operation, command):
         cursor = await maybe_await(call(collection, command))
+        first = await anext(cursor, None)
+
+    async def documents() -> AsyncIterator[Any]:
+        if first is None:
+            return
+        yield first
+        with _failures_logged(operation, command):
+            async for doc in cursor:
+                yield doc
+
     try:
-        yield cursor
+        yield documents()
     finally:
         await maybe_await(cursor.close())
+
+
+@contextmanager
+def open_cursor_sync(operation: str, collection: Any, command: Command) -> Iterator[Iterator[Any]]:
+    """`open_cursor` for the sync driver."""
+    with timed(operation, command):
+        cursor = call(collection, command)
+        first = next(cursor, None)
+
+    def documents() -> Iterator[Any]:
+        if first is None:
+            return
+        yield first
+        with _failures_logged(operation, command):
+            yield from cursor
+
+    try:
+        yield documents()
+    finally:
+        cursor.close()
+
+
+@contextmanager
+def _failures_logged(operation: str, command: Command) -> Iterator[None]:
+    try:
+        yield
+    except Exception:
+        logger.debug(
+            "%s: %s.%s failed while reading more results",
+            operation,
+            command.target.value,
+            command.method,
+            exc_info=True,
+        )
+        raise
 
 
 async def close_client(client: Any) -> None:

@@ -35,6 +35,7 @@ from langgraph.checkpoint.mongo._drivers import (
     close_client,
     execute_async,
     open_cursor,
+    plan_name,
 )
 
 T = TypeVar("T")
@@ -97,10 +98,11 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
 
     async def _run(self, plan: Plan[T]) -> T:
         self._bind_loop()
+        operation = plan_name(plan)
         command, value = step(plan)
         while command is not None:
             try:
-                result = await execute_async(self._collection(command), command)
+                result = await execute_async(operation, self._collection(command), command)
             except Exception as error:  # the plan decides: handle it, or it propagates
                 command, value = step(plan, error=error)
             else:
@@ -134,8 +136,8 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         )
         if command is None:
             return
-        async with open_cursor(self._collection(command), command) as cursor:
-            async for doc in cursor:
+        async with open_cursor("list", self._collection(command), command) as documents:
+            async for doc in documents:
                 yield checkpoint_tuple(self.codec, doc)
 
     async def aput(

@@ -30,7 +30,13 @@ from langgraph.checkpoint.mongo._base import (
 from langgraph.checkpoint.mongo._codec import Compression
 from langgraph.checkpoint.mongo._commands import Command, Plan
 from langgraph.checkpoint.mongo._documents import checkpoint_tuple
-from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, call, timed
+from langgraph.checkpoint.mongo._drivers import (
+    DRIVER_INFO,
+    call,
+    open_cursor_sync,
+    plan_name,
+    timed,
+)
 
 T = TypeVar("T")
 
@@ -79,16 +85,17 @@ class MongoDBSaver(MongoDBSaverBase):
         finally:
             client.close()
 
-    def _execute(self, command: Command) -> Any:
-        with timed(command):
+    def _execute(self, operation: str, command: Command) -> Any:
+        with timed(operation, command):
             result = call(self._collection(command), command)
             return list(result) if command.returns_cursor else result
 
     def _run(self, plan: Plan[T]) -> T:
+        operation = plan_name(plan)
         command, value = step(plan)
         while command is not None:
             try:
-                result = self._execute(command)
+                result = self._execute(operation, command)
             except Exception as error:  # the plan decides: handle it, or it propagates
                 command, value = step(plan, error=error)
             else:
@@ -119,13 +126,9 @@ class MongoDBSaver(MongoDBSaverBase):
         )
         if command is None:
             return
-        with timed(command):
-            cursor = call(self._collection(command), command)
-        try:
-            for doc in cursor:
+        with open_cursor_sync("list", self._collection(command), command) as documents:
+            for doc in documents:
                 yield checkpoint_tuple(self.codec, doc)
-        finally:
-            cursor.close()
 
     def put(
         self,
