@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pymongo import AsyncMongoClient, MongoClient
+from pymongo.driver_info import DriverInfo
 
 from conftest import Backend
 from helpers import call, config, listed, new_thread, put
@@ -24,11 +25,12 @@ class _Cursor:
         self.closed = False
 
     def __aiter__(self) -> Any:
-        return self._iterate()
+        return self
 
-    async def _iterate(self) -> Any:
-        for doc in self.docs:
-            yield doc
+    async def __anext__(self) -> Any:
+        if not self.docs:
+            raise StopAsyncIteration
+        return self.docs.pop(0)
 
 
 class MotorShapedCollection:
@@ -62,14 +64,14 @@ class PyMongoAsyncShapedCollection(MotorShapedCollection):
 @pytest.mark.parametrize("shape", [MotorShapedCollection, PyMongoAsyncShapedCollection])
 async def test_adapter_runs_both_driver_shapes(shape: type[MotorShapedCollection]) -> None:
     docs = [{"n": 1}, {"n": 2}]
-    collection = shape(docs)
     read = Command(Target.CHECKPOINTS, "aggregate", ([],))
-    assert await execute_async(collection, read) == docs
-    async with open_cursor(collection, read) as cursor:
+    assert await execute_async("get_tuple", shape(list(docs)), read) == docs
+    collection = shape(list(docs))
+    async with open_cursor("list", collection, read) as cursor:
         assert [d async for d in cursor] == docs
     assert collection.cursor.closed
     delete = Command(Target.WRITES, "delete_many", ({"thread_id": "t"},))
-    assert await execute_async(collection, delete) == "deleted {'thread_id': 't'}"
+    assert await execute_async("delete_thread", collection, delete) == "deleted {'thread_id': 't'}"
 
 
 async def test_sync_call_on_async_saver_in_its_loop_raises_not_hangs(backend: Backend) -> None:
@@ -138,6 +140,8 @@ async def test_from_conn_string_sets_up_identifies_and_closes(backend: Backend) 
     # Every saver option, none at its default: each must reach the saver it builds.
     names = (db_name, "cps", "cp_writes")
     options: dict[str, Any] = {"serde": _Serde(), "compression": "zlib", "ttl": 3600}
+    # A client option we also set (the application's own driver metadata) is theirs to give.
+    options["driver"] = DriverInfo(name="my-app")
     if backend.is_sync:
         with MongoDBSaver.from_conn_string(backend.uri, *names, **options) as sync_saver:
             await _check_ready(sync_saver, options)
@@ -152,6 +156,7 @@ async def test_from_conn_string_sets_up_identifies_and_closes(backend: Backend) 
             await client.drop_database(db_name)
     metadata = client.options.pool_options.metadata["driver"]
     assert DRIVER_INFO.name in metadata["name"]
+    assert "my-app" in metadata["name"]
     with pytest.raises(Exception, match=r"Cannot use \w+ after close"):
         await _maybe(client.list_database_names())
 

@@ -226,10 +226,26 @@ class Unserializable:
 async def test_unencodable_values_raise_and_store_nothing(saver: Any) -> None:
     thread = new_thread()
     stored = await put(saver, thread)
-    with pytest.raises(Exception):  # noqa: B017,PT011 - whatever the serializer raises
-        await put(saver, thread, values={"bad": Unserializable()})
-    with pytest.raises(Exception):  # noqa: B017,PT011
+    with pytest.raises(TypeError, match=r"checkpoint\['channel_values'\]\['bad'\]"):
+        await put(saver, thread, values={"ok": 1, "bad": Unserializable()})
+    with pytest.raises(TypeError, match=r"metadata\['bad'\] cannot be serialized"):
+        await put(saver, thread, metadata={"ok": 1, "bad": Unserializable()})
+    with pytest.raises(TypeError, match=r"writes\[1\] value \(channel 'bad'\)"):
         await call(saver, "put_writes", stored, [("ok", 1), ("bad", Unserializable())], "t")
+    # Malformed arguments are named too, before anything is sent.
+    for writes, named in [
+        ({"ok": 1}, "writes must be a sequence"),
+        ([("ok", 1), ("lonely",)], r"writes\[1\] must be a \(channel, value\) pair"),
+        (["ab"], r"writes\[0\] must be"),
+    ]:
+        with pytest.raises(TypeError, match=named):
+            await call(saver, "put_writes", stored, writes, "t")
+    for args, named in [
+        (("not a checkpoint", {}), "checkpoint must be a dict"),
+        ((checkpoint(), "not metadata"), "metadata must be a dict"),
+    ]:
+        with pytest.raises(TypeError, match=named):
+            await call(saver, "put", config(thread), *args, {})
     [only] = await listed(saver, config(thread))
     assert only.config == stored
     assert only.pending_writes == []

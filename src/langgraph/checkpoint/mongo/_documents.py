@@ -60,6 +60,28 @@ def _within_size_limit(doc: dict[str, Any], what: str, ref: CheckpointRef) -> di
     return doc
 
 
+def _encoded(codec: Codec, value: Any, what: str, parts: Mapping[str, Any] | None = None) -> Any:
+    """Serialize `value`; a value the serializer refuses is named (down to the key of
+    `parts` that holds it), and nothing has been sent yet."""
+    try:
+        return codec.encode(value)
+    except (TypeError, ValueError) as exc:
+        for key, part in (parts if isinstance(parts, Mapping) else {}).items():
+            try:
+                codec.encode(part)
+            except (TypeError, ValueError):
+                what = f"{what}[{key!r}]"
+                break
+        error = TypeError if isinstance(exc, TypeError) else ValueError
+        raise error(f"{what} cannot be serialized: {exc}; nothing was written") from exc
+
+
+def _require_mapping(value: Any, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{what} must be a dict, got {type(value).__name__}: {value!r:.100}")
+    return value
+
+
 def _replayed_channels(metadata: Mapping[str, Any]) -> list[str]:
     """The `DeltaChannel`s LangGraph counts as not snapshotted (its own metadata field)."""
     counters = metadata.get("counters_since_delta_snapshot")
@@ -77,9 +99,11 @@ def checkpoint_document(
     touched_at: datetime | None = None,
 ) -> dict[str, Any]:
     """The document `put` stores; `ref.checkpoint_id` is the parent, if any."""
+    _require_mapping(checkpoint, "checkpoint")
+    _require_mapping(metadata, "metadata")
     checkpoint_id = require_str(checkpoint.get("id"), "checkpoint['id']")
     full_metadata = get_checkpoint_metadata(cast(Any, config), metadata)
-    serialized_metadata = codec.encode(full_metadata)
+    serialized_metadata = _encoded(codec, full_metadata, "metadata", full_metadata)
     # Terms and the readable copy describe what `get_tuple` will return, which is the
     # metadata after a serializer round trip (tuples come back as lists, for example).
     returned_metadata = codec.decode(serialized_metadata)
@@ -89,7 +113,9 @@ def checkpoint_document(
         "checkpoint_ns": ref.checkpoint_ns,
         "checkpoint_id": checkpoint_id,
         "parent_checkpoint_id": ref.checkpoint_id,
-        "checkpoint": codec.encode(checkpoint),
+        "checkpoint": _encoded(
+            codec, checkpoint, "checkpoint['channel_values']", checkpoint.get("channel_values")
+        ),
         STORED_CHANNELS: sorted(checkpoint.get("channel_values", {})),
         REPLAYED_CHANNELS: _replayed_channels(full_metadata),
         "metadata": readable_metadata(returned_metadata),
@@ -123,9 +149,18 @@ def write_documents(
         )
     require_str(task_id, "task_id")
     require_str(task_path, "task_path")
+    if isinstance(writes, (str, bytes)) or not isinstance(writes, Sequence):
+        raise TypeError(
+            f"writes must be a sequence of (channel, value) pairs, got {type(writes).__name__}"
+        )
     join_key = checkpoint_key(ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id)
     documents = []
-    for position, (channel, value) in enumerate(writes):
+    for position, pair in enumerate(writes):
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+            raise TypeError(
+                f"writes[{position}] must be a (channel, value) pair, got {pair!r:.100}"
+            )
+        channel, value = pair
         require_str(channel, f"writes[{position}] channel")
         idx = WRITES_IDX_MAP.get(channel, position)
         document = {
@@ -136,7 +171,7 @@ def write_documents(
             "task_path": task_path,
             "idx": idx,
             "channel": channel,
-            "value": codec.encode(value),
+            "value": _encoded(codec, value, f"writes[{position}] value (channel {channel!r})"),
         }
         if touched_at is not None:
             document[TOUCHED_AT] = touched_at

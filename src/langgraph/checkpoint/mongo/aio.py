@@ -79,7 +79,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         `client_kwargs` go to `AsyncMongoClient` (timeouts, TLS, `w`, ...).
         """
         client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-            conn_string, driver=DRIVER_INFO, **client_kwargs
+            conn_string, **{"driver": DRIVER_INFO, **client_kwargs}
         )
         try:
             saver = cls(

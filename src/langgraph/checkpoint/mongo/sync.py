@@ -68,7 +68,7 @@ class MongoDBSaver(MongoDBSaverBase):
     ) -> Iterator[MongoDBSaver]:
         """A saver on a new `MongoClient`, set up, and closed on exit."""
         client: MongoClient[dict[str, Any]] = MongoClient(
-            conn_string, driver=DRIVER_INFO, **client_kwargs
+            conn_string, **{"driver": DRIVER_INFO, **client_kwargs}
         )
         try:
             saver = cls(
