@@ -7,14 +7,26 @@ paths, subdocuments compare in field order). So the saver does not query the rea
 metadata at all: each top-level entry is also stored as an opaque *term*, a hash of a
 canonical encoding for which ``encode(a) == encode(b)`` exactly when ``a == b`` in
 Python, and a filter becomes plain string membership on that array.
+
+The encoding is the same in every process (it never depends on hash order, so not on
+``PYTHONHASHSEED``). Numbers (``bool``, ``int``, ``float``, ``Decimal``, ``Fraction``,
+real ``complex``) encode their exact value; dicts and sets/frozensets their sorted
+entries; aware datetimes and times the UTC instant, naive ones their fields. Other
+values fall back to their type and ``repr`` (``UUID``, ``date``, ``timedelta``, enum
+members...), which is right only for types whose ``repr`` is deterministic and tells
+unequal values apart.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import math
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from bson.decimal128 import Decimal128
@@ -26,19 +38,113 @@ TERMS_FIELD = "metadata_terms"
 # A BSON int is at most 64 bits; larger Python ints are kept readable as decimals.
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
+# `str(int)` works below this under any `sys.set_int_max_str_digits` (its minimum is 640).
+_SMALL_INT = 10**640
+# Integers with more digits than this are written in scientific form ("e..."), so the
+# encoding never spells out a huge power of ten (`Decimal("1E+999999999")`).
+_MAX_INT_DIGITS = 4300
+
+_UTC = dt.timezone.utc
+_DATETIME = "odatetime.datetime:"
+_TIME = "odatetime.time:"
+
+
+def _integer(negative: bool, digits: str, exponent: int) -> str:
+    """The integer ``digits * 10**exponent`` (``digits`` without trailing zeros)."""
+    sign = "-" if negative else ""
+    if len(digits) + exponent <= _MAX_INT_DIGITS:
+        return f"i{sign}{digits}{'0' * exponent}"
+    return f"e{sign}{digits}e{exponent}"
+
+
+def _decimal(value: Decimal) -> str:
+    """A `Decimal` as the int or float it equals, else its exact digits."""
+    if value.is_nan():
+        return "fnan"
+    if value.is_infinite():
+        return "f-inf" if value.is_signed() else "finf"
+    negative, digit_tuple, exponent = value.as_tuple()
+    assert isinstance(exponent, int)
+    digits = "".join(map(str, digit_tuple)).lstrip("0")
+    stripped = digits.rstrip("0")
+    if not stripped:
+        return "i0"
+    exponent += len(digits) - len(stripped)
+    if exponent >= 0:
+        return _integer(bool(negative), stripped, exponent)
+    as_float = float(value)
+    if math.isfinite(as_float) and Decimal(as_float) == value:
+        return f"f{as_float!r}"
+    return f"d{'-' if negative else ''}{stripped}e{exponent}"
+
+
+def _int(value: int) -> str:
+    if -_SMALL_INT < value < _SMALL_INT:
+        return f"i{value}"
+    return _decimal(Decimal(value))
+
+
+def _fraction(value: Fraction) -> str:
+    numerator, denominator = value.numerator, value.denominator
+    if denominator == 1:
+        return _int(numerator)
+    rest, twos, fives = denominator, 0, 0
+    while rest % 2 == 0:
+        rest, twos = rest // 2, twos + 1
+    while rest % 5 == 0:
+        rest, fives = rest // 5, fives + 1
+    if rest != 1:  # not a terminating decimal, so neither a float nor a Decimal
+        return f"q{numerator}/{denominator}"
+    places = max(twos, fives)
+    scaled = abs(numerator) * 10**places // denominator
+    digits = Decimal(scaled).as_tuple().digits
+    return _decimal(Decimal((int(numerator < 0), digits, -places)))
+
+
+def _datetime(value: dt.datetime) -> str:
+    """Aware datetimes compare as instants, naive ones by their fields (fold ignored)."""
+    fields = (value.year, value.month, value.day, value.hour, value.minute, value.second)
+    plain = dt.datetime(*fields, value.microsecond, value.tzinfo, fold=value.fold)
+    offset = plain.utcoffset()
+    if offset is None:
+        return _DATETIME + repr(plain.replace(tzinfo=None, fold=0))
+    if plain.replace(fold=1 - plain.fold).utcoffset() != offset:
+        # A repeated or skipped wall time (PEP 495): equal only to the same wall time
+        # in the same time zone, never to an instant of another one.
+        return _DATETIME + repr(plain.replace(fold=0))
+    naive = plain.replace(tzinfo=None, fold=0)
+    try:
+        return _DATETIME + repr((naive - offset).replace(tzinfo=_UTC))
+    except OverflowError:  # the instant is outside the datetime range in UTC
+        return f"odatetime.datetime@utc:{naive - dt.datetime.min - offset!r}"
+
+
+def _time(value: dt.time) -> str:
+    """Aware times compare as UTC seconds (offset microseconds ignored, as CPython does)."""
+    plain = dt.time(value.hour, value.minute, value.second, value.microsecond, value.tzinfo)
+    offset = plain.utcoffset()
+    if offset is None:
+        return _TIME + repr(plain.replace(tzinfo=None))
+    seconds = value.hour * 3600 + value.minute * 60 + value.second
+    seconds -= offset.days * 86400 + offset.seconds
+    if 0 <= seconds < 86400:
+        hours, rest = divmod(seconds, 3600)
+        utc = dt.time(hours, *divmod(rest, 60), value.microsecond, _UTC)
+        return _TIME + repr(utc)
+    return f"odatetime.time@utc:{seconds},{value.microsecond}"
+
 
 def _canonical(value: Any) -> str:
     """An encoding that is equal for equal values, under Python's `==`.
 
-    Numbers compare by value (``True == 1 == 1.0``), dicts ignore key order, lists and
-    tuples keep order but differ from each other, as in Python.
+    Numbers compare by value (``True == 1 == 1.0 == Decimal(1)``), dicts ignore key
+    order, sets ignore order and kind (``{1} == frozenset({1})``), lists and tuples keep
+    order but differ from each other, as in Python.
     """
     if value is None:
         return "N"
-    if isinstance(value, bool):
-        value = int(value)
-    if isinstance(value, int):
-        return f"i{value}"
+    if isinstance(value, int):  # bool and int enums included
+        return _int(int(value))
     if isinstance(value, float):
         if value.is_integer():
             return f"i{int(value)}"
@@ -54,6 +160,20 @@ def _canonical(value: Any) -> str:
     if isinstance(value, Mapping):
         items = sorted(_canonical(k) + ":" + _canonical(v) for k, v in value.items())
         return "{" + ",".join(items) + "}"
+    if isinstance(value, AbstractSet):
+        return "s{" + ",".join(sorted(_canonical(v) for v in value)) + "}"
+    if isinstance(value, Decimal):
+        return _decimal(value)
+    if isinstance(value, Fraction):
+        return _fraction(value)
+    if isinstance(value, complex):
+        if value.imag == 0:
+            return _canonical(value.real)
+        return f"c({_canonical(value.real)},{_canonical(value.imag)})"
+    if isinstance(value, dt.datetime) and type(value).__eq__ is dt.datetime.__eq__:
+        return _datetime(value)
+    if isinstance(value, dt.time) and type(value).__eq__ is dt.time.__eq__:
+        return _time(value)
     cls = type(value)
     return f"o{cls.__module__}.{cls.__qualname__}:{value!r}"
 
@@ -62,7 +182,11 @@ def _contains_nan(value: Any) -> bool:
     """NaN equals nothing, itself included, so a filter containing it matches nothing."""
     if isinstance(value, float):
         return math.isnan(value)
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, Decimal):
+        return value.is_nan()
+    if isinstance(value, complex):
+        return math.isnan(value.real) or math.isnan(value.imag)
+    if isinstance(value, (list, tuple, AbstractSet)):
         return any(_contains_nan(v) for v in value)
     if isinstance(value, Mapping):
         return any(_contains_nan(k) or _contains_nan(v) for k, v in value.items())
