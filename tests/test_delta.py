@@ -132,13 +132,31 @@ async def test_history_costs_two_round_trips(backend: Backend) -> None:
     async with backend.saver(log) as saver:
         thread = new_thread()
         parent = await put_versioned(saver, thread, None, {"a": []})
-        for i in range(40):
+        # Longer than a default first batch (101 documents): still no getMore.
+        for i in range(120):
             parent = await put_versioned(saver, thread, parent)
             await call(saver, "put_writes", config(thread, "", parent), [("a", i)], "t")
         log.reset()
         got = await delta(saver, config(thread), ["a"])
         assert log.names == ["find", "aggregate"]
-        assert [w[2] for w in got["a"]["writes"]] == list(range(39))
+        assert [w[2] for w in got["a"]["writes"]] == list(range(119))
+
+
+async def test_history_follows_parents_whatever_their_ids(saver: Any) -> None:
+    """Ids usually grow along a thread, but the contract is the parent chain: a parent
+    whose id sorts after its child's (another writer's clock, custom ids) still counts."""
+    thread = new_thread()
+    md = {"source": "loop", "step": 0, "parents": {}}
+    parent: str | None = None
+    for checkpoint_id, values in (("z-root", {"a": ["seed"]}), ("m-mid", None), ("a-leaf", None)):
+        cp = checkpoint(values, id=checkpoint_id)
+        await call(saver, "put", config(thread, "", parent), cp, md, {})
+        if parent is not None:
+            await call(saver, "put_writes", config(thread, "", parent), [("a", parent)], "t")
+        parent = checkpoint_id
+    got = await delta(saver, config(thread, "", "a-leaf"), ["a"])
+    assert got == await base_delta(saver, config(thread, "", "a-leaf"), ["a"])
+    assert got["a"] == {"writes": [("t", "a", "z-root"), ("t", "a", "m-mid")], "seed": ["seed"]}
 
 
 class ChatState(TypedDict):

@@ -4,7 +4,7 @@ A `DeltaChannel` stores its value only in snapshot checkpoints; any other checkp
 rebuilds it from the nearest ancestor snapshot plus the writes stored along the parent
 chain. The base class walks that chain with one `get_tuple` per ancestor. Here one read
 fetches the *lineage* (ids, parent ids, and the names of the channels each checkpoint
-stores or replays: a few dozen bytes per checkpoint) and the chain is walked in memory;
+stores or replays: a few hundred bytes per checkpoint) and the chain is walked in memory;
 a second read fetches the writes of the chain and the serialized seed checkpoints.
 
 The same walk tells `prune` and `delete_for_runs` which ancestors a surviving
@@ -40,19 +40,19 @@ LINEAGE_PROJECTION = {
     STORED_CHANNELS: 1,
     REPLAYED_CHANNELS: 1,
 }
-# Lineage documents are tiny; one large batch keeps a lineage read to one round trip.
+# Lineage documents are small (ids and channel names); one large batch keeps a lineage
+# read to one round trip up to the 16 MiB reply limit (some 50,000 checkpoints).
 LINEAGE_OPTIONS = {"sort": [("checkpoint_id", DESCENDING)], "batch_size": 100_000}
+# The history read returns one document per checkpoint of the chain: one batch too.
+HISTORY_OPTIONS = {"batchSize": 100_000}
 
 Lineage = Mapping[str, Mapping[str, Any]]  # checkpoint id -> lineage document, one namespace
 
 
 def lineage_query(ref: CheckpointRef) -> dict[str, Any]:
-    """The target (or the latest) and everything older in its thread and namespace."""
-    query: dict[str, Any] = {"thread_id": ref.thread_id, "checkpoint_ns": ref.checkpoint_ns}
-    if ref.checkpoint_id is not None:
-        # Ancestors are older than their descendants, and ids sort by age.
-        query["checkpoint_id"] = {"$lte": ref.checkpoint_id}
-    return query
+    """The whole namespace: the walk follows parent ids, and nothing guarantees that an
+    ancestor's id sorts before its descendant's (another writer's clock, custom ids)."""
+    return {"thread_id": ref.thread_id, "checkpoint_ns": ref.checkpoint_ns}
 
 
 def by_namespace(docs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:

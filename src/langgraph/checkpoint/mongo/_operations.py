@@ -237,7 +237,7 @@ def delta_history(
     docs = []
     if found.chain:
         pipeline = _delta.history_pipeline(ref, found, wanted, writes_collection)
-        docs = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
+        docs = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,), _delta.HISTORY_OPTIONS)
     return _delta.assemble(codec, found, docs, wanted)
 
 
