@@ -93,6 +93,12 @@ from bson.int64 import Int64
 from bson.raw_bson import RawBSONDocument
 from mongomock.filtering import filter_applies
 
+import _mongomock_patch
+
+# The same mongomock fixes as the in-process backend (also when the benchmarks run
+# this server in a process of their own).
+_mongomock_patch.apply()
+
 __all__ = ["WireServer"]
 
 OP_REPLY = 1

@@ -150,7 +150,7 @@ def history_pipeline(
                 "checkpoint": {"$cond": [is_seed, "$checkpoint", "$$REMOVE"]},
             }
         },
-        join_writes(writes_collection),
+        join_writes(writes_collection, ref.thread_id),
         {
             "$addFields": {
                 JOINED_WRITES: {"$filter": {"input": f"${JOINED_WRITES}", "cond": wanted}}

@@ -1,0 +1,104 @@
+"""Every command of a thread's operations names its thread: what a sharded cluster targets.
+
+Both collections can shard on `{thread_id: "hashed"}`; a command that names the thread
+by equality (or `$in`) goes to the shards that hold it, anything else to every shard.
+The commands are recorded as the async saver sends them, on the in-process backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+from mongomock_motor import AsyncMongoMockClient
+
+from helpers import call, config, listed, new_thread, put
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver, aio
+from langgraph.checkpoint.mongo._commands import Command
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[Command]:
+    commands: list[Command] = []
+    execute, stream = aio.execute_async, aio.open_cursor
+
+    async def recorded_execute(operation: str, collection: Any, command: Command) -> Any:
+        commands.append(command)
+        return await execute(operation, collection, command)
+
+    @asynccontextmanager
+    async def recorded_stream(
+        operation: str, collection: Any, command: Command
+    ) -> AsyncIterator[Any]:
+        commands.append(command)
+        async with stream(operation, collection, command) as documents:
+            yield documents
+
+    monkeypatch.setattr(aio, "execute_async", recorded_execute)
+    monkeypatch.setattr(aio, "open_cursor", recorded_stream)
+    return commands
+
+
+def _names_thread(query: Any, thread: str) -> bool:
+    value = query.get("thread_id")
+    return value == thread or value == {"$in": [thread]}
+
+
+def _targets(command: Command, thread: str) -> bool:
+    if command.method == "aggregate":
+        [pipeline] = command.args
+        lookups = [stage["$lookup"] for stage in pipeline if "$lookup" in stage]
+        return _names_thread(pipeline[0]["$match"], thread) and all(
+            any(_names_thread(s.get("$match", {}), thread) for s in lookup.get("pipeline", []))
+            for lookup in lookups
+        )
+    if command.method == "bulk_write":
+        [requests] = command.args
+        return all(_names_thread(request._filter, thread) for request in requests)
+    return _names_thread(command.args[0], thread)
+
+
+async def test_thread_operations_name_their_thread(sent: list[Command]) -> None:
+    saver = AsyncMongoDBSaver(AsyncMongoMockClient(), ttl=3600)
+    await saver.setup()
+    thread, copy = new_thread(), new_thread()
+    sent.clear()
+    first = await put(saver, thread, metadata={"run_id": "r1"})
+    second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
+    await call(saver, "put_writes", second, [("a", 1), ("__error__", "x")], "task")
+    await call(saver, "get_tuple", config(thread))
+    await call(saver, "get_tuple", second)
+    await listed(saver, config(thread), limit=5)
+    await call(saver, "get_delta_channel_history", config=second, channels=["a"])
+    await call(saver, "prune", [thread], strategy="keep_latest")
+    await call(saver, "delete_thread", thread)
+    assert {c.method for c in sent} >= {"replace_one", "bulk_write", "aggregate", "find"}
+    assert [c for c in sent if not _targets(c, thread)] == []
+
+    # copy_thread reads the source thread and writes the target's.
+    await put(saver, thread)
+    sent.clear()
+    await call(saver, "copy_thread", thread, copy)
+    reads = [c for c in sent if c.method == "find"]
+    writes = [c for c in sent if c.method != "find"]
+    assert reads
+    assert writes
+    assert all(_targets(c, thread) for c in reads)
+    assert all(_targets(c, copy) for c in writes)
+
+
+async def test_scatter_gather_is_what_the_readme_says(sent: list[Command]) -> None:
+    """`list(None)` and `delete_for_runs`' lookup by run id search every thread."""
+    saver = AsyncMongoDBSaver(AsyncMongoMockClient())
+    thread = new_thread()
+    await put(saver, thread, metadata={"run_id": "r1"})
+    sent.clear()
+    await listed(saver, None)
+    [search] = sent
+    assert "thread_id" not in search.args[0][0]["$match"]
+    sent.clear()
+    await call(saver, "delete_for_runs", ["r1"])
+    assert "thread_id" not in sent[0].args[0]
+    assert all(_targets(c, thread) for c in sent[1:])
