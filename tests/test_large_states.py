@@ -46,6 +46,44 @@ async def test_too_large_write_fails_and_writes_nothing(saver: Any) -> None:
     assert (await call(saver, "get_tuple", stored)).pending_writes == []
 
 
+async def test_a_checkpoint_too_large_to_return_with_its_writes_is_read_apart(
+    backend: Backend,
+) -> None:
+    """9 MiB of state and 2 x 5 MiB of writes each fit a document, but joined they do not:
+    a server refuses the joined read (the in-process mock has no limit to refuse it)."""
+    if backend.name == "mock":
+        pytest.skip("mongomock has no document size limit")
+    async with backend.saver() as saver:
+        thread = new_thread()
+        oldest = await put(saver, thread)
+        blob, first, second = os.urandom(9 * MIB), os.urandom(5 * MIB), os.urandom(5 * MIB)
+        parent = oldest["configurable"]["checkpoint_id"]
+        big = await put(saver, thread, parent=parent, values={"blob": blob})
+        await call(saver, "put_writes", big, [("a", first), ("b", second)], "t")
+        # More newer checkpoints than a first batch holds (101): the failure comes in a
+        # getMore, after part of the list was returned.
+        newer = []
+        parent = big["configurable"]["checkpoint_id"]
+        for _ in range(101):
+            newer.append(await put(saver, thread, parent=parent))
+            parent = newer[-1]["configurable"]["checkpoint_id"]
+
+        got = await call(saver, "get_tuple", big)
+        assert got.checkpoint["channel_values"]["blob"] == blob
+        assert got.pending_writes == [("t", "a", first), ("t", "b", second)]
+
+        expected = [c["configurable"]["checkpoint_id"] for c in [*reversed(newer), big, oldest]]
+        everything = await listed(saver, config(thread))
+        assert [t.checkpoint["id"] for t in everything] == expected
+        assert everything[101].pending_writes == got.pending_writes
+        assert [t.checkpoint["id"] for t in await listed(saver, config(thread), limit=102)] == (
+            expected[:102]
+        )
+        # Failing in the first batch: the big checkpoint comes first.
+        [only] = await listed(saver, config(thread), before=newer[0], limit=1)
+        assert only.pending_writes == got.pending_writes
+
+
 async def test_compression_fits_a_compressible_17_mib_state(backend: Backend) -> None:
     state = {"text": "all work and no play " * (17 * MIB // 21)}
     async with backend.saver(compression="zlib") as saver:

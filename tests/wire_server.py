@@ -109,6 +109,8 @@ _MSG_CHECKSUM_PRESENT = 1 << 0
 _MSG_MORE_TO_COME = 1 << 1
 
 MAX_BSON_OBJECT_SIZE = 16 * 1024 * 1024
+# mongod builds results up to 16 KiB over the user limit (BSONObjMaxInternalSize).
+MAX_INTERNAL_OBJECT_SIZE = MAX_BSON_OBJECT_SIZE + 16 * 1024
 MAX_MESSAGE_SIZE_BYTES = 48_000_000
 MAX_WRITE_BATCH_SIZE = 100_000
 MAX_WIRE_VERSION = 21  # MongoDB 7.0
@@ -631,6 +633,14 @@ class WireServer:
         size = 0
         while not cur.exhausted and (limit is None or len(batch) < limit):
             raw = bson.encode(cur.docs[cur.pos])
+            if len(raw) > MAX_INTERNAL_OBJECT_SIZE:
+                # What mongod answers for a `$lookup` whose joined array makes a document
+                # too large (code 4568; 10334 BSONObjectTooLarge for other results).
+                raise CommandError(
+                    4568,
+                    f"Total size of documents in the $lookup result ({len(raw)} bytes) "
+                    f"exceeds maximum document size {MAX_INTERNAL_OBJECT_SIZE}",
+                )
             if batch and size + len(raw) > MAX_BSON_OBJECT_SIZE:
                 break
             batch.append(RawBSONDocument(raw))

@@ -106,6 +106,11 @@ def checkpoint_key(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> di
     return {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id}
 
 
+def key_fields(key: Mapping[str, str]) -> tuple[str, str, str]:
+    """A checkpoint key as a hashable tuple, whatever the field order it came back in."""
+    return key["thread_id"], key["checkpoint_ns"], key["checkpoint_id"]
+
+
 def write_key(
     thread_id: str, checkpoint_ns: str, checkpoint_id: str, task_id: str, idx: int
 ) -> dict[str, Any]:

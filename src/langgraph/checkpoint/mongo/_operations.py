@@ -26,6 +26,7 @@ from langgraph.checkpoint.mongo import _delta, _queries
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import (
+    JOINED_WRITES,
     checkpoint_document,
     checkpoint_tuple,
     moved_checkpoint,
@@ -36,6 +37,7 @@ from langgraph.checkpoint.mongo._drivers import logger
 from langgraph.checkpoint.mongo._keys import (
     CheckpointRef,
     before_id_from_config,
+    key_fields,
     list_scope,
     ref_from_config,
     require_str,
@@ -174,12 +176,54 @@ def put_writes(
         yield from _touch_thread(expiry, ref.thread_id, stamp)
 
 
+# A joined document over 16 MiB: `$lookup`'s own limit (4568), or the reply's (10334).
+_JOIN_TOO_LARGE = frozenset({4568, 10334})
+
+
+def join_too_large(error: BaseException) -> bool:
+    """A read failed because a checkpoint with its writes exceeds 16 MiB (each alone fits):
+    read them apart instead."""
+    return isinstance(error, OperationFailure) and error.code in _JOIN_TOO_LARGE
+
+
+def _read_apart(pipeline: list[dict[str, Any]]) -> Plan[list[dict[str, Any]]]:
+    """The checkpoints of a read pipeline, then their writes in one `find`: two round
+    trips instead of one, for checkpoints too large to return with their writes."""
+    docs: list[dict[str, Any]] = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
+    if docs:
+        writes = yield Command(
+            Target.WRITES, "find", (_queries.writes_of([d["_id"] for d in docs]),)
+        )
+        joined: dict[tuple[str, str, str], list[Any]] = {}
+        for write in writes:
+            joined.setdefault(key_fields(write["checkpoint"]), []).append(write)
+        for doc in docs:
+            doc[JOINED_WRITES] = joined.get(key_fields(doc["_id"]), [])
+    return docs
+
+
 def get_tuple(
     codec: Codec, writes_collection: str, config: RunnableConfig
 ) -> Plan[CheckpointTuple | None]:
     pipeline = _queries.get_tuple_pipeline(ref_from_config(config), writes_collection)
-    docs = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
+    try:
+        docs = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
+    except OperationFailure as exc:
+        if not join_too_large(exc):
+            raise
+        docs = yield from _read_apart(_queries.apart(pipeline))
     return checkpoint_tuple(codec, docs[0]) if docs else None
+
+
+def list_rest(
+    codec: Codec, command: Command, last: Mapping[str, Any] | None, read: int
+) -> Plan[list[CheckpointTuple]]:
+    """The rest of a `list` whose stream failed on `join_too_large` after `read` documents
+    (`last` the final one): read apart, in two more round trips."""
+    pipeline = _queries.apart(command.args[0], last, read)
+    if any(stage.get("$limit", 1) <= 0 for stage in pipeline):
+        return []
+    return [checkpoint_tuple(codec, doc) for doc in (yield from _read_apart(pipeline))]
 
 
 def list_command(

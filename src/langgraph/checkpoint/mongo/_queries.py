@@ -90,6 +90,33 @@ def list_pipeline(
     return pipeline
 
 
+def apart(pipeline: list[dict[str, Any]], after: Any = None, skip: int = 0) -> list[dict[str, Any]]:
+    """A read pipeline without its `$lookup`, for when a joined document would exceed
+    16 MiB; `after` (a document already read) and `skip` (how many were) resume it."""
+    stages = [dict(stage) for stage in pipeline if "$lookup" not in stage]
+    if after is not None:
+        # The next documents in `NEWEST_FIRST` order.
+        cid, thread, ns = after["checkpoint_id"], after["thread_id"], after["checkpoint_ns"]
+        later = [
+            {"checkpoint_id": {"$lt": cid}},
+            {"checkpoint_id": cid, "thread_id": {"$gt": thread}},
+            {"checkpoint_id": cid, "thread_id": thread, "checkpoint_ns": {"$gt": ns}},
+        ]
+        stages[0] = {"$match": {"$and": [stages[0]["$match"], {"$or": later}]}}
+    for stage in stages:
+        if "$limit" in stage:
+            stage["$limit"] -= skip
+    return stages
+
+
+def writes_of(keys: list[dict[str, str]]) -> dict[str, Any]:
+    """The pending writes of these checkpoints (`_id`s), in the threads' shards."""
+    return {
+        "thread_id": {"$in": sorted({k["thread_id"] for k in keys})},
+        "checkpoint": {"$in": keys},
+    }
+
+
 def indexes() -> list[tuple[Target, IndexModel]]:
     """Every index `setup()` creates (the TTL index aside), with the queries it serves."""
     return [

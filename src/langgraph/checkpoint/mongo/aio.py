@@ -18,6 +18,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from pymongo import AsyncMongoClient
+from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._base import (
@@ -136,9 +137,17 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         )
         if command is None:
             return
-        async with open_cursor("list", self._collection(command), command) as documents:
-            async for doc in documents:
-                yield checkpoint_tuple(self.codec, doc)
+        read, last = 0, None
+        try:
+            async with open_cursor("list", self._collection(command), command) as documents:
+                async for last in documents:
+                    read += 1
+                    yield checkpoint_tuple(self.codec, last)
+        except OperationFailure as error:
+            if not ops.join_too_large(error):
+                raise
+            for item in await self._run(ops.list_rest(self.codec, command, last, read)):
+                yield item
 
     async def aput(
         self,

@@ -18,6 +18,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from pymongo import MongoClient
+from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._base import (
@@ -126,9 +127,16 @@ class MongoDBSaver(MongoDBSaverBase):
         )
         if command is None:
             return
-        with open_cursor_sync("list", self._collection(command), command) as documents:
-            for doc in documents:
-                yield checkpoint_tuple(self.codec, doc)
+        read, last = 0, None
+        try:
+            with open_cursor_sync("list", self._collection(command), command) as documents:
+                for last in documents:
+                    read += 1
+                    yield checkpoint_tuple(self.codec, last)
+        except OperationFailure as error:
+            if not ops.join_too_large(error):
+                raise
+            yield from self._run(ops.list_rest(self.codec, command, last, read))
 
     def put(
         self,
