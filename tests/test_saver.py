@@ -356,3 +356,26 @@ async def test_prune_keeps_a_checkpoint_written_while_it_runs(saver: Any) -> Non
         newer["id"],
         second["configurable"]["checkpoint_id"],
     ]
+
+
+async def test_every_composite_key_has_one_field_order(saver: Any) -> None:
+    """A server compares subdocuments field by field in order: a join or an upsert on a
+    key built in another order would silently miss. Copies are checked too."""
+    thread, copy_ = new_thread(), new_thread()
+    stored = await put(saver, thread)
+    await call(saver, "put_writes", stored, [("a", 1), ("__error__", "e")], "task")
+    await call(saver, "copy_thread", thread, copy_)
+    checkpoint_fields = ["thread_id", "checkpoint_ns", "checkpoint_id"]
+    for owner in (thread, copy_):
+        query = {"thread_id": owner}
+        checkpoints = await maybe_await(saver.checkpoint_collection.find(query).to_list(None))
+        writes = await maybe_await(saver.writes_collection.find(query).to_list(None))
+        assert len(checkpoints) == 1
+        assert len(writes) == 2
+        assert [list(doc["_id"]) for doc in checkpoints] == [checkpoint_fields]
+        for write in writes:
+            assert list(write["checkpoint"]) == checkpoint_fields
+            assert list(write["_id"]) == [*checkpoint_fields, "task_id", "idx"]
+            assert write["checkpoint"]["thread_id"] == write["_id"]["thread_id"] == owner
+    [got] = await listed(saver, config(copy_))
+    assert len(got.pending_writes) == 2
