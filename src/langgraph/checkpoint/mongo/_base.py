@@ -45,7 +45,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
         writes_collection_name: one document per pending write.
         serde: the serializer of checkpoints, writes and metadata (LangGraph's default if
             `None`), for example an `EncryptedSerializer`.
-        compression: `"zlib"` to compress stored values of 1 KiB or more.
+        compression: `"zstd"` (or `"zlib"`) to compress stored values of 1 KiB or more.
         ttl: seconds or a `timedelta`; a thread expires as a whole after that long
             without a write.
     """

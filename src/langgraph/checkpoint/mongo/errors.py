@@ -10,7 +10,7 @@ class CheckpointTooLargeError(ValueError):
     """A checkpoint or pending write would exceed MongoDB's 16 MiB document limit.
 
     Raised before anything is sent, so the previous checkpoint stays the latest and
-    nothing is half-written. Opt-in compression (`compression="zlib"`) or keeping
+    nothing is half-written. Opt-in compression (`compression="zstd"`) or keeping
     large payloads out of the graph state are the usual fixes.
     """
 
@@ -32,7 +32,7 @@ class CheckpointTooLargeError(ValueError):
         super().__init__(
             f"{what} of thread {thread_id!r}, namespace {checkpoint_ns!r}, checkpoint "
             f"{checkpoint_id!r} encodes to {size} bytes, over MongoDB's limit of {limit} "
-            "bytes per document; nothing was written. Enable compression='zlib' or keep "
+            "bytes per document; nothing was written. Enable compression='zstd' or keep "
             "large payloads out of the graph state."
         )
 
