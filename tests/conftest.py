@@ -184,3 +184,27 @@ async def saver(backend: Backend, command_log: CommandLog) -> AsyncIterator[Any]
     async with backend.saver(command_log) as saver:
         command_log.reset()
         yield saver
+
+
+@pytest.fixture
+def sent_commands(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every `Command` an `AsyncMongoDBSaver` sends from now on, in order (as the core
+    built it: filters and pipelines whole, where the wire shows only command names)."""
+    from langgraph.checkpoint.mongo import aio
+
+    commands: list[Any] = []
+    execute, stream = aio.execute_async, aio.open_cursor
+
+    async def recorded_execute(operation: str, collection: Any, command: Any) -> Any:
+        commands.append(command)
+        return await execute(operation, collection, command)
+
+    @asynccontextmanager
+    async def recorded_stream(operation: str, collection: Any, command: Any) -> AsyncIterator[Any]:
+        commands.append(command)
+        async with stream(operation, collection, command) as documents:
+            yield documents
+
+    monkeypatch.setattr(aio, "execute_async", recorded_execute)
+    monkeypatch.setattr(aio, "open_cursor", recorded_stream)
+    return commands

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -22,7 +20,7 @@ from pymongo.errors import OperationFailure
 
 from conftest import MONGODB_URI, Backend
 from helpers import call, config, listed, new_thread, put
-from langgraph.checkpoint.mongo import AsyncMongoDBSaver, IndexCreationError, MongoDBSaver, aio
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver, IndexCreationError, MongoDBSaver
 from langgraph.checkpoint.mongo._commands import Command, Target
 from langgraph.checkpoint.mongo._drivers import maybe_await
 
@@ -93,27 +91,10 @@ def _explainable(saver: Any, command: Command) -> list[dict[str, Any]]:
     raise AssertionError(f"no explain for {command}")
 
 
-async def test_every_query_uses_an_index(backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_every_query_uses_an_index(backend: Backend, sent_commands: list[Command]) -> None:
     """Every command the savers send for a thread's operations, explained on the server."""
     if backend.is_sync:
         pytest.skip("the commands are recorded on AsyncMongoDBSaver; both savers send the same")
-    sent: list[Command] = []
-    execute, stream = aio.execute_async, aio.open_cursor
-
-    async def recorded_execute(operation: str, collection: Any, command: Command) -> Any:
-        sent.append(command)
-        return await execute(operation, collection, command)
-
-    @asynccontextmanager
-    async def recorded_stream(
-        operation: str, collection: Any, command: Command
-    ) -> AsyncIterator[Any]:
-        sent.append(command)
-        async with stream(operation, collection, command) as documents:
-            yield documents
-
-    monkeypatch.setattr(aio, "execute_async", recorded_execute)
-    monkeypatch.setattr(aio, "open_cursor", recorded_stream)
     async with backend.saver(ttl=3600) as saver:
         thread, copy_ = new_thread(), new_thread()
         parent = None
@@ -130,7 +111,7 @@ async def test_every_query_uses_an_index(backend: Backend, monkeypatch: pytest.M
         await call(saver, "delete_for_runs", ["run-3"])
         await call(saver, "prune", [copy_], strategy="keep_latest")
         await call(saver, "delete_thread", copy_)
-        assert {c.method for c in sent} >= {
+        assert {c.method for c in sent_commands} >= {
             "find",
             "aggregate",
             "update_many",
@@ -138,7 +119,7 @@ async def test_every_query_uses_an_index(backend: Backend, monkeypatch: pytest.M
             "bulk_write",
             "delete_many",
         }
-        for command in sent:
+        for command in sent_commands:
             for explainable in _explainable(saver, command):
                 explained = await _explain(saver, explainable)
                 stages = _stages(explained)

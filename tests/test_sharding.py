@@ -7,38 +7,13 @@ The commands are recorded as the async saver sends them, on the in-process backe
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
-import pytest
 from mongomock_motor import AsyncMongoMockClient
 
 from helpers import call, config, listed, new_thread, put
-from langgraph.checkpoint.mongo import AsyncMongoDBSaver, aio
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver
 from langgraph.checkpoint.mongo._commands import Command
-
-
-@pytest.fixture
-def sent(monkeypatch: pytest.MonkeyPatch) -> list[Command]:
-    commands: list[Command] = []
-    execute, stream = aio.execute_async, aio.open_cursor
-
-    async def recorded_execute(operation: str, collection: Any, command: Command) -> Any:
-        commands.append(command)
-        return await execute(operation, collection, command)
-
-    @asynccontextmanager
-    async def recorded_stream(
-        operation: str, collection: Any, command: Command
-    ) -> AsyncIterator[Any]:
-        commands.append(command)
-        async with stream(operation, collection, command) as documents:
-            yield documents
-
-    monkeypatch.setattr(aio, "execute_async", recorded_execute)
-    monkeypatch.setattr(aio, "open_cursor", recorded_stream)
-    return commands
 
 
 def _names_thread(query: Any, thread: str) -> bool:
@@ -60,11 +35,11 @@ def _targets(command: Command, thread: str) -> bool:
     return _names_thread(command.args[0], thread)
 
 
-async def test_thread_operations_name_their_thread(sent: list[Command]) -> None:
+async def test_thread_operations_name_their_thread(sent_commands: list[Command]) -> None:
     saver = AsyncMongoDBSaver(AsyncMongoMockClient(), ttl=3600)
     await saver.setup()
     thread, copy = new_thread(), new_thread()
-    sent.clear()
+    sent_commands.clear()
     first = await put(saver, thread, metadata={"run_id": "r1"})
     second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
     await call(saver, "put_writes", second, [("a", 1), ("__error__", "x")], "task")
@@ -74,31 +49,31 @@ async def test_thread_operations_name_their_thread(sent: list[Command]) -> None:
     await call(saver, "get_delta_channel_history", config=second, channels=["a"])
     await call(saver, "prune", [thread], strategy="keep_latest")
     await call(saver, "delete_thread", thread)
-    assert {c.method for c in sent} >= {"replace_one", "bulk_write", "aggregate", "find"}
-    assert [c for c in sent if not _targets(c, thread)] == []
+    assert {c.method for c in sent_commands} >= {"replace_one", "bulk_write", "aggregate", "find"}
+    assert [c for c in sent_commands if not _targets(c, thread)] == []
 
     # copy_thread reads the source thread and writes the target's.
     await put(saver, thread)
-    sent.clear()
+    sent_commands.clear()
     await call(saver, "copy_thread", thread, copy)
-    reads = [c for c in sent if c.method == "find"]
-    writes = [c for c in sent if c.method != "find"]
+    reads = [c for c in sent_commands if c.method == "find"]
+    writes = [c for c in sent_commands if c.method != "find"]
     assert reads
     assert writes
     assert all(_targets(c, thread) for c in reads)
     assert all(_targets(c, copy) for c in writes)
 
 
-async def test_scatter_gather_is_what_the_readme_says(sent: list[Command]) -> None:
+async def test_scatter_gather_is_what_the_readme_says(sent_commands: list[Command]) -> None:
     """`list(None)` and `delete_for_runs`' lookup by run id search every thread."""
     saver = AsyncMongoDBSaver(AsyncMongoMockClient())
     thread = new_thread()
     await put(saver, thread, metadata={"run_id": "r1"})
-    sent.clear()
+    sent_commands.clear()
     await listed(saver, None)
-    [search] = sent
+    [search] = sent_commands
     assert "thread_id" not in search.args[0][0]["$match"]
-    sent.clear()
+    sent_commands.clear()
     await call(saver, "delete_for_runs", ["r1"])
-    assert "thread_id" not in sent[0].args[0]
-    assert all(_targets(c, thread) for c in sent[1:])
+    assert "thread_id" not in sent_commands[0].args[0]
+    assert all(_targets(c, thread) for c in sent_commands[1:])
