@@ -8,6 +8,7 @@ operation is written exactly once.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -33,7 +34,6 @@ from langgraph.checkpoint.mongo._documents import (
     moved_write,
     write_documents,
 )
-from langgraph.checkpoint.mongo._drivers import logger
 from langgraph.checkpoint.mongo._keys import (
     CheckpointRef,
     before_id_from_config,
@@ -48,6 +48,8 @@ from langgraph.checkpoint.mongo._ttl import TOUCHED_AT, TTL_INDEX_NAME, ThreadEx
 from langgraph.checkpoint.mongo.errors import IndexCreationError
 
 T = TypeVar("T")
+
+logger = logging.getLogger("langgraph.checkpoint.mongo")
 
 
 def setup(
