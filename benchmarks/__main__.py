@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import scenarios
-from benchmarks.contenders import OFFICIAL_SKIP_REASON
+from benchmarks.contenders import OFFICIAL_SKIP_REASON, OFFICIAL_VERSION_ERROR
 from benchmarks.report import Environment, Results, markdown, plot, tables
 from benchmarks.server import ServerProcess
 
 HERE = Path(__file__).resolve().parent
-MEASUREMENTS = ("round_trips", "latency", "throughput", "storage")
+MEASUREMENTS = ("round_trips", "latency", "throughput", "storage", "compression")
 PACKAGES = (
     "langgraph-checkpoint-mongo",
     "langgraph-checkpoint-mongodb",
@@ -34,6 +34,7 @@ PACKAGES = (
     "langchain-core",
     "pymongo",
     "mongomock",
+    "zstandard",
     "matplotlib",
 )
 
@@ -111,6 +112,12 @@ def _settings(settings: scenarios.Settings) -> list[tuple[str, str]]:
             f"{', '.join(map(str, settings.concurrency_levels))} concurrent threads",
         ),
         ("storage", f"delay 0; {', '.join(map(str, settings.storage_turns))} chat turns"),
+        (
+            "compression",
+            f"delay 0; ours sync, compression None, zstd, zlib; the checkpoint after "
+            f"{', '.join(map(str, settings.compression_turns))} chat turns (add_messages list); "
+            f"median of {settings.compression_repeats}",
+        ),
     ]
 
 
@@ -128,6 +135,7 @@ async def _run(args: argparse.Namespace, settings: scenarios.Settings, results: 
         "latency": scenarios.latency,
         "throughput": scenarios.throughput,
         "storage": scenarios.storage,
+        "compression": scenarios.compression,
     }
     with ServerProcess() as server:
         for name in MEASUREMENTS:
@@ -142,6 +150,9 @@ async def _run(args: argparse.Namespace, settings: scenarios.Settings, results: 
 
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
+    if OFFICIAL_VERSION_ERROR:
+        print(f"error: {OFFICIAL_VERSION_ERROR}", file=sys.stderr)
+        return 2
     warnings.filterwarnings("ignore", message=".*[Bb]eta.*")
     settings = scenarios.Settings.quick() if args.quick else scenarios.Settings()
     if args.concurrency_delay is not None:

@@ -13,6 +13,8 @@ import sys
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -30,22 +32,50 @@ from pymongo import AsyncMongoClient, MongoClient
 from benchmarks.server import ServerProcess
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 
-OFFICIAL_VERSION = "0.5.1"
+OFFICIAL_PACKAGE = "langgraph-checkpoint-mongodb"
+REQUIREMENTS = Path(__file__).resolve().parent / "requirements.txt"
+
+
+def _pinned_official_version() -> str:
+    """The version `benchmarks/requirements.txt` pins: `name==version; marker`."""
+    for line in REQUIREMENTS.read_text().splitlines():
+        requirement = line.split("#", 1)[0].split(";", 1)[0].strip()
+        name, pinned, wanted = requirement.partition("==")
+        if pinned and name.strip().lower() == OFFICIAL_PACKAGE:
+            return wanted.strip()
+    raise RuntimeError(f"{REQUIREMENTS} does not pin {OFFICIAL_PACKAGE}==<version>")
+
+
+OFFICIAL_PINNED = _pinned_official_version()
+# The version in the results' labels: the installed one, which must be the pinned one.
+OFFICIAL_VERSION = OFFICIAL_PINNED
+# Set when the installed official saver is not the pinned one: the run refuses to start.
+OFFICIAL_VERSION_ERROR: str | None = None
 OFFICIAL_SKIP_REASON: str | None = None
 OfficialSaver: Any = None
 if sys.version_info < (3, 11):
-    OFFICIAL_SKIP_REASON = "langgraph-checkpoint-mongodb needs Python >= 3.11"
+    OFFICIAL_SKIP_REASON = f"{OFFICIAL_PACKAGE} needs Python >= 3.11"
 else:
     try:
-        from langgraph.checkpoint.mongodb import MongoDBSaver as OfficialSaver
-    except ImportError:
+        OFFICIAL_VERSION = version(OFFICIAL_PACKAGE)
+    except PackageNotFoundError:
         OFFICIAL_SKIP_REASON = (
-            "langgraph-checkpoint-mongodb is not installed "
-            "(pip install -r benchmarks/requirements.txt)"
+            f"{OFFICIAL_PACKAGE} is not installed (pip install -r benchmarks/requirements.txt)"
         )
+    else:
+        if OFFICIAL_VERSION != OFFICIAL_PINNED:
+            OFFICIAL_VERSION_ERROR = (
+                f"{OFFICIAL_PACKAGE} {OFFICIAL_VERSION} is installed, but the benchmark "
+                f"measures the version benchmarks/requirements.txt pins, {OFFICIAL_PINNED}: "
+                "run pip install -r benchmarks/requirements.txt (or change the pin there)"
+            )
+        else:
+            from langgraph.checkpoint.mongodb import MongoDBSaver as OfficialSaver
 
 __all__ = [
     "OFFICIAL_SKIP_REASON",
+    "OFFICIAL_VERSION",
+    "OFFICIAL_VERSION_ERROR",
     "Backend",
     "Contender",
     "contenders",
@@ -70,6 +100,8 @@ MEMORY = Contender("memory", "InMemorySaver (no network)", False)
 
 def contenders(*, networked_only: bool = False) -> list[Contender]:
     """The contenders this interpreter can run, ours first, the baseline last."""
+    if OFFICIAL_VERSION_ERROR:
+        raise RuntimeError(OFFICIAL_VERSION_ERROR)
     found = [OURS_ASYNC, OURS_SYNC]
     if OFFICIAL_SKIP_REASON is None:
         found.append(OFFICIAL)

@@ -13,8 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.contenders import OFFICIAL, OURS_ASYNC, OURS_SYNC
-from benchmarks.scenarios import RT_OPS, Latency, RoundTrips, Storage, Throughput
+from benchmarks.contenders import OFFICIAL, OFFICIAL_SKIP_REASON, OURS_ASYNC, OURS_SYNC
+from benchmarks.scenarios import (
+    RT_OPS,
+    Compression,
+    Latency,
+    RoundTrips,
+    Storage,
+    Throughput,
+    compression_name,
+)
 
 TIMES = "\u00d7"  # the multiplication sign of ratios
 
@@ -36,6 +44,7 @@ class Results:
     latency: Latency | None = None
     throughput: Throughput | None = None
     storage: Storage | None = None
+    compression: Compression | None = None
     checks: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -227,6 +236,49 @@ def storage_table(st: Storage) -> Table:
     return Table("Storage per thread", headers, rows, notes)
 
 
+def compression_table(cz: Compression) -> Table:
+    headers = [
+        "checkpoint after, compression",
+        "stored document",
+        "put",
+        "get_tuple",
+        "client encode",
+        "client decode",
+    ]
+    base = compression_name(cz.compressions[0])
+    rows = []
+    for turns in cz.turns:
+        for setting in cz.compressions:
+            name = compression_name(setting)
+            is_base = name == base
+            row = [f"{turns} turns ({cz.messages[turns]} messages), {name}"]
+            size = cz.document_bytes[turns][name]
+            row.append(
+                _size(size) + _ratio(size, None if is_base else cz.document_bytes[turns][base])
+            )
+            for table in (cz.put_ms, cz.get_ms, cz.encode_ms, cz.decode_ms):
+                value = table[turns][name]
+                row.append(_ms(value) + _ratio(value, None if is_base else table[turns][base]))
+            rows.append(row)
+    notes = [
+        'Ours (MongoDBSaver) with compression=None, "zstd" (zstandard, level 3) and "zlib" '
+        "(level 6) on one long chat checkpoint: the one the chat graph stores after N turns "
+        "with the messages channel as a plain add_messages list, so it holds the whole "
+        "conversation (2N messages).",
+        "stored document: BSON bytes of its checkpoint document. put / get_tuple: median "
+        f"wall time of {cz.repeats} calls through the wire server at delay 0 (put stores "
+        "the same checkpoint again: an upsert of its one document), so they include "
+        "mongomock's work on the document. client encode / decode: the client's part "
+        "alone, no I/O: serializer + compression + BSON of the checkpoint value, and back.",
+        f"({TIMES}) = ÷ none for the same checkpoint; lower is better. The settings "
+        "alternate call by call, so load on the machine hits all alike. Over loopback "
+        "fewer bytes cost no transfer time; over a real network they also save that.",
+        "Pending writes are compressed by the same rule (values of 1 KiB or more); they "
+        "are not in this table.",
+    ]
+    return Table('Compression: compression="zstd" and "zlib" vs None', headers, rows, notes)
+
+
 def environment_table(env: Environment) -> Table:
     rows = [[k, v] for k, v in env.machine + env.packages + env.settings]
     rows += [
@@ -247,6 +299,8 @@ def tables(results: Results) -> list[Table]:
         out.append(throughput_table(results.throughput))
     if results.storage:
         out.append(storage_table(results.storage))
+    if results.compression:
+        out.append(compression_table(results.compression))
     return out
 
 
@@ -352,16 +406,24 @@ def plot(results: Results, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 2, figsize=(16, 11.5))
     plt.rcParams.update({"font.size": 11})
-    _plot_round_trips(axes[0][0], results.round_trips)
-    _plot_latency(axes[0][1], results.latency)
-    _plot_throughput(axes[1][0], results.throughput)
-    _plot_storage(axes[1][1], results.storage)
+    fig = plt.figure(figsize=(16, 11.5))
+    grid = fig.add_gridspec(2, 2)
+    latency_grid = grid[0, 1].subgridspec(1, 2, width_ratios=(1.2, 1), wspace=0.08)
+    step_ax = fig.add_subplot(latency_grid[0, 0])
+    history_ax = fig.add_subplot(latency_grid[0, 1], sharey=step_ax)
+    _plot_round_trips(fig.add_subplot(grid[0, 0]), results.round_trips)
+    _plot_latency(step_ax, history_ax, results.latency)
+    _plot_throughput(fig.add_subplot(grid[1, 0]), results.throughput)
+    _plot_storage(fig.add_subplot(grid[1, 1]), results.storage)
     env = results.environment
+    official = (
+        f"official langgraph-checkpoint-mongodb {_package(env, 'langgraph-checkpoint-mongodb')}"
+        if OFFICIAL_SKIP_REASON is None
+        else "(official saver skipped)"
+    )
     fig.suptitle(
-        "langgraph-checkpoint-mongo vs official langgraph-checkpoint-mongodb "
-        f"{_package(env, 'langgraph-checkpoint-mongodb')} vs InMemorySaver\n"
+        f"langgraph-checkpoint-mongo vs {official} vs InMemorySaver\n"
         "real PyMongo drivers over loopback TCP to a mongomock-backed wire server with an "
         "injected per-command delay",
         fontsize=13,
@@ -375,14 +437,22 @@ def _package(env: Environment, name: str) -> str:
     return dict(env.packages).get(name, "?")
 
 
-def _bar_labels(ax: Any, bars: Any, fmt: str = "{:g}", **kw: Any) -> None:
-    for bar in bars:
+def _bar_labels(
+    ax: Any,
+    bars: Any,
+    fmt: str = "{:g}",
+    suffixes: Sequence[str] | None = None,
+    **kw: Any,
+) -> None:
+    """Write each bar's value (and its suffix, e.g. a ratio) at the bar's end."""
+    for i, bar in enumerate(bars):
         value = bar.get_width() if kw.get("horizontal") else bar.get_height()
         if value <= 0 or math.isnan(value):
             continue
+        text = fmt.format(value) + (suffixes[i] if suffixes else "")
         if kw.get("horizontal"):
             ax.annotate(
-                fmt.format(value),
+                text,
                 (value, bar.get_y() + bar.get_height() / 2),
                 xytext=(3, 0),
                 textcoords="offset points",
@@ -391,13 +461,21 @@ def _bar_labels(ax: Any, bars: Any, fmt: str = "{:g}", **kw: Any) -> None:
             )
         else:
             ax.annotate(
-                fmt.format(value),
+                text,
                 (bar.get_x() + bar.get_width() / 2, value),
                 xytext=(0, 2),
                 textcoords="offset points",
                 ha="center",
                 fontsize=8.5,
             )
+
+
+def _official_ratios(
+    values: Sequence[float], keys: Sequence[str], official: float | None
+) -> list[str]:
+    """Ratio suffixes such as ` (0.54x)`: ÷ official for our savers, nothing for the others."""
+    ours = (OURS_ASYNC.key, OURS_SYNC.key)
+    return [_ratio(v, official) if k in ours else "" for v, k in zip(values, keys, strict=True)]
 
 
 _RT_TICKS = {
@@ -425,7 +503,8 @@ def _plot_round_trips(ax: Any, rt: RoundTrips | None) -> None:
         bars = ax.bar(xs, values, width, label=_short(c.label), color=_COLORS[c.key])
         _bar_labels(ax, bars)
     ax.set_yscale("log")
-    ax.set_ylim(0.7, None)
+    highest = max((rt.counts[c.key][op] or 1 for c in savers for op in ops), default=1)
+    ax.set_ylim(0.7, highest * 4)  # room for the legend above the tallest bar
     ax.set_xticks(range(len(ops)), [_RT_TICKS[op] for op in ops], fontsize=9.5)
     ax.set_ylabel("commands sent to the server (log)")
     ax.set_xlabel(
@@ -433,33 +512,59 @@ def _plot_round_trips(ax: Any, rt: RoundTrips | None) -> None:
         "with a DeltaChannel"
     )
     ax.set_title("Round trips per operation (lower is better)")
-    ax.legend(loc="upper left")
+    ax.legend(loc="upper left", ncol=len(savers))
     ax.grid(axis="y", alpha=0.3, which="both")
 
 
-def _plot_latency(ax: Any, lat: Latency | None) -> None:
+def _plot_latency(step_ax: Any, history_ax: Any, lat: Latency | None) -> None:
     if lat is None:
-        ax.set_axis_off()
+        step_ax.set_axis_off()
+        history_ax.set_axis_off()
         return
+    keys = [c.key for c in lat.contenders]
+    has_official = OFFICIAL.key in keys
     delays = lat.delays
     width = 0.8 / len(delays)
     names = [_short(c.label) for c in lat.contenders]
     shades = ["#9ecae1", "#3182bd", "#08519c"]
     for i, d in enumerate(delays):
         ys = [j + (i - (len(delays) - 1) / 2) * width for j in range(len(names))]
-        values = [lat.step_ms(c.key, d) for c in lat.contenders]
-        bars = ax.barh(ys, values, width, label=f"{_delay(d)} delay", color=shades[i % 3])
-        _bar_labels(ax, bars, "{:.1f} ms", horizontal=True)
-    ax.set_yticks(
+        values = [lat.step_ms(key, d) for key in keys]
+        ref = lat.step_ms(OFFICIAL.key, d) if has_official else None
+        bars = step_ax.barh(ys, values, width, label=f"{_delay(d)} delay", color=shades[i % 3])
+        _bar_labels(
+            step_ax, bars, "{:.1f} ms", _official_ratios(values, keys, ref), horizontal=True
+        )
+    step_ax.set_yticks(
         range(len(names)),
         [n.replace("InMemorySaver", "InMemorySaver\n(no network)") for n in names],
     )
-    ax.invert_yaxis()
-    ax.set_xlabel(f"ms per super-step ({lat.nodes}-node graph invoke ÷ {lat.nodes}, median)")
-    ax.set_title("Graph step latency (lower is better)")
-    ax.legend(loc="lower right")
-    ax.grid(axis="x", alpha=0.3)
-    ax.margins(x=0.15)
+    step_ax.invert_yaxis()
+    step_ax.set_xlabel(f"ms per super-step\n({lat.nodes}-node graph invoke ÷ {lat.nodes}, median)")
+    step_ax.set_title("Graph step latency (lower is better)")
+    step_ax.legend(loc="lower right")
+    step_ax.grid(axis="x", alpha=0.3)
+    step_ax.margins(x=0.45)
+
+    top = max(delays)
+    values = [lat.history(key, top) for key in keys]
+    ref = lat.history(OFFICIAL.key, top) if has_official else None
+    bars = history_ax.barh(range(len(names)), values, 0.5, color=shades[1])
+    _bar_labels(history_ax, bars, "{:.0f} ms", _official_ratios(values, keys, ref), horizontal=True)
+    history_ax.tick_params(axis="y", labelleft=False)
+    history_ax.set_xlabel("ms per get_state_history(limit=50)\n(median)")
+    history_ax.set_title(f"History (50) @{_delay(top)}")
+    history_ax.grid(axis="x", alpha=0.3)
+    history_ax.margins(x=0.35)
+    if has_official:
+        history_ax.annotate(
+            f"({TIMES}) = ÷ official",
+            (0.98, 0.03),
+            xycoords="axes fraction",
+            ha="right",
+            fontsize=9,
+            color="#444444",
+        )
 
 
 def _plot_throughput(ax: Any, tp: Throughput | None) -> None:
@@ -468,27 +573,43 @@ def _plot_throughput(ax: Any, tp: Throughput | None) -> None:
         return
     styles = {"gather": "-", "threads": "--"}
     top = max(tp.levels)
+    best_official = max(
+        (tp.runs_per_s[m.key][top] for m in tp.modes if m.contender.key == OFFICIAL.key),
+        default=None,
+    )
     for mode in tp.modes:
         values = [tp.runs_per_s[mode.key][n] for n in tp.levels]
+        ratio = _official_ratios([values[-1]], [mode.contender.key], best_official)[0]
         ax.plot(
             tp.levels,
             values,
             styles[mode.runner],
             marker="o",
-            label=f"{mode.label}: {values[-1]:.0f}/s @{top}",
+            label=f"{mode.label}: {values[-1]:.0f}/s @{top}{ratio}",
             color=_COLORS[mode.contender.key],
             linewidth=2,
         )
     ax.set_xscale("log")
     ax.set_yscale("log")
+    every = [tp.runs_per_s[m.key][n] for m in tp.modes for n in tp.levels]
+    ax.set_ylim(min(every) / 8, max(every) * 1.6)  # the legend sits below every line
     ax.set_xticks(tp.levels, [str(n) for n in tp.levels])
     ax.set_xlabel(
         "concurrent LangGraph threads (solid: asyncio.gather of ainvoke; dashed: N OS threads)"
     )
     ax.set_ylabel("graph runs per second (log)")
     ax.set_title(f"Throughput, {tp.nodes}-node graph, {_delay(tp.delay)} delay (higher is better)")
-    ax.legend(fontsize=9, loc="lower right")
+    ax.legend(
+        fontsize=9,
+        loc="lower right",
+        title=f"runs/s at {top} threads"
+        + ("" if best_official is None else f"; ({TIMES}) = ÷ best official"),
+        title_fontsize=9,
+    )
     ax.grid(alpha=0.3, which="both")
+
+
+_HATCHES = {"zstd": "//", "zlib": "xx"}  # the storage bars of compressed variants
 
 
 def _plot_storage(ax: Any, st: Storage | None) -> None:
@@ -505,13 +626,33 @@ def _plot_storage(ax: Any, st: Storage | None) -> None:
     bars = ax.barh(range(len(labels)), values, color=colors)
     for bar, v in zip(bars, st.variants, strict=True):
         if v.compression:
-            bar.set_hatch("//")
+            bar.set_hatch(_HATCHES.get(v.compression, ".."))
             bar.set_edgecolor("white")
-    _bar_labels(ax, bars, "{:.2f} MiB", horizontal=True)
+    ratios = []
+    for v in st.variants:
+        ref = st.bytes_per_thread.get(f"{OFFICIAL.key}/{'delta' if v.delta else 'list'}/None")
+        is_ours = v.contender.key != OFFICIAL.key
+        value = st.bytes_per_thread[v.key][last]
+        ratios.append(_ratio(value, ref.get(last)) if ref and is_ours else "")
+    _bar_labels(ax, bars, "{:.2f} MiB", ratios, horizontal=True)
     ax.set_yticks(range(len(labels)), labels)
     ax.invert_yaxis()
     ax.set_xscale("log")
-    ax.set_xlabel(f"MiB of BSON per thread after {last} chat turns (log; hatched: zlib)")
+    hatched = ", ".join(
+        f"{_HATCHES.get(c, '..')} {c}"
+        for c in dict.fromkeys(v.compression for v in st.variants)
+        if c
+    )
+    ax.set_xlabel(f"MiB of BSON per thread after {last} chat turns (log; hatched: {hatched})")
+    if any(v.contender.key == OFFICIAL.key for v in st.variants):
+        ax.annotate(
+            f"({TIMES}) = ÷ official, same messages channel",
+            (0.98, 0.03),
+            xycoords="axes fraction",
+            ha="right",
+            fontsize=9,
+            color="#444444",
+        )
     ax.set_title(f"Storage per thread after {last} turns (lower is better)")
     ax.grid(axis="x", alpha=0.3, which="both")
     ax.margins(x=0.2)

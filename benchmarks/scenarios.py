@@ -1,4 +1,4 @@
-"""The four measurements. Each returns plain data; `report` renders it.
+"""The five measurements. Each returns plain data; `report` renders it.
 
 All networked contenders talk to one `WireServer` (real drivers, real sockets,
 commands executed by mongomock); `server.delay` is set only around the timed part of a
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
 import statistics
 import threading
@@ -21,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import bson
 from bson.raw_bson import RawBSONDocument
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
@@ -75,6 +77,8 @@ class Settings:
     threads_per_db: int = 10
     storage_turns: tuple[int, ...] = (10, 100, 500)
     storage_segment_turns: int = 100
+    compression_turns: tuple[int, ...] = (100, 500)
+    compression_repeats: int = 21
 
     @classmethod
     def quick(cls) -> Settings:
@@ -86,6 +90,8 @@ class Settings:
             concurrency_levels=(1, 10, 50),
             min_runs=4,
             storage_turns=(5, 20),
+            compression_turns=(5, 20),
+            compression_repeats=3,
         )
 
 
@@ -465,6 +471,10 @@ def _no_pool() -> Iterator[None]:
 
 # ----------------------------------------------------------------------------- storage
 
+# The compression settings measured: none first (the reference of the compression
+# table's ratios), then zstd (the recommended one), then zlib.
+COMPRESSIONS: tuple[str | None, ...] = (None, "zstd", "zlib")
+
 
 @dataclass(frozen=True)
 class StorageVariant:
@@ -501,7 +511,8 @@ def storage_variants() -> list[StorageVariant]:
         if OFFICIAL.key in found:
             variants.append(StorageVariant(OFFICIAL, delta, None))
         variants.append(StorageVariant(OURS_SYNC, delta, None))
-        variants.append(StorageVariant(OURS_SYNC, delta, "zlib"))
+        for setting in COMPRESSIONS[1:]:
+            variants.append(StorageVariant(OURS_SYNC, delta, setting))
     return variants
 
 
@@ -529,8 +540,11 @@ class Recording:
         return len(keys)
 
 
+@functools.cache
 def _record(delta: bool, turns: int) -> Recording:
-    """Run the chat graph for `turns` turns on a recording saver."""
+    """Run the chat graph for `turns` turns on a recording saver (once per run: the
+    storage and compression measurements replay the same recording; neither changes it).
+    """
     saver = RecordingSaver()
     graph = chat_graph(delta=delta).compile(checkpointer=saver)
     cfg = thread_config(STORAGE_THREAD)
@@ -650,3 +664,130 @@ def _check_read_back(saver: Any, variant: StorageVariant, messages: int, checks:
             f"{variant.label}: the replayed thread reads back {len(got)} messages, "
             f"expected {messages} ending with the last reply"
         )
+
+
+# ----------------------------------------------------------------------------- compression
+
+
+def compression_name(compression: str | None) -> str:
+    return compression or "none"
+
+
+@dataclass
+class Compression:
+    turns: tuple[int, ...]
+    repeats: int
+    compressions: tuple[str | None, ...] = COMPRESSIONS
+    # turns -> compression name -> value
+    messages: dict[int, int] = field(default_factory=dict)
+    document_bytes: dict[int, dict[str, int]] = field(default_factory=dict)
+    put_ms: dict[int, dict[str, float]] = field(default_factory=dict)
+    get_ms: dict[int, dict[str, float]] = field(default_factory=dict)
+    encode_ms: dict[int, dict[str, float]] = field(default_factory=dict)
+    decode_ms: dict[int, dict[str, float]] = field(default_factory=dict)
+
+
+def _last_put(recording: Recording, turns: int) -> tuple[Any, ...]:
+    """The arguments of the `put` that stored the checkpoint after `turns` turns."""
+    for method, args in reversed(recording.calls[: recording.ends[turns]]):
+        if method == "put":
+            return args
+    raise ValueError(f"the recording has no checkpoint after {turns} turns")
+
+
+async def compression(
+    server: ServerProcess, settings: Settings, checks: list[str], log: Log
+) -> Compression:
+    """What `compression="zstd"` and `"zlib"` cost and save on one long chat checkpoint.
+
+    The checkpoint the chat graph (`add_messages` list) stored after N turns holds the
+    whole conversation (2N messages). For each N, our sync saver stores it in a fresh
+    database with each setting, then the timed calls alternate between the settings (so
+    that a load change on the machine hits both alike): `put` of that checkpoint again
+    (an upsert replacing its one document: the collection stays one document, so
+    mongomock's scans do not grow), `get_tuple` of it, and, without I/O, the client's
+    encoding (serializer, compression, BSON) and decoding of the checkpoint value.
+    """
+    server.delay = 0.0
+    result = Compression(settings.compression_turns, settings.compression_repeats)
+    started = time.perf_counter()
+    recording = _record(False, max(settings.compression_turns))
+    log(
+        f"  compression: recording of {max(settings.compression_turns)} turns ready "
+        f"({time.perf_counter() - started:.1f} s)"
+    )
+    backend = OURS_SYNC.open(server)
+    reader: MongoClient[Any] = MongoClient(server.uri)
+    try:
+        for turns in settings.compression_turns:
+            started = time.perf_counter()
+            args = _last_put(recording, turns)
+            await _compression_of(backend, reader, args, turns, settings, result, checks)
+            log(f"  compression: {turns} turns ({time.perf_counter() - started:.1f} s)")
+    finally:
+        reader.close()
+        await backend.close()
+    return result
+
+
+async def _compression_of(
+    backend: Backend,
+    reader: MongoClient[Any],
+    args: tuple[Any, ...],
+    turns: int,
+    settings: Settings,
+    result: Compression,
+    checks: list[str],
+) -> None:
+    config, checkpoint, metadata, new_versions = args
+    result.messages[turns] = len(checkpoint["channel_values"].get("messages", []))
+    savers: dict[str, tuple[Any, RunnableConfig, str]] = {}
+    for setting in result.compressions:
+        db = _db_name("zip")
+        saver = await backend.saver(db, compression=setting)
+        stored = await backend.put(saver, config, checkpoint, metadata, new_versions)
+        savers[compression_name(setting)] = (saver, stored, db)
+    samples: dict[str, dict[str, list[float]]] = {
+        name: {"put": [], "get": [], "encode": [], "decode": []} for name in savers
+    }
+    for _ in range(settings.compression_repeats):
+        for name, (saver, stored, _db) in savers.items():
+            times = samples[name]
+            times["put"].append(
+                await _timed(backend.put(saver, config, checkpoint, metadata, new_versions))
+            )
+            times["get"].append(await _timed(backend.get_tuple(saver, stored)))
+            codec = saver.codec
+            started = time.perf_counter()
+            raw = bson.encode({"checkpoint": codec.encode(checkpoint)})
+            encoded = time.perf_counter()
+            codec.decode(bson.decode(raw)["checkpoint"])
+            decoded = time.perf_counter()
+            times["encode"].append((encoded - started) * 1000)
+            times["decode"].append((decoded - encoded) * 1000)
+    for table, what in (
+        (result.put_ms, "put"),
+        (result.get_ms, "get"),
+        (result.encode_ms, "encode"),
+        (result.decode_ms, "decode"),
+    ):
+        table[turns] = {name: statistics.median(samples[name][what]) for name in savers}
+    result.document_bytes[turns] = {}
+    for name, (saver, stored, db) in savers.items():
+        raw_db = reader.get_database(
+            db, codec_options=saver.db.codec_options.with_options(document_class=RawBSONDocument)
+        )
+        docs = list(raw_db[saver.checkpoint_collection.name].find({}))
+        result.document_bytes[turns][name] = sum(len(doc.raw) for doc in docs)
+        label = f"compression {name}, {turns} turns"
+        stored_as = [doc["checkpoint"].get("compression") for doc in docs]
+        if stored_as != [None if name == "none" else name]:
+            checks.append(f"{label}: the checkpoint documents store compression={stored_as}")
+        got = await backend.get_tuple(saver, stored)
+        messages = got.checkpoint["channel_values"].get("messages", []) if got else []
+        if len(messages) != 2 * turns or messages[-1].content != ai_text(turns - 1):
+            checks.append(
+                f"{label}: get_tuple returned {len(messages)} messages, expected {2 * turns} "
+                "ending with the last reply"
+            )
+        await backend.drop(db)
