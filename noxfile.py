@@ -29,7 +29,7 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """Ruff: lint rules and formatting."""
-    session.install("ruff")
+    session.install("ruff==0.17.*")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
 
@@ -37,7 +37,7 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def typecheck(session: nox.Session) -> None:
     """Mypy, strict on src/ (configured in pyproject.toml)."""
-    session.install("-e", ".[test]", "mypy")
+    session.install("-e", ".[test]", "mypy==2.4.*")
     session.run("mypy")
 
 
