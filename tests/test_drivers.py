@@ -139,7 +139,12 @@ async def test_from_conn_string_sets_up_identifies_and_closes(backend: Backend) 
     db_name = f"test_{new_thread()}"
     # Every saver option, none at its default: each must reach the saver it builds.
     names = (db_name, "cps", "cp_writes")
-    options: dict[str, Any] = {"serde": _Serde(), "compression": "zlib", "ttl": 3600}
+    options: dict[str, Any] = {
+        "serde": _Serde(),
+        "compression": "zlib",
+        "ttl": 3600,
+        "targeted_joins": False,
+    }
     # A client option we also set (the application's own driver metadata) is theirs to give.
     options["driver"] = DriverInfo(name="my-app")
     if backend.is_sync:
@@ -177,6 +182,7 @@ async def _check_ready(saver: Any, options: dict[str, Any]) -> None:
     assert saver.serde is options["serde"]
     assert saver.compression == options["compression"]
     assert saver.ttl == timedelta(seconds=options["ttl"])
+    assert saver.join.by_thread is options["targeted_joins"]
     indexes = await _maybe(saver.checkpoint_collection.index_information())
     assert "thread_ns_checkpoint" in indexes
     assert indexes[TTL_INDEX_NAME]["expireAfterSeconds"] == options["ttl"]

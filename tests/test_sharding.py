@@ -11,6 +11,7 @@ from typing import Any
 
 from mongomock_motor import AsyncMongoMockClient
 
+from conftest import Backend
 from helpers import call, config, listed, new_thread, put
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver
 from langgraph.checkpoint.mongo._commands import Command
@@ -77,3 +78,35 @@ async def test_scatter_gather_is_what_the_readme_says(sent_commands: list[Comman
     await call(saver, "delete_for_runs", ["r1"])
     assert "thread_id" not in sent_commands[0].args[0]
     assert all(_targets(c, thread) for c in sent_commands[1:])
+
+
+async def test_plain_joins_for_services_without_the_concise_lookup(
+    backend: Backend, sent_commands: list[Command]
+) -> None:
+    """`targeted_joins=False` (Azure Cosmos DB for MongoDB) sends the plain `$lookup`
+    and reads the same tuples."""
+    async with (
+        backend.saver() as targeted,
+        backend.saver(db_name=targeted.db.name, targeted_joins=False) as plain,
+    ):
+        thread = new_thread()
+        first = await put(targeted, thread, values={"a": [0]})
+        await call(targeted, "put_writes", first, [("a", 1), ("b", 2)], "t")
+        second = await put(targeted, thread, parent=first["configurable"]["checkpoint_id"])
+        await call(targeted, "put_writes", second, [("a", 3)], "t")
+        sent_commands.clear()
+        for cfg in (config(thread), first):
+            assert await call(plain, "get_tuple", cfg) == await call(targeted, "get_tuple", cfg)
+        assert await listed(plain, config(thread)) == await listed(targeted, config(thread))
+        history = await call(plain, "get_delta_channel_history", config=second, channels=["a"])
+        assert history == {"a": {"writes": [("t", "a", 1)], "seed": [0]}}
+    if not backend.is_sync:  # the commands are recorded on AsyncMongoDBSaver
+        lookups = [
+            stage["$lookup"]
+            for command in sent_commands
+            if command.method == "aggregate"
+            for stage in command.args[0]
+            if "$lookup" in stage
+        ]
+        assert any("pipeline" in lookup for lookup in lookups)
+        assert any("pipeline" not in lookup for lookup in lookups)

@@ -14,6 +14,7 @@ from langgraph.checkpoint.mongo._codec import Codec, Compression, check_compress
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._drivers import identify
 from langgraph.checkpoint.mongo._keys import require_str
+from langgraph.checkpoint.mongo._queries import WritesJoin
 from langgraph.checkpoint.mongo._ttl import ThreadExpiry, as_timedelta
 
 T = TypeVar("T")
@@ -48,6 +49,9 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
         compression: `"zstd"` (or `"zlib"`) to compress stored values of 1 KiB or more.
         ttl: seconds or a `timedelta`; a thread expires as a whole after that long
             without a write.
+        targeted_joins: join pending writes with a `thread_id` match (MongoDB 5.0+), so
+            reads target one shard of a sharded `checkpoint_writes`; `False` for services
+            without MongoDB 5.0's `$lookup` (Azure Cosmos DB for MongoDB).
     """
 
     def __init__(
@@ -60,6 +64,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
         serde: SerializerProtocol | None = None,
         compression: Compression | None = None,
         ttl: float | timedelta | None = None,
+        targeted_joins: bool = True,
     ) -> None:
         super().__init__(serde=serde)
         self.compression = check_compression(compression)
@@ -81,6 +86,9 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
         self.writes_collection_name = writes_collection_name
         self.checkpoint_collection = self.db[checkpoint_collection_name]
         self.writes_collection = self.db[writes_collection_name]
+        if not isinstance(targeted_joins, bool):
+            raise TypeError(f"targeted_joins must be a bool, got {targeted_joins!r}")
+        self.join = WritesJoin(writes_collection_name, by_thread=targeted_joins)
 
     def _collection(self, command: Command) -> Any:
         if command.target is Target.CHECKPOINTS:

@@ -29,7 +29,7 @@ from langgraph.checkpoint.mongo._documents import (
     pending_writes,
 )
 from langgraph.checkpoint.mongo._keys import CheckpointRef, checkpoint_key
-from langgraph.checkpoint.mongo._queries import join_writes
+from langgraph.checkpoint.mongo._queries import WritesJoin
 
 LINEAGE_PROJECTION = {
     "_id": 0,
@@ -130,7 +130,7 @@ def deletable(
 
 
 def history_pipeline(
-    ref: CheckpointRef, found: Walk, channels: Sequence[str], writes_collection: str
+    ref: CheckpointRef, found: Walk, channels: Sequence[str], join: WritesJoin
 ) -> list[dict[str, Any]]:
     """The chain's checkpoints with their writes to `channels`; the blob only for seeds."""
     seeds = sorted(set(found.seed_at.values()))
@@ -150,7 +150,7 @@ def history_pipeline(
                 "checkpoint": {"$cond": [is_seed, "$checkpoint", "$$REMOVE"]},
             }
         },
-        join_writes(writes_collection, ref.thread_id),
+        join.stage(ref.thread_id),
         {
             "$addFields": {
                 JOINED_WRITES: {"$filter": {"input": f"${JOINED_WRITES}", "cond": wanted}}

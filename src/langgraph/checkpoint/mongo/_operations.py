@@ -205,9 +205,9 @@ def _read_apart(pipeline: list[dict[str, Any]]) -> Plan[list[dict[str, Any]]]:
 
 
 def get_tuple(
-    codec: Codec, writes_collection: str, config: RunnableConfig
+    codec: Codec, join: _queries.WritesJoin, config: RunnableConfig
 ) -> Plan[CheckpointTuple | None]:
-    pipeline = _queries.get_tuple_pipeline(ref_from_config(config), writes_collection)
+    pipeline = _queries.get_tuple_pipeline(ref_from_config(config), join)
     try:
         docs = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
     except OperationFailure as exc:
@@ -229,7 +229,7 @@ def list_rest(
 
 
 def list_command(
-    writes_collection: str,
+    join: _queries.WritesJoin,
     config: RunnableConfig | None,
     *,
     filter: dict[str, Any] | None,
@@ -254,7 +254,7 @@ def list_command(
         before_id=before_id,
         metadata_match=metadata_match,
         limit=limit,
-        writes_collection=writes_collection,
+        join=join,
     )
     return Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
 
@@ -267,7 +267,7 @@ def _lineage(query: dict[str, Any]) -> Command:
 
 def delta_history(
     codec: Codec,
-    writes_collection: str,
+    join: _queries.WritesJoin,
     config: RunnableConfig,
     channels: Sequence[str],
 ) -> Plan[dict[str, DeltaChannelHistory]]:
@@ -282,7 +282,7 @@ def delta_history(
     found = _delta.walk(lineage, target_id, wanted)
     docs = []
     if found.chain:
-        pipeline = _delta.history_pipeline(ref, found, wanted, writes_collection)
+        pipeline = _delta.history_pipeline(ref, found, wanted, join)
         docs = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,), _delta.HISTORY_OPTIONS)
     return _delta.assemble(codec, found, docs, wanted)
 

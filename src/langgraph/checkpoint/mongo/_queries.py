@@ -7,6 +7,7 @@ and `list` cost one round trip (plus `getMore` batches for long lists).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, IndexModel
@@ -28,25 +29,32 @@ _READ_PROJECTION = {
 NEWEST_FIRST = {"checkpoint_id": DESCENDING, "thread_id": ASCENDING, "checkpoint_ns": ASCENDING}
 
 
-def join_writes(writes_collection: str, thread_id: str | None) -> dict[str, Any]:
-    """The `$lookup` of each checkpoint's pending writes, by the composite key.
+@dataclass(frozen=True, slots=True)
+class WritesJoin:
+    """How the reads join each checkpoint's pending writes (`$lookup` by the composite key).
 
-    With the thread known, the join also matches `thread_id` (MongoDB 5.0's concise
-    correlated form), so on a `checkpoint_writes` collection sharded on `thread_id`
-    each join goes to one shard instead of all of them.
+    `by_thread`: with the thread known, also match `thread_id` (MongoDB 5.0's concise
+    correlated form), so on a `checkpoint_writes` collection sharded on `thread_id` each
+    join reads one shard instead of all. Services without that form (Azure Cosmos DB for
+    MongoDB) take the plain join: `targeted_joins=False`.
     """
-    lookup: dict[str, Any] = {
-        "from": writes_collection,
-        "localField": "_id",
-        "foreignField": "checkpoint",
-        "as": JOINED_WRITES,
-    }
-    if thread_id is not None:
-        lookup["pipeline"] = [{"$match": {"thread_id": thread_id}}]
-    return {"$lookup": lookup}
+
+    collection: str
+    by_thread: bool = True
+
+    def stage(self, thread_id: str | None) -> dict[str, Any]:
+        lookup: dict[str, Any] = {
+            "from": self.collection,
+            "localField": "_id",
+            "foreignField": "checkpoint",
+            "as": JOINED_WRITES,
+        }
+        if self.by_thread and thread_id is not None:
+            lookup["pipeline"] = [{"$match": {"thread_id": thread_id}}]
+        return {"$lookup": lookup}
 
 
-def get_tuple_pipeline(ref: CheckpointRef, writes_collection: str) -> list[dict[str, Any]]:
+def get_tuple_pipeline(ref: CheckpointRef, join: WritesJoin) -> list[dict[str, Any]]:
     """The checkpoint `ref` names, or the newest of its thread and namespace."""
     match: dict[str, Any] = {"thread_id": ref.thread_id, "checkpoint_ns": ref.checkpoint_ns}
     if ref.checkpoint_id is not None:
@@ -56,7 +64,7 @@ def get_tuple_pipeline(ref: CheckpointRef, writes_collection: str) -> list[dict[
         {"$sort": {"checkpoint_id": DESCENDING}},
         {"$limit": 1},
         {"$project": _READ_PROJECTION},
-        join_writes(writes_collection, ref.thread_id),
+        join.stage(ref.thread_id),
     ]
 
 
@@ -68,7 +76,7 @@ def list_pipeline(
     before_id: str | None,
     metadata_match: dict[str, Any],
     limit: int | None,
-    writes_collection: str,
+    join: WritesJoin,
 ) -> list[dict[str, Any]]:
     """Checkpoints newest first across threads and namespaces, as `PostgresSaver` orders them."""
     match: dict[str, Any] = dict(metadata_match)
@@ -86,7 +94,7 @@ def list_pipeline(
     pipeline: list[dict[str, Any]] = [{"$match": match}, {"$sort": NEWEST_FIRST}]
     if limit is not None:
         pipeline.append({"$limit": limit})
-    pipeline += [{"$project": _READ_PROJECTION}, join_writes(writes_collection, thread_id)]
+    pipeline += [{"$project": _READ_PROJECTION}, join.stage(thread_id)]
     return pipeline
 
 

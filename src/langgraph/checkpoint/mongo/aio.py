@@ -73,6 +73,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         serde: SerializerProtocol | None = None,
         compression: Compression | None = None,
         ttl: float | timedelta | None = None,
+        targeted_joins: bool = True,
         **client_kwargs: Any,
     ) -> AsyncIterator[AsyncMongoDBSaver]:
         """A saver on a new `AsyncMongoClient`, set up, and closed on exit.
@@ -91,6 +92,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
                 serde=serde,
                 compression=compression,
                 ttl=ttl,
+                targeted_joins=targeted_joins,
             )
             await saver.setup()
             yield saver
@@ -121,7 +123,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         await self._run(self._setup_plan(create_indexes, skip_indexes))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self._run(ops.get_tuple(self.codec, self.writes_collection_name, config))
+        return await self._run(ops.get_tuple(self.codec, self.join, config))
 
     async def alist(
         self,
@@ -132,9 +134,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         self._bind_loop()
-        command = ops.list_command(
-            self.writes_collection_name, config, filter=filter, before=before, limit=limit
-        )
+        command = ops.list_command(self.join, config, filter=filter, before=before, limit=limit)
         if command is None:
             return
         read, last = 0, None
@@ -183,9 +183,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """Writes and seed of `DeltaChannel`s along the parent chain, in two round trips."""
-        return await self._run(
-            ops.delta_history(self.codec, self.writes_collection_name, config, channels)
-        )
+        return await self._run(ops.delta_history(self.codec, self.join, config, channels))
 
     # Sync access from other threads, run on the saver's own event loop.
 

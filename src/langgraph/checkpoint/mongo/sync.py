@@ -65,6 +65,7 @@ class MongoDBSaver(MongoDBSaverBase):
         serde: SerializerProtocol | None = None,
         compression: Compression | None = None,
         ttl: float | timedelta | None = None,
+        targeted_joins: bool = True,
         **client_kwargs: Any,
     ) -> Iterator[MongoDBSaver]:
         """A saver on a new `MongoClient`, set up, and closed on exit."""
@@ -80,6 +81,7 @@ class MongoDBSaver(MongoDBSaverBase):
                 serde=serde,
                 compression=compression,
                 ttl=ttl,
+                targeted_joins=targeted_joins,
             )
             saver.setup()
             yield saver
@@ -112,7 +114,7 @@ class MongoDBSaver(MongoDBSaverBase):
         self._run(self._setup_plan(create_indexes, skip_indexes))
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self._run(ops.get_tuple(self.codec, self.writes_collection_name, config))
+        return self._run(ops.get_tuple(self.codec, self.join, config))
 
     def list(
         self,
@@ -122,9 +124,7 @@ class MongoDBSaver(MongoDBSaverBase):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        command = ops.list_command(
-            self.writes_collection_name, config, filter=filter, before=before, limit=limit
-        )
+        command = ops.list_command(self.join, config, filter=filter, before=before, limit=limit)
         if command is None:
             return
         read, last = 0, None
@@ -172,9 +172,7 @@ class MongoDBSaver(MongoDBSaverBase):
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """Writes and seed of `DeltaChannel`s along the parent chain, in two round trips."""
-        return self._run(
-            ops.delta_history(self.codec, self.writes_collection_name, config, channels)
-        )
+        return self._run(ops.delta_history(self.codec, self.join, config, channels))
 
     # Async access for graphs run with `ainvoke`: the sync calls, in a worker thread.
 
