@@ -379,3 +379,28 @@ async def test_every_composite_key_has_one_field_order(saver: Any) -> None:
             assert write["checkpoint"]["thread_id"] == write["_id"]["thread_id"] == owner
     [got] = await listed(saver, config(copy_))
     assert len(got.pending_writes) == 2
+
+
+async def test_large_deletes_go_in_batches(
+    saver: Any, backend: Backend, command_log: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Prune and delete_for_runs send their keys in batches: one filter holding every key
+    of a large prune would exceed MongoDB's 16 MiB command limit."""
+    monkeypatch.setattr(ops, "DELETE_BATCH", 2)
+    thread, runs = new_thread(), new_thread()
+    stored = [await put(saver, thread)]
+    for _ in range(6):
+        stored.append(await put(saver, thread, parent=stored[-1]["configurable"]["checkpoint_id"]))
+    for cfg in stored:
+        await call(saver, "put_writes", cfg, [("w", 1)], "t")
+    for i in range(5):
+        await put(saver, runs, id=f"cp-{i}", metadata={"run_id": "doomed"})
+    command_log.reset()
+    await call(saver, "prune", [thread], strategy="keep_latest")
+    await call(saver, "delete_for_runs", ["doomed"])
+    assert ids(await listed(saver, config(thread))) == [stored[-1]["configurable"]["checkpoint_id"]]
+    assert await listed(saver, config(runs)) == []
+    writes = await maybe_await(saver.writes_collection.count_documents({"thread_id": thread}))
+    assert writes == 1
+    if backend.counts_commands:  # 6 pruned and 5 deleted checkpoints, 2 keys per batch
+        assert command_log.names.count("delete") == 2 * (3 + 3)

@@ -313,11 +313,25 @@ def delete_for_runs(codec: Codec, run_ids: Sequence[str]) -> Plan[None]:
         return
     threads = sorted({key["thread_id"] for key in doomed})
     lineage = yield _lineage({"thread_id": {"$in": threads}})
-    keys = _delta.deletable(lineage, doomed)
-    if keys:
-        in_threads = {"thread_id": {"$in": threads}}  # targets the shards that hold them
-        yield Command(Target.CHECKPOINTS, "delete_many", ({**in_threads, "_id": {"$in": keys}},))
-        yield Command(Target.WRITES, "delete_many", ({**in_threads, "checkpoint": {"$in": keys}},))
+    yield from _delete_checkpoints(_delta.deletable(lineage, doomed))
+
+
+# Keys per delete command: some 1 MiB of filter, far below the 16 MiB command limit.
+DELETE_BATCH = 10_000
+
+
+def _delete_checkpoints(keys: Sequence[Mapping[str, str]]) -> Plan[None]:
+    """Delete these checkpoints (`_id`s) and their writes, a batch of keys per command.
+
+    Per batch the checkpoints go first: a failure leaves writes no checkpoint joins,
+    never a checkpoint without its writes, and running the operation again finishes it.
+    """
+    for start in range(0, len(keys), DELETE_BATCH):
+        batch = list(keys[start : start + DELETE_BATCH])
+        # The batch's threads: the shard key, so each delete targets the shards holding them.
+        in_threads = {"thread_id": {"$in": sorted({key["thread_id"] for key in batch})}}
+        yield Command(Target.CHECKPOINTS, "delete_many", ({**in_threads, "_id": {"$in": batch}},))
+        yield Command(Target.WRITES, "delete_many", ({**in_threads, "checkpoint": {"$in": batch}},))
 
 
 def _run_id(codec: Codec, doc: Mapping[str, Any]) -> str | None:
@@ -366,9 +380,4 @@ def prune(thread_ids: Sequence[str], strategy: str) -> Plan[None]:
     # Keep the newest checkpoint of each namespace and the ancestors it rebuilds its
     # DeltaChannels from (dropping those would silently empty the channels). Only what
     # was read is deleted: a checkpoint written meanwhile is newer, and stays.
-    doomed = _delta.prunable((yield _lineage(in_threads)))
-    if doomed:
-        yield Command(Target.CHECKPOINTS, "delete_many", ({**in_threads, "_id": {"$in": doomed}},))
-        yield Command(
-            Target.WRITES, "delete_many", ({**in_threads, "checkpoint": {"$in": doomed}},)
-        )
+    yield from _delete_checkpoints(_delta.prunable((yield _lineage(in_threads))))
