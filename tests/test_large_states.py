@@ -10,6 +10,7 @@ import pytest
 from conftest import Backend
 from helpers import call, config, listed, new_thread, put
 from langgraph.checkpoint.mongo import CheckpointTooLargeError
+from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._drivers import maybe_await
 
 MIB = 1024 * 1024
@@ -47,12 +48,13 @@ async def test_too_large_write_fails_and_writes_nothing(saver: Any) -> None:
 
 
 async def test_a_checkpoint_too_large_to_return_with_its_writes_is_read_apart(
-    backend: Backend,
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """9 MiB of state and 2 x 5 MiB of writes each fit a document, but joined they do not:
     a server refuses the joined read (the in-process mock has no limit to refuse it)."""
     if backend.name == "mock":
         pytest.skip("mongomock has no document size limit")
+    monkeypatch.setattr(ops, "LIST_APART_PAGE", 1)  # the rest of a list comes in pages
     async with backend.saver() as saver:
         thread = new_thread()
         oldest = await put(saver, thread)
@@ -82,6 +84,22 @@ async def test_a_checkpoint_too_large_to_return_with_its_writes_is_read_apart(
         # Failing in the first batch: the big checkpoint comes first.
         [only] = await listed(saver, config(thread), before=newer[0], limit=1)
         assert only.pending_writes == got.pending_writes
+
+
+async def test_delta_history_reads_a_seed_too_large_for_its_writes_apart(
+    backend: Backend,
+) -> None:
+    if backend.name == "mock":
+        pytest.skip("mongomock has no document size limit")
+    async with backend.saver() as saver:
+        thread = new_thread()
+        seed = os.urandom(9 * MIB)
+        root = await put(saver, thread, values={"a": seed})
+        big_write, small_write = os.urandom(8 * MIB), "x"
+        await call(saver, "put_writes", root, [("a", big_write), ("b", small_write)], "t")
+        leaf = await put(saver, thread, parent=root["configurable"]["checkpoint_id"])
+        history = await call(saver, "get_delta_channel_history", config=leaf, channels=["a"])
+        assert history == {"a": {"writes": [("t", "a", big_write)], "seed": seed}}
 
 
 @pytest.mark.parametrize("compression", ["zstd", "zlib"])

@@ -110,3 +110,35 @@ async def test_plain_joins_for_services_without_the_concise_lookup(
         ]
         assert any("pipeline" in lookup for lookup in lookups)
         assert any("pipeline" not in lookup for lookup in lookups)
+
+
+def test_a_list_read_apart_resumes_exactly_where_it_stopped() -> None:
+    """`apart` resumes a `list` after any document, in NEWEST_FIRST order (checkpoint id
+    descending, then thread and namespace ascending), without a gap or a repeat."""
+    from mongomock import MongoClient
+
+    from langgraph.checkpoint.mongo import _queries
+    from langgraph.checkpoint.mongo._keys import checkpoint_key
+
+    collection = MongoClient().db.checkpoints
+    for cid in ("c1", "c2", "c3"):  # the same ids in several threads and namespaces
+        for thread in ("t1", "t2"):
+            for ns in ("", "sub"):
+                key = checkpoint_key(thread, ns, cid)
+                collection.insert_one({"_id": key, **key})
+    join = _queries.WritesJoin("checkpoint_writes")
+    for limit in (None, 5):
+        pipeline = _queries.list_pipeline(
+            thread_id=None,
+            checkpoint_ns=None,
+            checkpoint_id=None,
+            before_id=None,
+            metadata_match={},
+            limit=limit,
+            join=join,
+        )
+        everything = list(collection.aggregate(_queries.apart(pipeline)))
+        assert len(everything) == (limit or 12)
+        for read in range(len(everything)):
+            rest = list(collection.aggregate(_queries.apart(pipeline, everything[read], read + 1)))
+            assert [d["_id"] for d in rest] == [d["_id"] for d in everything[read + 1 :]]

@@ -188,14 +188,15 @@ def join_too_large(error: BaseException) -> bool:
     return isinstance(error, OperationFailure) and error.code in _JOIN_TOO_LARGE
 
 
-def _read_apart(pipeline: list[dict[str, Any]]) -> Plan[list[dict[str, Any]]]:
+def _read_apart(
+    pipeline: list[dict[str, Any]], channels: list[str] | None = None
+) -> Plan[list[dict[str, Any]]]:
     """The checkpoints of a read pipeline, then their writes in one `find`: two round
     trips instead of one, for checkpoints too large to return with their writes."""
     docs: list[dict[str, Any]] = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
     if docs:
-        writes = yield Command(
-            Target.WRITES, "find", (_queries.writes_of([d["_id"] for d in docs]),)
-        )
+        query = _queries.writes_of([d["_id"] for d in docs], channels)
+        writes = yield Command(Target.WRITES, "find", (query,))
         joined: dict[tuple[str, str, str], list[Any]] = {}
         for write in writes:
             joined.setdefault(key_fields(write["checkpoint"]), []).append(write)
@@ -217,12 +218,16 @@ def get_tuple(
     return checkpoint_tuple(codec, docs[0]) if docs else None
 
 
-def list_rest(
+# Checkpoints per page once a `list` reads apart: each may be near 16 MiB.
+LIST_APART_PAGE = 25
+
+
+def list_apart(
     codec: Codec, command: Command, last: Mapping[str, Any] | None, read: int
 ) -> Plan[list[CheckpointTuple]]:
-    """The rest of a `list` whose stream failed on `join_too_large` after `read` documents
-    (`last` the final one): read apart, in two more round trips."""
-    pipeline = _queries.apart(command.args[0], last, read)
+    """The next page of a `list` whose joined stream failed on `join_too_large`, after
+    `read` results (`last` the final one), read apart; `[]` when the list is done."""
+    pipeline = _queries.apart(command.args[0], last, read, page=LIST_APART_PAGE)
     if any(stage.get("$limit", 1) <= 0 for stage in pipeline):
         return []
     return [checkpoint_tuple(codec, doc) for doc in (yield from _read_apart(pipeline))]
@@ -283,7 +288,14 @@ def delta_history(
     docs = []
     if found.chain:
         pipeline = _delta.history_pipeline(ref, found, wanted, join)
-        docs = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,), _delta.HISTORY_OPTIONS)
+        try:
+            docs = yield Command(
+                Target.CHECKPOINTS, "aggregate", (pipeline,), _delta.HISTORY_OPTIONS
+            )
+        except OperationFailure as exc:
+            if not join_too_large(exc):
+                raise
+            docs = yield from _read_apart(_queries.apart(pipeline), wanted)
     return _delta.assemble(codec, found, docs, wanted)
 
 

@@ -98,10 +98,14 @@ def list_pipeline(
     return pipeline
 
 
-def apart(pipeline: list[dict[str, Any]], after: Any = None, skip: int = 0) -> list[dict[str, Any]]:
-    """A read pipeline without its `$lookup`, for when a joined document would exceed
-    16 MiB; `after` (a document already read) and `skip` (how many were) resume it."""
-    stages = [dict(stage) for stage in pipeline if "$lookup" not in stage]
+def apart(
+    pipeline: list[dict[str, Any]], after: Any = None, skip: int = 0, page: int | None = None
+) -> list[dict[str, Any]]:
+    """A read pipeline up to its `$lookup` (the join and what filters it are last), for
+    when a joined document would exceed 16 MiB. `after` (a document already read, or its
+    config) and `skip` (how many were) resume it; `page` caps what it returns."""
+    cut = next((i for i, stage in enumerate(pipeline) if "$lookup" in stage), len(pipeline))
+    stages = [dict(stage) for stage in pipeline[:cut]]
     if after is not None:
         # The next documents in `NEWEST_FIRST` order.
         cid, thread, ns = after["checkpoint_id"], after["thread_id"], after["checkpoint_ns"]
@@ -114,15 +118,21 @@ def apart(pipeline: list[dict[str, Any]], after: Any = None, skip: int = 0) -> l
     for stage in stages:
         if "$limit" in stage:
             stage["$limit"] -= skip
+    if page is not None:
+        stages.append({"$limit": page})
     return stages
 
 
-def writes_of(keys: list[dict[str, str]]) -> dict[str, Any]:
-    """The pending writes of these checkpoints (`_id`s), in the threads' shards."""
-    return {
+def writes_of(keys: list[dict[str, str]], channels: list[str] | None = None) -> dict[str, Any]:
+    """The pending writes of these checkpoints (`_id`s; to these channels), in the
+    threads' shards."""
+    query: dict[str, Any] = {
         "thread_id": {"$in": sorted({k["thread_id"] for k in keys})},
         "checkpoint": {"$in": keys},
     }
+    if channels is not None:
+        query["channel"] = {"$in": channels}
+    return query
 
 
 def indexes() -> list[tuple[Target, IndexModel]]:

@@ -146,8 +146,10 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         except OperationFailure as error:
             if not ops.join_too_large(error):
                 raise
-            for item in await self._run(ops.list_rest(self.codec, command, last, read)):
-                yield item
+            while page := await self._run(ops.list_apart(self.codec, command, last, read)):
+                for item in page:
+                    yield item
+                read, last = read + len(page), page[-1].config["configurable"]
 
     async def aput(
         self,

@@ -136,7 +136,9 @@ class MongoDBSaver(MongoDBSaverBase):
         except OperationFailure as error:
             if not ops.join_too_large(error):
                 raise
-            yield from self._run(ops.list_rest(self.codec, command, last, read))
+            while page := self._run(ops.list_apart(self.codec, command, last, read)):
+                yield from page
+                read, last = read + len(page), page[-1].config["configurable"]
 
     def put(
         self,
