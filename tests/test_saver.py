@@ -228,6 +228,10 @@ async def test_unencodable_values_raise_and_store_nothing(saver: Any) -> None:
     stored = await put(saver, thread)
     with pytest.raises(TypeError, match=r"checkpoint\['channel_values'\]\['bad'\]"):
         await put(saver, thread, values={"ok": 1, "bad": Unserializable()})
+    outside = checkpoint()
+    outside["versions_seen"] = {"node": {"x": Unserializable()}}  # type: ignore[dict-item]
+    with pytest.raises(TypeError, match=r"^checkpoint cannot be serialized"):
+        await call(saver, "put", config(thread), outside, {}, {})
     with pytest.raises(TypeError, match=r"metadata\['bad'\] cannot be serialized"):
         await put(saver, thread, metadata={"ok": 1, "bad": Unserializable()})
     with pytest.raises(TypeError, match=r"writes\[1\] value \(channel 'bad'\)"):

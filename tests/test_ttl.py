@@ -199,3 +199,27 @@ async def test_without_ttl_nothing_is_stamped(saver: Any) -> None:
     stored = await put(saver, thread)
     await call(saver, "put_writes", stored, [("a", 1)], "t")
     assert await stamps(saver, thread) == {None}
+
+
+async def test_a_writer_with_a_lagging_clock_never_moves_a_thread_back(backend: Backend) -> None:
+    """Stamps only move forward: a writer whose clock is a bucket behind stamps its own
+    document in its bucket, but leaves the newer stamps of the thread where they are."""
+    ttl = timedelta(hours=16)
+    async with (
+        backend.saver(ttl=ttl) as ahead,
+        backend.saver(db_name=ahead.db.name, ttl=ttl) as behind,
+    ):
+        boundary = datetime(2026, 11, 22, 11, tzinfo=timezone.utc)
+        ahead.expiry.clock = Clock(boundary + timedelta(minutes=1))
+        behind.expiry.clock = Clock(boundary - timedelta(minutes=1))
+        thread = new_thread()
+        first = await put(ahead, thread)
+        await call(ahead, "put_writes", first, [("a", 1)], "t")
+        await put(behind, thread, parent=first["configurable"]["checkpoint_id"])
+        later, earlier = boundary + timedelta(hours=1), boundary
+        found = {stamp.replace(tzinfo=timezone.utc) for stamp in await stamps(ahead, thread)}
+        assert found == {later, earlier}
+        writes = await maybe_await(
+            ahead.writes_collection.find({"thread_id": thread}).to_list(None)
+        )
+        assert [w[TOUCHED_AT].replace(tzinfo=timezone.utc) for w in writes] == [later]

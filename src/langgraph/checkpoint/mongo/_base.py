@@ -79,6 +79,8 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
                 "checkpoint_collection_name and writes_collection_name must differ, both are "
                 f"{checkpoint_collection_name!r}"
             )
+        if not isinstance(targeted_joins, bool):
+            raise TypeError(f"targeted_joins must be a bool, got {targeted_joins!r}")
         identify(client)
         self.client = client
         self.db = client[db_name]
@@ -86,8 +88,6 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
         self.writes_collection_name = writes_collection_name
         self.checkpoint_collection = self.db[checkpoint_collection_name]
         self.writes_collection = self.db[writes_collection_name]
-        if not isinstance(targeted_joins, bool):
-            raise TypeError(f"targeted_joins must be a bool, got {targeted_joins!r}")
         self.join = WritesJoin(writes_collection_name, by_thread=targeted_joins)
 
     def _collection(self, command: Command) -> Any:

@@ -60,17 +60,18 @@ def _within_size_limit(doc: dict[str, Any], what: str, ref: CheckpointRef) -> di
     return doc
 
 
-def _encoded(codec: Codec, value: Any, what: str, parts: Mapping[str, Any] | None = None) -> Any:
-    """Serialize `value`; a value the serializer refuses is named (down to the key of
-    `parts` that holds it), and nothing has been sent yet."""
+def _encoded(codec: Codec, value: Any, what: str, parts: tuple[str, Any] | None = None) -> Any:
+    """Serialize `value`; a value the serializer refuses is named, down to the key that
+    holds it when `parts` (`(name, mapping)`) has one, and nothing has been sent yet."""
     try:
         return codec.encode(value)
     except (TypeError, ValueError) as exc:
-        for key, part in (parts if isinstance(parts, Mapping) else {}).items():
+        name, mapping = parts or (what, None)
+        for key, part in (mapping if isinstance(mapping, Mapping) else {}).items():
             try:
                 codec.encode(part)
             except (TypeError, ValueError):
-                what = f"{what}[{key!r}]"
+                what = f"{name}[{key!r}]"
                 break
         error = TypeError if isinstance(exc, TypeError) else ValueError
         raise error(f"{what} cannot be serialized: {exc}; nothing was written") from exc
@@ -103,7 +104,7 @@ def checkpoint_document(
     _require_mapping(metadata, "metadata")
     checkpoint_id = require_str(checkpoint.get("id"), "checkpoint['id']")
     full_metadata = get_checkpoint_metadata(cast(Any, config), metadata)
-    serialized_metadata = _encoded(codec, full_metadata, "metadata", full_metadata)
+    serialized_metadata = _encoded(codec, full_metadata, "metadata", ("metadata", full_metadata))
     # Terms and the readable copy describe what `get_tuple` will return, which is the
     # metadata after a serializer round trip (tuples come back as lists, for example).
     returned_metadata = codec.decode(serialized_metadata)
@@ -114,7 +115,10 @@ def checkpoint_document(
         "checkpoint_id": checkpoint_id,
         "parent_checkpoint_id": ref.checkpoint_id,
         "checkpoint": _encoded(
-            codec, checkpoint, "checkpoint['channel_values']", checkpoint.get("channel_values")
+            codec,
+            checkpoint,
+            "checkpoint",
+            ("checkpoint['channel_values']", checkpoint.get("channel_values")),
         ),
         STORED_CHANNELS: sorted(checkpoint.get("channel_values", {})),
         REPLAYED_CHANNELS: _replayed_channels(full_metadata),

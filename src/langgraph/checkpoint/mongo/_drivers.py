@@ -96,42 +96,46 @@ async def open_cursor(
     """The command's documents, streamed; the cursor is closed (killCursors) even when the
     reader stops early. The first batch is fetched inside the timing: Motor sends the
     command only then. A failing `getMore` is logged like the command."""
-    with timed(operation, command):
-        cursor = await maybe_await(call(collection, command))
-        first = await anext(cursor, None)
-
-    async def documents() -> AsyncIterator[Any]:
-        if first is None:
-            return
-        yield first
-        with _failures_logged(operation, command):
-            async for doc in cursor:
-                yield doc
-
+    cursor = None
     try:
+        with timed(operation, command):
+            cursor = await maybe_await(call(collection, command))
+            first = await anext(cursor, None)
+
+        async def documents() -> AsyncIterator[Any]:
+            if first is None:
+                return
+            yield first
+            with _failures_logged(operation, command):
+                async for doc in cursor:
+                    yield doc
+
         yield documents()
     finally:
-        await maybe_await(cursor.close())
+        if cursor is not None:
+            await maybe_await(cursor.close())
 
 
 @contextmanager
 def open_cursor_sync(operation: str, collection: Any, command: Command) -> Iterator[Iterator[Any]]:
     """`open_cursor` for the sync driver."""
-    with timed(operation, command):
-        cursor = call(collection, command)
-        first = next(cursor, None)
-
-    def documents() -> Iterator[Any]:
-        if first is None:
-            return
-        yield first
-        with _failures_logged(operation, command):
-            yield from cursor
-
+    cursor = None
     try:
+        with timed(operation, command):
+            cursor = call(collection, command)
+            first = next(cursor, None)
+
+        def documents() -> Iterator[Any]:
+            if first is None:
+                return
+            yield first
+            with _failures_logged(operation, command):
+                yield from cursor
+
         yield documents()
     finally:
-        cursor.close()
+        if cursor is not None:
+            cursor.close()
 
 
 @contextmanager

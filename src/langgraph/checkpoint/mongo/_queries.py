@@ -34,9 +34,10 @@ class WritesJoin:
     """How the reads join each checkpoint's pending writes (`$lookup` by the composite key).
 
     `by_thread`: with the thread known, also match `thread_id` (MongoDB 5.0's concise
-    correlated form), so on a `checkpoint_writes` collection sharded on `thread_id` each
-    join reads one shard instead of all. Services without that form (Azure Cosmos DB for
-    MongoDB) take the plain join: `targeted_joins=False`.
+    correlated form), so on a `checkpoint_writes` collection sharded on `thread_id`
+    (MongoDB 5.1+ joins sharded collections) each join reads one shard instead of all.
+    Services without that form (Azure Cosmos DB for MongoDB) take the plain join:
+    `targeted_joins=False`.
     """
 
     collection: str
