@@ -16,9 +16,15 @@ that runs on the matched foreign documents); it is implemented here as the serve
 defines it: the equality join, then the sub-pipeline on each joined array. A `let`
 (or a `pipeline` without `localField`) is still refused.
 
-And one speed-up, behaviour unchanged: mongomock's `aggregate` copies the whole
-collection before its first stage; a leading `$match` is applied as a `find` filter
-first (the same filter engine), so the many-threads tests stay fast on the mock.
+And two speed-ups, behaviour unchanged:
+- mongomock's `aggregate` copies the whole collection before its first stage; a leading
+  `$match` is applied as a `find` filter first (the same filter engine), so the
+  many-threads tests stay fast on the mock;
+- every scan of a collection walked its `OrderedDict` of documents, which looks each key
+  up again: a subdocument `_id` (ours are) is re-hashed in Python, twice per document per
+  scan, which made each upsert cost several times what it costs with an ObjectId `_id`.
+  The scan reads the same documents in the same order from the underlying dict (the
+  store never reorders them). A server finds these `_id`s through its index.
 """
 
 from __future__ import annotations
@@ -81,7 +87,14 @@ def _concise_lookup(plain_lookup: Any) -> Any:
     return handler
 
 
+def _documents_without_rehashing(self: Any) -> Any:
+    self._remove_expired_documents()
+    with self._rwlock.reader():
+        yield from dict.values(self._documents)
+
+
 def apply() -> None:
+    CollectionStore.documents = property(_documents_without_rehashing)  # type: ignore[assignment,method-assign]
     handlers = mongomock_aggregate._PIPELINE_HANDLERS
     if not getattr(handlers["$lookup"], "_concise", False):
         handlers["$lookup"] = _concise_lookup(handlers["$lookup"])
