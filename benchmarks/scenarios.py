@@ -414,18 +414,35 @@ async def _throughput_cell(
     did not: pool growth is a start-up cost, not throughput.
     """
     server.delay = 0.0
-    dbs = [_db_name("tp") for _ in range(math.ceil(n / settings.threads_per_db))]
-    graphs: list[Pregel[Any]] = []
-    for db in dbs:
-        saver = await backend.saver(db)
-        graphs.append(linear_graph(settings.concurrency_nodes).compile(checkpointer=saver))
+    dbs: list[str] = []
+
+    async def graphs_for(threads: int) -> list[Pregel[Any]]:
+        """Graphs on fresh databases, one per `threads_per_db` of `threads` threads."""
+        graphs = []
+        for _ in range(math.ceil(threads / settings.threads_per_db)):
+            dbs.append(_db_name("tp"))
+            saver = await backend.saver(dbs[-1])
+            graphs.append(linear_graph(settings.concurrency_nodes).compile(checkpointer=saver))
+        return graphs
+
     warm_up = min(n, POOL_SIZE) if min(n, POOL_SIZE) > warmed else 0
-    warm_jobs = [(graphs[i % len(graphs)], thread_config(f"warm-{i}")) for i in range(warm_up)]
-    waves = max(1, math.ceil(settings.min_runs / n))
-    jobs = [
-        [(graphs[i // settings.threads_per_db], thread_config(f"w{wave}-t{i}")) for i in range(n)]
-        for wave in range(waves)
+    warm_graphs = await graphs_for(warm_up)
+    warm_jobs = [
+        (warm_graphs[i // settings.threads_per_db], thread_config(f"warm-{i}"))
+        for i in range(warm_up)
     ]
+    waves = max(1, math.ceil(settings.min_runs / n))
+    # Each wave on databases of its own: no database ever holds more than
+    # `threads_per_db` threads, whatever the number of waves.
+    jobs = []
+    for wave in range(waves):
+        graphs = await graphs_for(n)
+        jobs.append(
+            [
+                (graphs[i // settings.threads_per_db], thread_config(f"w{wave}-t{i}"))
+                for i in range(n)
+            ]
+        )
     results: list[Any] = []
     with ThreadPoolExecutor(max_workers=n) if mode.runner == "threads" else _no_pool() as pool:
 
