@@ -137,8 +137,10 @@ async def test_server_errors_keep_their_details(
     async with backend.saver() as saver:
         # An index of ours whose name is taken by other keys: the server's code and message
         # travel with IndexCreationError.
-        await maybe_await(saver.writes_collection.drop_index("thread"))
-        await maybe_await(saver.writes_collection.create_index([("channel", 1)], name="thread"))
+        await maybe_await(saver.writes_collection.drop_index("thread_checkpoint"))
+        await maybe_await(
+            saver.writes_collection.create_index([("channel", 1)], name="thread_checkpoint")
+        )
         with pytest.raises(IndexCreationError) as caught:
             await maybe_await(saver.setup())
         cause = caught.value.__cause__

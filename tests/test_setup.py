@@ -26,7 +26,14 @@ async def test_setup_is_idempotent_and_creates_every_index(saver: Any) -> None:
     assert {"thread_ns_checkpoint", "metadata_run_id"} <= await index_names(
         saver.checkpoint_collection
     )
-    assert {"checkpoint", "thread"} <= await index_names(saver.writes_collection)
+    writes_indexes = await index_names(saver.writes_collection)
+    assert "thread_checkpoint" in writes_indexes
+    assert "checkpoint" not in writes_indexes  # only the plain join needs it
+
+
+async def test_plain_joins_get_the_index_they_need(backend: Backend) -> None:
+    async with backend.saver(targeted_joins=False) as plain:
+        assert {"thread_checkpoint", "checkpoint"} <= await index_names(plain.writes_collection)
 
 
 async def test_skip_indexes_and_create_indexes_false(backend: Backend) -> None:
@@ -57,13 +64,15 @@ async def test_skip_indexes_and_create_indexes_false(backend: Backend) -> None:
 
 async def test_refused_index_names_index_collection_and_fix(saver: Any) -> None:
     # Another index already holds the name with other keys: the server refuses ours.
-    await maybe_await(saver.writes_collection.drop_index("thread"))
-    await maybe_await(saver.writes_collection.create_index([("channel", 1)], name="thread"))
+    await maybe_await(saver.writes_collection.drop_index("thread_checkpoint"))
+    await maybe_await(
+        saver.writes_collection.create_index([("channel", 1)], name="thread_checkpoint")
+    )
     with pytest.raises(IndexCreationError) as caught:
         await run_setup(saver)
     message = str(caught.value)
-    assert "'thread'" in message
+    assert "'thread_checkpoint'" in message
     assert saver.writes_collection_name in message
-    assert "skip_indexes={'thread'}" in message
+    assert "skip_indexes={'thread_checkpoint'}" in message
     assert caught.value.collection == saver.writes_collection_name
-    await run_setup(saver, skip_indexes={"thread"})
+    await run_setup(saver, skip_indexes={"thread_checkpoint"})

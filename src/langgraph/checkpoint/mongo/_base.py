@@ -107,4 +107,4 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
             Target.CHECKPOINTS: self.checkpoint_collection_name,
             Target.WRITES: self.writes_collection_name,
         }
-        return ops.setup(names, self.expiry, create_indexes, skip_indexes)
+        return ops.setup(names, self.join, self.expiry, create_indexes, skip_indexes)

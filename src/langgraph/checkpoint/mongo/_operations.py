@@ -54,6 +54,7 @@ logger = logging.getLogger("langgraph.checkpoint.mongo")
 
 def setup(
     names: Mapping[Target, str],
+    join: _queries.WritesJoin,
     expiry: ThreadExpiry | None,
     create_indexes: bool,
     skip_indexes: Collection[str],
@@ -67,7 +68,7 @@ def setup(
         )
     if not create_indexes:
         return
-    for target, index in _queries.indexes():
+    for target, index in _queries.indexes(join):
         if index.document["name"] not in skip:
             yield from _create_index(names[target], target, index)
     if TTL_INDEX_NAME not in skip:

@@ -136,9 +136,9 @@ def writes_of(keys: list[dict[str, str]], channels: list[str] | None = None) -> 
     return query
 
 
-def indexes() -> list[tuple[Target, IndexModel]]:
+def indexes(join: WritesJoin) -> list[tuple[Target, IndexModel]]:
     """Every index `setup()` creates (the TTL index aside), with the queries it serves."""
-    return [
+    found = [
         # get_tuple (latest and by id), list of a thread, delete_thread, prune, lineage.
         (
             Target.CHECKPOINTS,
@@ -156,14 +156,26 @@ def indexes() -> list[tuple[Target, IndexModel]]:
             Target.CHECKPOINTS,
             IndexModel([("metadata.run_id", ASCENDING)], name="metadata_run_id", sparse=True),
         ),
-        # The $lookup that joins a checkpoint's writes.
-        (Target.WRITES, IndexModel([("checkpoint", ASCENDING)], name="checkpoint")),
-        # delete_thread, copy_thread, prune, and the TTL stamp of a thread.
-        (Target.WRITES, IndexModel([("thread_id", ASCENDING)], name="thread")),
+        # The targeted $lookup of a checkpoint's writes, reading them apart, and by its
+        # prefix delete_thread, copy_thread, prune and the TTL stamp of a thread.
+        (
+            Target.WRITES,
+            IndexModel(
+                [("thread_id", ASCENDING), ("checkpoint", ASCENDING)], name="thread_checkpoint"
+            ),
+        ),
     ]
+    if not join.by_thread:
+        # The plain $lookup matches `checkpoint` alone.
+        found.append((Target.WRITES, IndexModel([("checkpoint", ASCENDING)], name="checkpoint")))
+    return found
 
 
-INDEX_NAMES = frozenset(index.document["name"] for _, index in indexes())
+INDEX_NAMES = frozenset(
+    index.document["name"]
+    for by_thread in (True, False)
+    for _, index in indexes(WritesJoin("", by_thread))
+)
 
 
 def ttl_index(seconds: int) -> IndexModel:
