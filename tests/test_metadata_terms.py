@@ -257,7 +257,7 @@ import json, sys
 from langgraph.checkpoint.mongo._metadata import metadata_terms
 tags = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"}
 metadata = {"set": tags, "frozen": frozenset(tags), "nested": {"k": tags, "z": 1}}
-print(json.dumps({"order": repr(tags), "terms": metadata_terms(metadata)}))
+print(json.dumps({"order": repr(tags), "terms": [t.hex() for t in metadata_terms(metadata)]}))
 """
 
 
@@ -279,7 +279,7 @@ def test_terms_are_the_same_under_any_hash_seed() -> None:
     assert all(run["terms"] == runs[0]["terms"] for run in runs)
     here = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"}
     local = metadata_terms({"set": here, "frozen": frozenset(here), "nested": {"k": here, "z": 1}})
-    assert local == runs[0]["terms"]
+    assert [t.hex() for t in local] == runs[0]["terms"]
 
 
 def test_existing_encodings_are_kept() -> None:

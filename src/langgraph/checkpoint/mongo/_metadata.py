@@ -6,7 +6,7 @@ from it (arrays match their elements, ``{"$ne": ...}`` is an operator, dotted ke
 paths, subdocuments compare in field order). So the saver does not query the readable
 metadata at all: each top-level entry is also stored as an opaque *term*, a hash of a
 canonical encoding for which ``encode(a) == encode(b)`` exactly when ``a == b`` in
-Python, and a filter becomes plain string membership on that array.
+Python, and a filter becomes plain membership of opaque binary values in that array.
 
 The encoding is the same in every process (it never depends on hash order, so not on
 ``PYTHONHASHSEED``). Numbers (``bool``, ``int``, ``float``, ``Decimal``, ``Fraction``,
@@ -193,21 +193,23 @@ def _contains_nan(value: Any) -> bool:
     return False
 
 
-def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+def _digest(kind: bytes, text: str) -> bytes:
+    """A term: its kind and a 128-bit hash, stored as 17 bytes of BSON binary (a hex
+    string would take twice that in every checkpoint)."""
+    return kind + hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def _present_term(key: str) -> str:
-    return "k" + _digest(json.dumps(key))
+def _present_term(key: str) -> bytes:
+    return _digest(b"k", json.dumps(key))
 
 
-def _equals_term(key: str, value: Any) -> str:
-    return "v" + _digest(json.dumps(key) + "=" + _canonical(value))
+def _equals_term(key: str, value: Any) -> bytes:
+    return _digest(b"v", json.dumps(key) + "=" + _canonical(value))
 
 
-def metadata_terms(metadata: Mapping[str, Any]) -> list[str]:
+def metadata_terms(metadata: Mapping[str, Any]) -> list[bytes]:
     """Terms stored beside the metadata: one "present" and one "equals" term per non-None key."""
-    terms: list[str] = []
+    terms: list[bytes] = []
     for key, value in metadata.items():
         if value is not None:
             terms.append(_present_term(key))
@@ -224,8 +226,8 @@ def metadata_filter(filter: Any) -> dict[str, Any]:
         return {}
     if not isinstance(filter, Mapping):
         raise TypeError(f"filter must be a dict of metadata values, got {type(filter).__name__}")
-    required: list[str] = []
-    absent: list[str] = []
+    required: list[bytes] = []
+    absent: list[bytes] = []
     matches_nothing = False
     for key, value in filter.items():
         require_str(key, "filter key")
