@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -31,6 +33,21 @@ class Ticking:
 
     def __call__(self) -> datetime:
         return self.times.pop(0) if self.times else self.then
+
+
+# A bucket boundary of the savers `two_writers` yields (ttl 16 h: buckets of an hour).
+BOUNDARY = datetime(2026, 11, 22, 11, tzinfo=timezone.utc)
+
+
+@asynccontextmanager
+async def two_writers(backend: Backend) -> AsyncIterator[tuple[Any, Any]]:
+    """Two savers with `ttl=16 h` on one database, as two processes writing one thread."""
+    ttl = timedelta(hours=16)
+    async with (
+        backend.saver(ttl=ttl) as first,
+        backend.saver(db_name=first.db.name, ttl=ttl) as second,
+    ):
+        yield first, second
 
 
 async def stamps(saver: Any, thread: str) -> set[datetime]:
@@ -155,12 +172,8 @@ async def test_a_write_stamped_before_another_writers_move_is_moved_too(
     its document at 10:59 (11:00) but it lands after that move. It must not keep the
     older stamp, or it would expire a bucket before the rest of its thread.
     """
-    ttl = timedelta(hours=16)
-    async with (
-        backend.saver(ttl=ttl) as early,
-        backend.saver(db_name=early.db.name, ttl=ttl) as late,
-    ):
-        boundary = datetime(2026, 11, 22, 11, tzinfo=timezone.utc)
+    async with two_writers(backend) as (early, late):
+        boundary = BOUNDARY
         late.expiry.clock = Clock(boundary + timedelta(minutes=1))
         thread = new_thread()
         first = await put(late, thread)
@@ -204,12 +217,8 @@ async def test_without_ttl_nothing_is_stamped(saver: Any) -> None:
 async def test_a_writer_with_a_lagging_clock_never_moves_a_thread_back(backend: Backend) -> None:
     """Stamps only move forward: a writer whose clock is a bucket behind stamps its own
     document in its bucket, but leaves the newer stamps of the thread where they are."""
-    ttl = timedelta(hours=16)
-    async with (
-        backend.saver(ttl=ttl) as ahead,
-        backend.saver(db_name=ahead.db.name, ttl=ttl) as behind,
-    ):
-        boundary = datetime(2026, 11, 22, 11, tzinfo=timezone.utc)
+    async with two_writers(backend) as (ahead, behind):
+        boundary = BOUNDARY
         ahead.expiry.clock = Clock(boundary + timedelta(minutes=1))
         behind.expiry.clock = Clock(boundary - timedelta(minutes=1))
         thread = new_thread()
