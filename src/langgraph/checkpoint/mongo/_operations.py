@@ -206,16 +206,29 @@ def _read_apart(
     return docs
 
 
+def _read_joined(
+    pipeline: list[dict[str, Any]],
+    options: Mapping[str, Any] | None = None,
+    channels: list[str] | None = None,
+) -> Plan[list[dict[str, Any]]]:
+    """A read pipeline's documents with their writes: one aggregation, or read apart
+    when the server refuses a joined document over 16 MiB."""
+    try:
+        docs: list[dict[str, Any]] = yield Command(
+            Target.CHECKPOINTS, "aggregate", (pipeline,), options or {}
+        )
+    except OperationFailure as exc:
+        if not join_too_large(exc):
+            raise
+        docs = yield from _read_apart(_queries.apart(pipeline), channels)
+    return docs
+
+
 def get_tuple(
     codec: Codec, join: _queries.WritesJoin, config: RunnableConfig
 ) -> Plan[CheckpointTuple | None]:
     pipeline = _queries.get_tuple_pipeline(ref_from_config(config), join)
-    try:
-        docs = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
-    except OperationFailure as exc:
-        if not join_too_large(exc):
-            raise
-        docs = yield from _read_apart(_queries.apart(pipeline))
+    docs = yield from _read_joined(pipeline)
     return checkpoint_tuple(codec, docs[0]) if docs else None
 
 
@@ -289,14 +302,7 @@ def delta_history(
     docs = []
     if found.chain:
         pipeline = _delta.history_pipeline(ref, found, wanted, join)
-        try:
-            docs = yield Command(
-                Target.CHECKPOINTS, "aggregate", (pipeline,), _delta.HISTORY_OPTIONS
-            )
-        except OperationFailure as exc:
-            if not join_too_large(exc):
-                raise
-            docs = yield from _read_apart(_queries.apart(pipeline), wanted)
+        docs = yield from _read_joined(pipeline, _delta.HISTORY_OPTIONS, wanted)
     return _delta.assemble(codec, found, docs, wanted)
 
 
