@@ -7,6 +7,7 @@ wrappers), so the sync path is what runs on the sync backends.
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timezone
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -39,7 +40,7 @@ def checkpoint(
     return Checkpoint(
         v=1,
         id=id or str(uuid6(clock_seq=-1)),
-        ts="2026-11-22T00:00:00+00:00",
+        ts=datetime.now(timezone.utc).isoformat(),
         channel_values=values,
         channel_versions={k: 1 for k in values},
         versions_seen={},

@@ -35,8 +35,13 @@ class Ticking:
         return self.times.pop(0) if self.times else self.then
 
 
-# A bucket boundary of the savers `two_writers` yields (ttl 16 h: buckets of an hour).
-BOUNDARY = datetime(2026, 11, 22, 11, tzinfo=timezone.utc)
+def hour_boundary() -> datetime:
+    """The latest whole hour: a bucket boundary of `ttl=16 h` savers (buckets of an hour).
+
+    Relative to now, never a fixed date: a TTL index (the embedded one too) deletes what
+    was stamped more than `ttl` ago, so a fixed clock turns the suite red a day later.
+    """
+    return datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
 
 
 @asynccontextmanager
@@ -62,7 +67,8 @@ async def stamps(saver: Any, thread: str) -> set[datetime]:
 async def test_all_documents_of_a_thread_share_one_stamp(backend: Backend) -> None:
     log = CommandLog()
     async with backend.saver(log, ttl=timedelta(hours=16)) as saver:
-        clock = Clock(datetime(2026, 11, 22, 10, 5, tzinfo=timezone.utc))
+        boundary = hour_boundary()
+        clock = Clock(boundary - timedelta(minutes=55))
         saver.expiry.clock = clock
         thread, other = new_thread(), new_thread()
         log.reset()
@@ -77,14 +83,14 @@ async def test_all_documents_of_a_thread_share_one_stamp(backend: Backend) -> No
             assert log.names == ["update", "update"]
         await put(saver, other)
         [stamp] = await stamps(saver, thread)
-        assert stamp.replace(tzinfo=timezone.utc) == datetime(2026, 11, 22, 11, tzinfo=timezone.utc)
+        assert stamp.replace(tzinfo=timezone.utc) == boundary
 
         # An hour later the bucket (ttl / 16 = 1 hour) is the next one: every
         # document of the thread moves, not just the new one; other threads stay.
         clock.now += timedelta(hours=1)
         await call(saver, "put_writes", second, [("b", 3)], "t2")
         [moved] = await stamps(saver, thread)
-        assert moved.replace(tzinfo=timezone.utc) == datetime(2026, 11, 22, 12, tzinfo=timezone.utc)
+        assert moved.replace(tzinfo=timezone.utc) == boundary + timedelta(hours=1)
         [untouched] = await stamps(saver, other)
         assert untouched == stamp
 
@@ -173,7 +179,7 @@ async def test_a_write_stamped_before_another_writers_move_is_moved_too(
     older stamp, or it would expire a bucket before the rest of its thread.
     """
     async with two_writers(backend) as (early, late):
-        boundary = BOUNDARY
+        boundary = hour_boundary()
         late.expiry.clock = Clock(boundary + timedelta(minutes=1))
         thread = new_thread()
         first = await put(late, thread)
@@ -218,7 +224,7 @@ async def test_a_writer_with_a_lagging_clock_never_moves_a_thread_back(backend: 
     """Stamps only move forward: a writer whose clock is a bucket behind stamps its own
     document in its bucket, but leaves the newer stamps of the thread where they are."""
     async with two_writers(backend) as (ahead, behind):
-        boundary = BOUNDARY
+        boundary = hour_boundary()
         ahead.expiry.clock = Clock(boundary + timedelta(minutes=1))
         behind.expiry.clock = Clock(boundary - timedelta(minutes=1))
         thread = new_thread()
