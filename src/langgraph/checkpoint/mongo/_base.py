@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Collection
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -89,6 +90,16 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
         self.checkpoint_collection = self.db[checkpoint_collection_name]
         self.writes_collection = self.db[writes_collection_name]
         self.join = WritesJoin(writes_collection_name, by_thread=targeted_joins)
+
+    def get_next_version(self, current: int | str | None, channel: None) -> Any:
+        """Ints, as the base class counts; a thread whose versions are strings (copied from
+        `InMemorySaver`, `SqliteSaver` or `PostgresSaver`: `"<counter:032>.<random>"`) keeps
+        that form, since LangGraph compares a thread's versions with each other. (`Any`:
+        the base class's version type is one of int, float or str, not a union.)"""
+        if isinstance(current, str):
+            counter = int(current.split(".", 1)[0])
+            return f"{counter + 1:032}.{random.random():016}"
+        return super().get_next_version(current, channel)
 
     def _collection(self, command: Command) -> Any:
         if command.target is Target.CHECKPOINTS:
