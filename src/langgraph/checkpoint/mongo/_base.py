@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Collection
+from collections.abc import Collection, Generator
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -19,6 +19,7 @@ from langgraph.checkpoint.mongo._queries import WritesJoin
 from langgraph.checkpoint.mongo._ttl import ThreadExpiry, as_timedelta
 
 T = TypeVar("T")
+Y = TypeVar("Y")
 
 DEFAULT_DB_NAME = "checkpointing_db"
 DEFAULT_CHECKPOINT_COLLECTION = "checkpoints"
@@ -26,8 +27,8 @@ DEFAULT_WRITES_COLLECTION = "checkpoint_writes"
 
 
 def step(
-    plan: Plan[T], result: Any = None, error: BaseException | None = None
-) -> tuple[Command | None, T | None]:
+    plan: Generator[Y, Any, T], result: Any = None, error: BaseException | None = None
+) -> tuple[Y | None, T | None]:
     """Hand a plan the last command's result (or error): `(next command, None)` or
     `(None, its return value)`. Sending `None` to a fresh generator starts it."""
     try:

@@ -1,0 +1,623 @@
+"""Copying threads from any saver into ours, and comparing them afterwards, without I/O.
+
+The plans here yield two kinds of request: `Command`s for the target saver, as every
+saver operation does, and `ReadCheckpoints`/`ReadLatest` for the source, which the
+executors in `migrate` answer from the source (its `list`/`get_tuple`, or the official
+MongoDB saver's collections). So the copy and the verification are written once for the
+sync and the async API.
+
+A thread is copied in batches, newest checkpoints first as sources list them: each batch
+is read, turned into our documents (every channel value serialized from the source's
+tuple, metadata as the source returns it), and written with keyed upserts, the pending
+writes before their checkpoints. An interrupted copy therefore never leaves a checkpoint
+without its writes, and running it again rewrites the same documents: nothing is
+duplicated. Before writing into a thread the target already holds, the plan compares what
+is there with the source: a subset of the source (an interrupted copy, or a source that
+has grown since) is completed, an identical thread is left alone, anything else is a
+conflict, reported and left alone unless `overwrite` is set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from enum import Enum
+from typing import Any, TypeVar
+
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    CheckpointTuple,
+    PendingWrite,
+    writes_sort_key,
+)
+from pymongo import ReplaceOne
+
+from langgraph.checkpoint.mongo import _operations as ops
+from langgraph.checkpoint.mongo import _queries
+from langgraph.checkpoint.mongo._codec import Codec
+from langgraph.checkpoint.mongo._commands import Command, Plan, Target
+from langgraph.checkpoint.mongo._documents import (
+    JOINED_WRITES,
+    checkpoint_document,
+    checkpoint_tuple,
+    write_documents,
+)
+from langgraph.checkpoint.mongo._keys import CheckpointRef, key_fields
+from langgraph.checkpoint.mongo._ttl import ThreadExpiry
+
+T = TypeVar("T")
+
+# Requests to the source.
+
+
+@dataclass(frozen=True, slots=True)
+class ReadCheckpoints:
+    """The next `limit` checkpoints of a thread, every namespace, in the source's order
+    (`[]` once it has no more); `from_start` reads the thread again from its first."""
+
+    thread_id: str
+    limit: int
+    from_start: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ReadLatest:
+    """The source's newest checkpoint of the thread's root namespace (`get_tuple`)."""
+
+    thread_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReadThreadIds:
+    """Every thread id the source holds."""
+
+
+SourceRead = ReadThreadIds | ReadCheckpoints | ReadLatest
+SourceRequest = (ReadThreadIds, ReadCheckpoints, ReadLatest)
+# A plan that also reads the source.
+MigrationPlan = Generator[Command | SourceRead, Any, T]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceWrite:
+    """A pending write with the key it is stored under (`task_id`, `idx`) and `task_path`."""
+
+    task_id: str
+    task_path: str
+    idx: int
+    channel: str
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class SourceCheckpoint:
+    """One checkpoint as a source holds it: the tuple its `list` returns, and its writes
+    as stored where the source shows them, else as `inferred_writes` rebuilds them."""
+
+    tuple: CheckpointTuple
+    writes: Sequence[SourceWrite]
+
+
+def inferred_writes(pending: Sequence[PendingWrite]) -> list[SourceWrite]:
+    """A tuple's `pending_writes` as stored writes, for sources that show nothing more.
+
+    `CheckpointTuple` carries task ids, channels, values and their order, but not the
+    `idx` each write is stored under nor the task's `task_path` (LangGraph uses it only
+    to order a step's writes). So a task's regular writes are numbered 0, 1, ... in
+    order, special channels (errors, interrupts, resumes) take their fixed `idx`, and
+    the task path is `""`; where ordering by `(task_id, idx)` would then differ from the
+    source's order, each task gets an ordinal path (`"00000000"`, ...) that keeps it.
+    """
+    counters: dict[str, int] = {}
+    writes = []
+    for task_id, channel, value in pending:
+        idx = WRITES_IDX_MAP.get(channel)
+        if idx is None:
+            idx = counters.get(task_id, 0)
+            counters[task_id] = idx + 1
+        writes.append(SourceWrite(task_id, "", idx, channel, value))
+    keys = [writes_sort_key(w.task_path, w.task_id, w.idx) for w in writes]
+    if keys == sorted(keys):
+        return writes
+    ordinals: dict[str, int] = {}
+    for write in writes:
+        ordinals.setdefault(write.task_id, len(ordinals))
+    return [replace(w, task_path=f"{ordinals[w.task_id]:08}") for w in writes]
+
+
+# What a copy reports.
+
+
+class ThreadStatus(str, Enum):
+    COPIED = "copied"  # written (in a dry run: would be)
+    COMPLETED = "completed"  # the target held part of it (an interrupted copy): finished
+    UNCHANGED = "unchanged"  # the target already held exactly this thread
+    REPLACED = "replaced"  # the target held different data, replaced (`overwrite=True`)
+    CONFLICT = "conflict"  # the target holds different data: left alone
+    FAILED = "failed"  # a checkpoint could not be stored (`detail` says which and why)
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadCopy:
+    """What happened to one thread; `checkpoints`/`writes` counts what was written (in a
+    dry run: would be) or, for `unchanged`, what the target holds."""
+
+    thread_id: str
+    status: ThreadStatus
+    checkpoints: int = 0
+    writes: int = 0
+    detail: str | None = None
+
+
+_PROBLEMS = (ThreadStatus.CONFLICT, ThreadStatus.FAILED)
+
+
+@dataclass
+class CopyReport:
+    """The outcome of `copy_threads`: one `ThreadCopy` per thread, in order."""
+
+    dry_run: bool = False
+    threads: list[ThreadCopy] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """No conflict and no failure."""
+        return not self.problems
+
+    @property
+    def problems(self) -> list[ThreadCopy]:
+        return [t for t in self.threads if t.status in _PROBLEMS]
+
+    def count(self, status: ThreadStatus) -> int:
+        return sum(1 for t in self.threads if t.status is status)
+
+    def summary(self) -> str:
+        done = "would copy" if self.dry_run else "copied"
+        checkpoints = sum(t.checkpoints for t in self.threads if t.status not in _PROBLEMS)
+        writes = sum(t.writes for t in self.threads if t.status not in _PROBLEMS)
+        parts = [f"{len(self.threads)} thread(s)"]
+        parts += [f"{self.count(s)} {s.value}" for s in ThreadStatus if self.count(s)]
+        lines = [
+            ", ".join(parts),
+            f"{checkpoints} checkpoint(s) and {writes} pending write(s) {done} or in place",
+        ]
+        lines += [f"  {t.thread_id!r}: {t.status.value}: {t.detail}" for t in self.problems]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadVerification:
+    thread_id: str
+    checkpoints: int
+    differences: list[str]
+
+
+@dataclass
+class VerifyReport:
+    """The outcome of `verify_threads`: every difference found, thread by thread."""
+
+    threads: list[ThreadVerification] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(t.differences for t in self.threads)
+
+    def summary(self) -> str:
+        different = [t for t in self.threads if t.differences]
+        checkpoints = sum(t.checkpoints for t in self.threads)
+        lines = [
+            f"{len(self.threads)} thread(s), {checkpoints} checkpoint(s) compared: "
+            + (f"{len(different)} thread(s) differ" if different else "identical")
+        ]
+        for thread in different:
+            lines.append(f"  {thread.thread_id!r}:")
+            lines += [f"    {d}" for d in thread.differences]
+        return "\n".join(lines)
+
+
+OnProgress = Callable[[str, int], None]
+OnThread = Callable[[Any], None]
+
+
+@dataclass(frozen=True, slots=True)
+class CopyOptions:
+    overwrite: bool = False
+    dry_run: bool = False
+    batch_size: int = 100
+    on_progress: OnProgress | None = None  # (thread id, checkpoints just done)
+    on_thread: OnThread | None = None  # a finished thread's `ThreadCopy`
+
+
+# Source tuples -> our documents.
+
+
+def _ids(item: SourceCheckpoint, thread_id: str) -> tuple[str, str, str | None]:
+    """(namespace, checkpoint id, parent id), checked against the thread asked for."""
+    configurable = item.tuple.config["configurable"]
+    if configurable.get("thread_id") != thread_id:
+        raise ValueError(
+            f"the source returned a checkpoint of thread {configurable.get('thread_id')!r} "
+            f"when asked for thread {thread_id!r}"
+        )
+    checkpoint_id = configurable["checkpoint_id"]
+    if item.tuple.checkpoint.get("id") != checkpoint_id:
+        raise ValueError(
+            f"checkpoint {checkpoint_id!r} holds the id {item.tuple.checkpoint.get('id')!r}"
+        )
+    parent = item.tuple.parent_config
+    parent_id = parent["configurable"].get("checkpoint_id") if parent else None
+    return configurable.get("checkpoint_ns", ""), checkpoint_id, parent_id
+
+
+def _write_document(
+    codec: Codec, ref: CheckpointRef, write: SourceWrite, stamp: datetime | None
+) -> dict[str, Any]:
+    """A write as `put_writes` stores it, under the source's own `idx`."""
+    [(_, doc)] = write_documents(
+        codec, ref, [(write.channel, write.value)], write.task_id, write.task_path, stamp
+    )
+    doc["_id"]["idx"] = doc["idx"] = write.idx
+    return doc
+
+
+def documents(
+    codec: Codec, thread_id: str, item: SourceCheckpoint, stamp: datetime | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A source checkpoint as our checkpoint document and write documents.
+
+    Every channel value is serialized from the tuple (no `new_versions` involved), and the
+    metadata is the tuple's: `checkpoint_document` gets an empty config, so it adds no keys.
+    """
+    ns, checkpoint_id, parent_id = _ids(item, thread_id)
+    checkpoint = checkpoint_document(
+        codec,
+        CheckpointRef(thread_id, ns, parent_id),
+        item.tuple.checkpoint,
+        item.tuple.metadata,
+        {},
+        stamp,
+    )
+    ref = CheckpointRef(thread_id, ns, checkpoint_id)
+    return checkpoint, [_write_document(codec, ref, w, stamp) for w in item.writes]
+
+
+def _upserts(docs: Iterable[Mapping[str, Any]]) -> list[ReplaceOne[Any]]:
+    return [ReplaceOne(ops._by_id(doc), doc, upsert=True) for doc in docs]
+
+
+def _where(item: SourceCheckpoint) -> str:
+    configurable = item.tuple.config["configurable"]
+    return (
+        f"checkpoint {configurable.get('checkpoint_id')!r} "
+        f"(namespace {configurable.get('checkpoint_ns', '')!r})"
+    )
+
+
+class _BadCheckpointError(Exception):
+    """A source checkpoint that cannot become our documents (the cause is chained)."""
+
+
+def _built(
+    codec: Codec, thread_id: str, batch: list[SourceCheckpoint], stamp: datetime | None
+) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    built = []
+    for item in batch:
+        try:
+            built.append(documents(codec, thread_id, item, stamp))
+        except (TypeError, ValueError) as exc:
+            raise _BadCheckpointError(f"{_where(item)}: {exc}") from exc
+    return built
+
+
+# What the target already holds of a thread.
+
+_STORED_PROJECTION = {"metadata": 0, "metadata_terms": 0}
+
+
+def _stored(
+    thread_id: str, keys: list[dict[str, str]]
+) -> Plan[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+    """The target's documents of these checkpoints and every write stored for them (also
+    writes whose checkpoint is not there yet: an interrupted copy leaves those)."""
+    checkpoints = yield Command(
+        Target.CHECKPOINTS,
+        "find",
+        ({"thread_id": thread_id, "_id": {"$in": keys}}, _STORED_PROJECTION),
+    )
+    writes = yield Command(Target.WRITES, "find", (_queries.writes_of(keys),))
+    return checkpoints, writes
+
+
+def _write_fields(key: Mapping[str, Any]) -> tuple[str, str, str, str, int]:
+    return (*key_fields(key), key["task_id"], key["idx"])
+
+
+def _same_value(codec: Codec, stored: Mapping[str, Any], built: Mapping[str, Any]) -> bool:
+    """The same bytes, or (with a serializer that encrypts, or another compression) values
+    that decode equal."""
+    return dict(stored) == dict(built) or codec.decode(stored) == codec.decode(built)
+
+
+def _checkpoint_differs(codec: Codec, stored: Mapping[str, Any], built: Mapping[str, Any]) -> bool:
+    return (
+        stored.get("parent_checkpoint_id") != built["parent_checkpoint_id"]
+        or not _same_value(codec, stored["checkpoint"], built["checkpoint"])
+        or not _same_value(codec, stored["serialized_metadata"], built["serialized_metadata"])
+    )
+
+
+def _write_differs(codec: Codec, stored: Mapping[str, Any], built: Mapping[str, Any]) -> bool:
+    return (
+        stored.get("channel") != built["channel"]
+        or stored.get("task_path") != built["task_path"]
+        or not _same_value(codec, stored["value"], built["value"])
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Comparison:
+    difference: str | None = None  # the first difference found, for the report
+    identical: bool = False
+    checkpoints: int = 0
+    writes: int = 0
+
+
+def _compare(
+    codec: Codec, thread_id: str, held: tuple[int, int], batch_size: int
+) -> MigrationPlan[_Comparison]:
+    """Whether the target's documents of the thread (`held`: how many of each) are all
+    documents the source has, and all of them."""
+    matched, built_count = [0, 0], [0, 0]
+    from_start = True
+    while batch := (yield ReadCheckpoints(thread_id, batch_size, from_start)):
+        from_start = False
+        built = _built(codec, thread_id, batch, None)
+        checkpoints, writes = yield from _stored(thread_id, [cp["_id"] for cp, _ in built])
+        stored = {key_fields(doc["_id"]): doc for doc in checkpoints}
+        stored_writes = {_write_fields(doc["_id"]): doc for doc in writes}
+        for item, (checkpoint, write_docs) in zip(batch, built, strict=True):
+            built_count[0] += 1
+            built_count[1] += len(write_docs)
+            old = stored.get(key_fields(checkpoint["_id"]))
+            if old is not None:
+                if _checkpoint_differs(codec, old, checkpoint):
+                    return _Comparison(f"{_where(item)} differs in the target")
+                matched[0] += 1
+            for write in write_docs:
+                old = stored_writes.get(_write_fields(write["_id"]))
+                if old is not None:
+                    if _write_differs(codec, old, write):
+                        return _Comparison(
+                            f"a pending write of task {write['task_id']!r} (channel "
+                            f"{write['channel']!r}) of {_where(item)} differs in the target"
+                        )
+                    matched[1] += 1
+    extra = (held[0] - matched[0], held[1] - matched[1])
+    if extra != (0, 0):
+        return _Comparison(
+            f"the target holds {extra[0]} checkpoint(s) and {extra[1]} pending write(s) of "
+            "this thread that the source does not"
+        )
+    return _Comparison(identical=matched == built_count, checkpoints=matched[0], writes=matched[1])
+
+
+# Copying.
+
+
+def _held(thread_id: str) -> Plan[tuple[int, int]]:
+    """How many checkpoint and write documents of the thread the target holds."""
+    query = {"thread_id": thread_id}
+    checkpoints = yield Command(Target.CHECKPOINTS, "count_documents", (query,))
+    writes = yield Command(Target.WRITES, "count_documents", (query,))
+    return checkpoints, writes
+
+
+def copy_thread(
+    codec: Codec, expiry: ThreadExpiry | None, thread_id: str, options: CopyOptions
+) -> MigrationPlan[ThreadCopy]:
+    held = yield from _held(thread_id)
+    status = ThreadStatus.COPIED
+    try:
+        if held != (0, 0):
+            found = yield from _compare(codec, thread_id, held, options.batch_size)
+            if found.identical:
+                return ThreadCopy(
+                    thread_id, ThreadStatus.UNCHANGED, found.checkpoints, found.writes
+                )
+            if found.difference is None:
+                status = ThreadStatus.COMPLETED
+            elif not options.overwrite:
+                return ThreadCopy(thread_id, ThreadStatus.CONFLICT, detail=found.difference)
+            else:
+                status = ThreadStatus.REPLACED
+                if not options.dry_run:
+                    yield from ops.delete_thread(thread_id)
+        return (yield from _write_thread(codec, expiry, thread_id, options, status))
+    except _BadCheckpointError as bad:
+        return ThreadCopy(thread_id, ThreadStatus.FAILED, detail=str(bad))
+
+
+def _write_thread(
+    codec: Codec,
+    expiry: ThreadExpiry | None,
+    thread_id: str,
+    options: CopyOptions,
+    status: ThreadStatus,
+) -> MigrationPlan[ThreadCopy]:
+    stamp = expiry.stamp() if expiry is not None and not options.dry_run else None
+    checkpoints = writes = 0
+    from_start = True
+    while batch := (yield ReadCheckpoints(thread_id, options.batch_size, from_start)):
+        from_start = False
+        built = _built(codec, thread_id, batch, stamp)
+        write_docs = [doc for _, docs in built for doc in docs]
+        if not options.dry_run:
+            # The writes first: a copy stopped in between leaves writes that no checkpoint
+            # joins yet, never a checkpoint without its writes.
+            if write_docs:
+                yield Command(
+                    Target.WRITES, "bulk_write", (_upserts(write_docs),), {"ordered": True}
+                )
+            upserts = _upserts(checkpoint for checkpoint, _ in built)
+            yield Command(Target.CHECKPOINTS, "bulk_write", (upserts,), {"ordered": True})
+        checkpoints += len(built)
+        writes += len(write_docs)
+        if options.on_progress is not None:
+            options.on_progress(thread_id, len(built))
+    if checkpoints and not options.dry_run:
+        yield from ops._touch_thread(expiry, thread_id, stamp)
+    return ThreadCopy(thread_id, status, checkpoints, writes)
+
+
+def copy_threads(
+    codec: Codec,
+    expiry: ThreadExpiry | None,
+    thread_ids: Iterable[str] | None,
+    options: CopyOptions,
+) -> MigrationPlan[CopyReport]:
+    """Copy these threads, or (`None`) every thread of the source."""
+    report = CopyReport(dry_run=options.dry_run)
+    if thread_ids is None:
+        thread_ids = yield ReadThreadIds()
+    for thread_id in thread_ids:
+        result = yield from copy_thread(codec, expiry, thread_id, options)
+        report.threads.append(result)
+        if options.on_thread is not None:
+            options.on_thread(result)
+    return report
+
+
+# Verifying.
+
+# Differences listed per thread before the rest are only counted.
+MAX_DIFFERENCES = 20
+
+
+def _target_tuples(
+    codec: Codec, thread_id: str, keys: list[dict[str, str]]
+) -> Plan[dict[tuple[str, str, str], CheckpointTuple]]:
+    checkpoints, writes = yield from _stored(thread_id, keys)
+    joined: dict[tuple[str, str, str], list[Any]] = {}
+    for write in writes:
+        joined.setdefault(key_fields(write["checkpoint"]), []).append(write)
+    found = {}
+    for doc in checkpoints:
+        key = key_fields(doc["_id"])
+        found[key] = checkpoint_tuple(codec, {**doc, JOINED_WRITES: joined.get(key, [])})
+    return found
+
+
+def _writes_by_task(pending: Sequence[PendingWrite] | None) -> dict[tuple[str, str], list[Any]]:
+    """Writes grouped by task and channel: sources order a step's writes differently (the
+    official saver by insertion, the others by task path), but never a channel's writes."""
+    grouped: dict[tuple[str, str], list[Any]] = {}
+    for task_id, channel, value in pending or ():
+        grouped.setdefault((task_id, channel), []).append(value)
+    return grouped
+
+
+def _mapping_differences(what: str, source: Mapping[str, Any], target: Mapping[str, Any]) -> str:
+    keys = sorted(k for k in source.keys() | target.keys() if source.get(k) != target.get(k))
+    return f"{what} {', '.join(repr(k) for k in keys)} differ"
+
+
+def tuple_differences(where: str, source: CheckpointTuple, target: CheckpointTuple) -> list[str]:
+    """What differs between a source tuple and ours, as a reader of the API sees them."""
+    found = []
+    parents = [
+        t.parent_config["configurable"]["checkpoint_id"] if t.parent_config else None
+        for t in (source, target)
+    ]
+    if parents[0] != parents[1]:
+        found.append(f"{where}: parent {parents[0]!r} in the source, {parents[1]!r} in the target")
+    if source.checkpoint != target.checkpoint:
+        s, t = source.checkpoint, target.checkpoint
+        if s.get("channel_values") != t.get("channel_values"):
+            found.append(
+                _mapping_differences(
+                    f"{where}: channel values",
+                    s.get("channel_values", {}),
+                    t.get("channel_values", {}),
+                )
+            )
+        others = {k: v for k, v in s.items() if k != "channel_values"}
+        if others != {k: v for k, v in t.items() if k != "channel_values"}:
+            found.append(_mapping_differences(f"{where}: checkpoint fields", s, t))
+    if source.metadata != target.metadata:
+        found.append(_mapping_differences(f"{where}: metadata", source.metadata, target.metadata))
+    writes = _writes_by_task(source.pending_writes), _writes_by_task(target.pending_writes)
+    if writes[0] != writes[1]:
+        tasks = sorted(
+            {
+                k[0]
+                for k in writes[0].keys() | writes[1].keys()
+                if writes[0].get(k) != writes[1].get(k)
+            }
+        )
+        found.append(f"{where}: pending writes of task(s) {', '.join(map(repr, tasks))} differ")
+    return found
+
+
+def verify_thread(
+    codec: Codec, join: _queries.WritesJoin, thread_id: str, batch_size: int
+) -> MigrationPlan[ThreadVerification]:
+    differences: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    from_start = True
+    while batch := (yield ReadCheckpoints(thread_id, batch_size, from_start)):
+        from_start = False
+        refs = [_ids(item, thread_id) for item in batch]
+        keys = [
+            {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}
+            for ns, cid, _ in refs
+        ]
+        stored = yield from _target_tuples(codec, thread_id, keys)
+        for item, (ns, cid, _) in zip(batch, refs, strict=True):
+            seen.add((ns, cid))
+            where = f"checkpoint {cid!r} (namespace {ns!r})"
+            ours = stored.get((thread_id, ns, cid))
+            if ours is None:
+                differences.append(f"{where}: missing from the target")
+            else:
+                differences += tuple_differences(where, item.tuple, ours)
+    held = yield Command(
+        Target.CHECKPOINTS,
+        "find",
+        ({"thread_id": thread_id}, {"_id": 0, "checkpoint_ns": 1, "checkpoint_id": 1}),
+    )
+    for doc in held:
+        if (doc["checkpoint_ns"], doc["checkpoint_id"]) not in seen:
+            where = f"checkpoint {doc['checkpoint_id']!r} (namespace {doc['checkpoint_ns']!r})"
+            differences.append(f"{where}: in the target only")
+    theirs = yield ReadLatest(thread_id)
+    ours = yield from ops.get_tuple(
+        codec, join, {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    )
+    latest = [t.config["configurable"]["checkpoint_id"] if t else None for t in (theirs, ours)]
+    if latest[0] != latest[1]:
+        differences.append(
+            f"latest checkpoint: {latest[0]!r} in the source, {latest[1]!r} in the target"
+        )
+    if len(differences) > MAX_DIFFERENCES:
+        more = len(differences) - MAX_DIFFERENCES
+        differences = [*differences[:MAX_DIFFERENCES], f"... and {more} more"]
+    return ThreadVerification(thread_id, len(seen), differences)
+
+
+def verify_threads(
+    codec: Codec,
+    join: _queries.WritesJoin,
+    thread_ids: Iterable[str] | None,
+    batch_size: int,
+    on_thread: OnThread | None,
+) -> MigrationPlan[VerifyReport]:
+    report = VerifyReport()
+    if thread_ids is None:
+        thread_ids = yield ReadThreadIds()
+    for thread_id in thread_ids:
+        result = yield from verify_thread(codec, join, thread_id, batch_size)
+        report.threads.append(result)
+        if on_thread is not None:
+            on_thread(result)
+    return report

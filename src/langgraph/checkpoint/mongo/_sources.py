@@ -1,0 +1,366 @@
+"""Reading a source's threads for `migrate`: through any saver's public API
+(`list`/`get_tuple`, or `alist`/`aget_tuple`), or straight from the collections of the
+official MongoDB saver, `langgraph-checkpoint-mongodb`.
+
+A reader yields a thread's checkpoints as a stream; `Requests` (and its async twin) hands
+them to a plan batch by batch and keeps at most one stream open, so reading never holds
+more than a batch, and a source that locks while it lists (`SqliteSaver`) is never asked
+for something else meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from itertools import islice
+from typing import Any, Protocol, TypeVar
+
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, writes_sort_key
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from langgraph.checkpoint.mongo._migration import (
+    ReadLatest,
+    ReadThreadIds,
+    SourceCheckpoint,
+    SourceRead,
+    SourceWrite,
+    inferred_writes,
+)
+
+T = TypeVar("T")
+
+
+def _thread_config(thread_id: str, root_only: bool = False) -> Any:
+    configurable = {"thread_id": thread_id}
+    return {"configurable": {**configurable, "checkpoint_ns": ""} if root_only else configurable}
+
+
+def _from_tuple(checkpoint: CheckpointTuple) -> SourceCheckpoint:
+    return SourceCheckpoint(checkpoint, inferred_writes(checkpoint.pending_writes or ()))
+
+
+class Reader(Protocol):
+    def thread_ids(self) -> list[str]: ...
+    def checkpoints(self, thread_id: str) -> Iterator[SourceCheckpoint]: ...
+    def latest(self, thread_id: str) -> CheckpointTuple | None: ...
+
+
+class AsyncReader(Protocol):
+    async def thread_ids(self) -> list[str]: ...
+    def checkpoints(self, thread_id: str) -> AsyncIterator[SourceCheckpoint]: ...
+    async def latest(self, thread_id: str) -> CheckpointTuple | None: ...
+
+
+def _new_ids(ids: dict[str, None], checkpoint: CheckpointTuple) -> None:
+    ids.setdefault(checkpoint.config["configurable"]["thread_id"], None)
+
+
+def _sqlite_thread_ids(saver: BaseCheckpointSaver[Any]) -> list[str] | None:
+    """`SqliteSaver`'s threads from its table, instead of deserializing every checkpoint."""
+    module = sys.modules.get("langgraph.checkpoint.sqlite")
+    if module is None or not isinstance(saver, module.SqliteSaver):
+        return None
+    with saver.cursor(transaction=False) as cursor:
+        cursor.execute("SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id")
+        return [row[0] for row in cursor]
+
+
+class SaverReader:
+    """Any saver, through `list` and `get_tuple`."""
+
+    def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
+        self.saver = saver
+
+    def thread_ids(self) -> list[str]:
+        fast = _sqlite_thread_ids(self.saver)
+        if fast is not None:
+            return fast
+        ids: dict[str, None] = {}
+        for checkpoint in self.saver.list(None):
+            _new_ids(ids, checkpoint)
+        return list(ids)
+
+    def checkpoints(self, thread_id: str) -> Iterator[SourceCheckpoint]:
+        stream = self.saver.list(_thread_config(thread_id))
+        try:
+            for checkpoint in stream:
+                yield _from_tuple(checkpoint)
+        finally:  # a stream left early is closed now, not when collected
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+
+    def latest(self, thread_id: str) -> CheckpointTuple | None:
+        return self.saver.get_tuple(_thread_config(thread_id, root_only=True))
+
+
+class AsyncSaverReader:
+    """Any saver, through `alist` and `aget_tuple`."""
+
+    def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
+        self.saver = saver
+
+    async def thread_ids(self) -> list[str]:
+        ids: dict[str, None] = {}
+        async for checkpoint in self.saver.alist(None):
+            _new_ids(ids, checkpoint)
+        return list(ids)
+
+    async def checkpoints(self, thread_id: str) -> AsyncIterator[SourceCheckpoint]:
+        stream = self.saver.alist(_thread_config(thread_id))
+        try:
+            async for checkpoint in stream:
+                yield _from_tuple(checkpoint)
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def latest(self, thread_id: str) -> CheckpointTuple | None:
+        return await self.saver.aget_tuple(_thread_config(thread_id, root_only=True))
+
+
+def _loads_metadata(serde: SerializerProtocol, stored: Any) -> Any:
+    """The official saver's metadata: a dict whose leaves are `[type, bytes]` pairs."""
+    if isinstance(stored, Mapping):
+        return {key: _loads_metadata(serde, value) for key, value in stored.items()}
+    type_, data = stored
+    return serde.loads_typed((type_, bytes(data)))
+
+
+class OfficialMongoDBSource:
+    """The collections of `langgraph-checkpoint-mongodb` (0.3 to 0.5), read directly.
+
+    Pass it (or the official `MongoDBSaver` itself) as the source of `copy_threads`. Its
+    documents are plain, so reading them beats the saver's own `list`: two queries per
+    batch of checkpoints instead of one per checkpoint, in bounded memory (the official
+    `alist` reads a whole thread before yielding), exact (write documents carry the
+    `task_path` and `idx` that `list` does not return), and read-only, without the package
+    itself (which creates indexes when constructed and needs Python 3.11).
+
+    Args:
+        database: a `pymongo` `Database` (of a sync `MongoClient`).
+        checkpoint_collection_name, writes_collection_name: the official saver's names.
+        serde: the serializer the official saver was given (`JsonPlusSerializer` if `None`).
+        batch_size: checkpoints per read.
+    """
+
+    def __init__(
+        self,
+        database: Any,
+        checkpoint_collection_name: str = "checkpoints",
+        writes_collection_name: str = "checkpoint_writes",
+        *,
+        serde: SerializerProtocol | None = None,
+        batch_size: int = 100,
+    ) -> None:
+        self.checkpoints_collection = database[checkpoint_collection_name]
+        self.writes_collection = database[writes_collection_name]
+        self.serde = serde if serde is not None else JsonPlusSerializer()
+        self.batch_size = batch_size
+
+    @classmethod
+    def from_saver(cls, saver: Any) -> OfficialMongoDBSource:
+        """The collections an official `MongoDBSaver` uses, with its serializer."""
+        return cls(
+            saver.db,
+            saver.checkpoint_collection.name,
+            saver.writes_collection.name,
+            serde=saver.serde,
+        )
+
+    def thread_ids(self) -> list[str]:
+        pipeline = [{"$group": {"_id": "$thread_id"}}, {"$sort": {"_id": 1}}]
+        cursor = self.checkpoints_collection.aggregate(pipeline, allowDiskUse=True)
+        with cursor:
+            return [doc["_id"] for doc in cursor]
+
+    def checkpoints(self, thread_id: str) -> Iterator[SourceCheckpoint]:
+        cursor = self.checkpoints_collection.find(
+            {"thread_id": thread_id},
+            sort=[("checkpoint_ns", 1), ("checkpoint_id", -1)],
+            batch_size=self.batch_size,
+        )
+        with cursor:
+            while docs := list(islice(cursor, self.batch_size)):
+                yield from self._with_writes(thread_id, docs)
+
+    def latest(self, thread_id: str) -> CheckpointTuple | None:
+        doc = self.checkpoints_collection.find_one(
+            {"thread_id": thread_id, "checkpoint_ns": ""}, sort=[("checkpoint_id", -1)]
+        )
+        return self._with_writes(thread_id, [doc])[0].tuple if doc else None
+
+    def _with_writes(
+        self, thread_id: str, docs: Sequence[Mapping[str, Any]]
+    ) -> list[SourceCheckpoint]:
+        """The checkpoints with their writes, read in one query."""
+        by_ns: dict[str, list[str]] = {}
+        for doc in docs:
+            by_ns.setdefault(doc["checkpoint_ns"], []).append(doc["checkpoint_id"])
+        query = {
+            "thread_id": thread_id,
+            "$or": [
+                {"checkpoint_ns": ns, "checkpoint_id": {"$in": ids}} for ns, ids in by_ns.items()
+            ],
+        }
+        writes: dict[tuple[str, str], list[SourceWrite]] = {}
+        for write in self.writes_collection.find(query):
+            key = (write["checkpoint_ns"], write["checkpoint_id"])
+            writes.setdefault(key, []).append(self._write(write))
+        return [
+            self._checkpoint(doc, writes.get((doc["checkpoint_ns"], doc["checkpoint_id"]), []))
+            for doc in docs
+        ]
+
+    def _write(self, doc: Mapping[str, Any]) -> SourceWrite:
+        return SourceWrite(
+            doc["task_id"],
+            doc.get("task_path", ""),
+            doc["idx"],
+            doc["channel"],
+            self.serde.loads_typed((doc["type"], bytes(doc["value"]))),
+        )
+
+    def _checkpoint(self, doc: Mapping[str, Any], writes: list[SourceWrite]) -> SourceCheckpoint:
+        writes.sort(key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx))
+        ids = {k: doc[k] for k in ("thread_id", "checkpoint_ns", "checkpoint_id")}
+        parent_id = doc.get("parent_checkpoint_id")
+        checkpoint = CheckpointTuple(
+            config={"configurable": ids},
+            checkpoint=self.serde.loads_typed((doc["type"], bytes(doc["checkpoint"]))),
+            metadata=_loads_metadata(self.serde, doc.get("metadata", {})),
+            parent_config=(
+                {"configurable": {**ids, "checkpoint_id": parent_id}} if parent_id else None
+            ),
+            pending_writes=[(w.task_id, w.channel, w.value) for w in writes],
+        )
+        return SourceCheckpoint(checkpoint, writes)
+
+
+def reads_in_threads(saver: BaseCheckpointSaver[Any]) -> bool:
+    """Savers whose async methods refuse to run (`SqliteSaver`) or only run the sync ones
+    after reading a whole list (the official saver, our `MongoDBSaver`): the async API
+    reads them through their sync methods, in a worker thread, as a stream."""
+    names = {
+        ("langgraph.checkpoint.sqlite", "SqliteSaver"),
+        ("langgraph.checkpoint.mongodb.saver", "MongoDBSaver"),
+        ("langgraph.checkpoint.mongo.sync", "MongoDBSaver"),
+    }
+    return any(
+        isinstance(saver, cls)
+        for module, name in names
+        if (cls := getattr(sys.modules.get(module), name, None)) is not None
+    )
+
+
+def official_source(source: Any) -> OfficialMongoDBSource | None:
+    """The official saver's collections when `source` is its `MongoDBSaver`."""
+    module = sys.modules.get("langgraph.checkpoint.mongodb.saver")
+    if module is not None and isinstance(source, module.MongoDBSaver):
+        return OfficialMongoDBSource.from_saver(source)
+    return None
+
+
+# Answering a plan's reads.
+
+
+class Requests:
+    """Answers `ReadCheckpoints` and `ReadLatest` from a sync reader."""
+
+    def __init__(self, reader: Reader) -> None:
+        self.reader = reader
+        self._thread: str | None = None
+        self._stream: Iterator[SourceCheckpoint] | None = None  # None: read to the end
+
+    def answer(self, request: SourceRead) -> Any:
+        if isinstance(request, ReadThreadIds):
+            self.close()
+            return self.reader.thread_ids()
+        if isinstance(request, ReadLatest):
+            self.close()
+            return self.reader.latest(request.thread_id)
+        if request.from_start or request.thread_id != self._thread:
+            self.close()
+            self._thread = request.thread_id
+            self._stream = self.reader.checkpoints(request.thread_id)
+        if self._stream is None:
+            return []
+        batch = list(islice(self._stream, request.limit))
+        if len(batch) < request.limit:
+            self._end()
+        return batch
+
+    def _end(self) -> None:
+        stream, self._stream = self._stream, None
+        close = getattr(stream, "close", None)
+        if close is not None:
+            close()
+
+    def close(self) -> None:
+        self._end()
+        self._thread = None
+
+
+class AsyncRequests:
+    """Answers `ReadCheckpoints` and `ReadLatest` from an async reader."""
+
+    def __init__(self, reader: AsyncReader) -> None:
+        self.reader = reader
+        self._thread: str | None = None
+        self._stream: AsyncIterator[SourceCheckpoint] | None = None  # None: read to the end
+
+    async def answer(self, request: SourceRead) -> Any:
+        if isinstance(request, ReadThreadIds):
+            await self.close()
+            return await self.reader.thread_ids()
+        if isinstance(request, ReadLatest):
+            await self.close()
+            return await self.reader.latest(request.thread_id)
+        if request.from_start or request.thread_id != self._thread:
+            await self.close()
+            self._thread = request.thread_id
+            self._stream = self.reader.checkpoints(request.thread_id)
+        if self._stream is None:
+            return []
+        batch = []
+        async for item in self._stream:
+            batch.append(item)
+            if len(batch) == request.limit:
+                return batch
+        await self._end()
+        return batch
+
+    async def _end(self) -> None:
+        stream, self._stream = self._stream, None
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+    async def close(self) -> None:
+        await self._end()
+        self._thread = None
+
+
+class ThreadedRequests:
+    """A sync reader's `Requests` for the async API, answered in one worker thread of its
+    own (a sync driver's cursor, or an sqlite3 connection, stays on one thread)."""
+
+    def __init__(self, reader: Reader) -> None:
+        self.requests = Requests(reader)
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="copy-threads")
+
+    async def _call(self, function: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.worker, function, *args)
+
+    async def answer(self, request: SourceRead) -> Any:
+        return await self._call(self.requests.answer, request)
+
+    async def close(self) -> None:
+        try:
+            await self._call(self.requests.close)
+        finally:
+            self.worker.shutdown(wait=False)

@@ -1,0 +1,273 @@
+"""Copy the threads of any LangGraph saver into ours, and verify the copy.
+
+```python
+from langgraph.checkpoint.mongo import MongoDBSaver
+from langgraph.checkpoint.mongo.migrate import copy_threads, verify_threads
+
+with MongoDBSaver.from_conn_string(uri, "langgraph_db") as target:
+    report = copy_threads(source, target)  # InMemorySaver, SqliteSaver, the official saver...
+    print(report.summary())
+    print(verify_threads(source, target).summary())
+```
+
+Every checkpoint of every namespace arrives with its id, parent, metadata, channel
+versions and pending writes; running a copy again finishes an interrupted one and
+duplicates nothing; a thread the target already holds with other data is reported as a
+conflict and left alone unless `overwrite=True`. See "Moving from another saver" in the
+README for what each source exposes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from langgraph.checkpoint.mongo import _migration as plans
+from langgraph.checkpoint.mongo._base import step
+from langgraph.checkpoint.mongo._drivers import execute_async, plan_name
+from langgraph.checkpoint.mongo._keys import str_list
+from langgraph.checkpoint.mongo._migration import (
+    CopyOptions,
+    CopyReport,
+    MigrationPlan,
+    SourceRequest,
+    ThreadCopy,
+    ThreadStatus,
+    ThreadVerification,
+    VerifyReport,
+)
+from langgraph.checkpoint.mongo._sources import (
+    AsyncRequests,
+    AsyncSaverReader,
+    OfficialMongoDBSource,
+    Reader,
+    Requests,
+    SaverReader,
+    ThreadedRequests,
+    official_source,
+    reads_in_threads,
+)
+from langgraph.checkpoint.mongo.aio import AsyncMongoDBSaver
+from langgraph.checkpoint.mongo.sync import MongoDBSaver
+
+__all__ = [
+    "CopyReport",
+    "OfficialMongoDBSource",
+    "ThreadCopy",
+    "ThreadStatus",
+    "ThreadVerification",
+    "VerifyReport",
+    "acopy_threads",
+    "averify_threads",
+    "copy_threads",
+    "source_thread_ids",
+    "verify_threads",
+]
+
+T = TypeVar("T")
+
+Source = BaseCheckpointSaver[Any] | OfficialMongoDBSource
+
+
+def _reader(source: Source, fast_path: bool) -> Reader:
+    """The official saver's collections when allowed, else the saver's public API."""
+    if isinstance(source, OfficialMongoDBSource):
+        return source
+    official = official_source(source) if fast_path else None
+    if official is not None:
+        return official
+    if isinstance(source, BaseCheckpointSaver):
+        return SaverReader(source)
+    raise TypeError(
+        "source must be a LangGraph checkpoint saver (BaseCheckpointSaver) or an "
+        f"OfficialMongoDBSource, got {type(source).__name__}"
+    )
+
+
+def _async_requests(source: Source, fast_path: bool) -> AsyncRequests | ThreadedRequests:
+    reader = _reader(source, fast_path)
+    if isinstance(reader, SaverReader) and not reads_in_threads(reader.saver):
+        return AsyncRequests(AsyncSaverReader(reader.saver))
+    # The official saver's collections are read with the sync driver, in a worker thread.
+    return ThreadedRequests(reader)
+
+
+def _sync_target(target: Any, name: str) -> MongoDBSaver:
+    if not isinstance(target, MongoDBSaver):
+        raise TypeError(
+            f"{name} writes through a MongoDBSaver (pymongo.MongoClient), got "
+            f"{type(target).__name__}; with an AsyncMongoDBSaver use a{name}"
+        )
+    return target
+
+
+def _async_target(target: Any, name: str) -> AsyncMongoDBSaver | MongoDBSaver:
+    if not isinstance(target, (AsyncMongoDBSaver, MongoDBSaver)):
+        raise TypeError(
+            f"{name} writes through an AsyncMongoDBSaver or a MongoDBSaver, got "
+            f"{type(target).__name__}"
+        )
+    return target
+
+
+def _batch_size(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"batch_size must be an int of at least 1, got {value!r}")
+    return value
+
+
+def _thread_list(thread_ids: Sequence[str] | None) -> list[str] | None:
+    """The threads to copy, each once, in the order given; `None`: every thread."""
+    if thread_ids is None:
+        return None
+    return list(dict.fromkeys(str_list(thread_ids, "thread_ids")))
+
+
+def _run(plan: MigrationPlan[T], requests: Requests, target: MongoDBSaver) -> T:
+    operation = plan_name(plan)
+    try:
+        request, value = step(plan)
+        while request is not None:
+            try:
+                if isinstance(request, SourceRequest):
+                    result = requests.answer(request)
+                else:
+                    result = target._execute(operation, request)
+            except Exception as error:  # the plan decides: handle it, or it propagates
+                request, value = step(plan, error=error)
+            else:
+                request, value = step(plan, result)
+        return value  # type: ignore[return-value]
+    finally:
+        requests.close()
+
+
+async def _arun(
+    plan: MigrationPlan[T],
+    requests: AsyncRequests | ThreadedRequests,
+    target: AsyncMongoDBSaver | MongoDBSaver,
+) -> T:
+    operation = plan_name(plan)
+    try:
+        request, value = step(plan)
+        while request is not None:
+            try:
+                if isinstance(request, SourceRequest):
+                    result = await requests.answer(request)
+                elif isinstance(target, MongoDBSaver):
+                    result = await asyncio.to_thread(target._execute, operation, request)
+                else:
+                    result = await execute_async(operation, target._collection(request), request)
+            except Exception as error:
+                request, value = step(plan, error=error)
+            else:
+                request, value = step(plan, result)
+        return value  # type: ignore[return-value]
+    finally:
+        await requests.close()
+
+
+def source_thread_ids(source: Source, *, fast_path: bool = True) -> list[str]:
+    """Every thread id the source holds (what `thread_ids=None` copies).
+
+    The official saver's are read from its collections (one aggregation), `SqliteSaver`'s
+    from its table; any other saver's by listing every checkpoint (`list(None)`).
+    """
+    return _reader(source, fast_path).thread_ids()
+
+
+def copy_threads(
+    source: Source,
+    target: MongoDBSaver,
+    thread_ids: Sequence[str] | None = None,
+    *,
+    overwrite: bool = False,
+    dry_run: bool = False,
+    batch_size: int = 100,
+    fast_path: bool = True,
+    on_progress: Callable[[str, int], None] | None = None,
+    on_thread: Callable[[ThreadCopy], None] | None = None,
+) -> CopyReport:
+    """Copy threads (every thread of the source when `thread_ids` is `None`) into `target`.
+
+    Args:
+        source: any `BaseCheckpointSaver` (read through `list`/`get_tuple`), or an
+            `OfficialMongoDBSource`.
+        target: a set-up `MongoDBSaver` (`acopy_threads` also takes `AsyncMongoDBSaver`).
+        overwrite: replace threads the target holds with other data (else: conflicts).
+        dry_run: read and check everything, write nothing; the report says what would be.
+        batch_size: checkpoints read and written per round trip (memory is about this
+            many checkpoints).
+        fast_path: read the official saver's collections directly when `source` is its
+            `MongoDBSaver` (exact task paths, fewer queries); `False` uses `list` only.
+        on_progress: called with `(thread_id, checkpoints)` after each batch.
+        on_thread: called with each thread's `ThreadCopy` when it is done.
+
+    Conflicts and checkpoints that cannot be stored (`CheckpointTooLargeError`, a value the
+    target's serializer refuses) are reported per thread (`report.ok`, `report.problems`);
+    errors reading the source or writing the target propagate, and running the copy again
+    resumes it.
+    """
+    saver = _sync_target(target, "copy_threads")
+    options = CopyOptions(overwrite, dry_run, _batch_size(batch_size), on_progress, on_thread)
+    plan = plans.copy_threads(saver.codec, saver.expiry, _thread_list(thread_ids), options)
+    return _run(plan, Requests(_reader(source, fast_path)), saver)
+
+
+async def acopy_threads(
+    source: Source,
+    target: AsyncMongoDBSaver | MongoDBSaver,
+    thread_ids: Sequence[str] | None = None,
+    *,
+    overwrite: bool = False,
+    dry_run: bool = False,
+    batch_size: int = 100,
+    fast_path: bool = True,
+    on_progress: Callable[[str, int], None] | None = None,
+    on_thread: Callable[[ThreadCopy], None] | None = None,
+) -> CopyReport:
+    """`copy_threads` for asyncio: reads the source through `alist`/`aget_tuple` (the
+    official saver's collections in worker threads) and writes through either saver."""
+    saver = _async_target(target, "acopy_threads")
+    options = CopyOptions(overwrite, dry_run, _batch_size(batch_size), on_progress, on_thread)
+    plan = plans.copy_threads(saver.codec, saver.expiry, _thread_list(thread_ids), options)
+    return await _arun(plan, _async_requests(source, fast_path), saver)
+
+
+def verify_threads(
+    source: Source,
+    target: MongoDBSaver,
+    thread_ids: Sequence[str] | None = None,
+    *,
+    batch_size: int = 100,
+    fast_path: bool = True,
+    on_thread: Callable[[ThreadVerification], None] | None = None,
+) -> VerifyReport:
+    """Compare source and target thread by thread: the same checkpoints (ids, parents,
+    checkpoint contents, metadata, pending writes per task and channel), none extra in
+    the target, and the same latest checkpoint. Reads only."""
+    saver = _sync_target(target, "verify_threads")
+    plan = plans.verify_threads(
+        saver.codec, saver.join, _thread_list(thread_ids), _batch_size(batch_size), on_thread
+    )
+    return _run(plan, Requests(_reader(source, fast_path)), saver)
+
+
+async def averify_threads(
+    source: Source,
+    target: AsyncMongoDBSaver | MongoDBSaver,
+    thread_ids: Sequence[str] | None = None,
+    *,
+    batch_size: int = 100,
+    fast_path: bool = True,
+    on_thread: Callable[[ThreadVerification], None] | None = None,
+) -> VerifyReport:
+    """`verify_threads` for asyncio."""
+    saver = _async_target(target, "averify_threads")
+    plan = plans.verify_threads(
+        saver.codec, saver.join, _thread_list(thread_ids), _batch_size(batch_size), on_thread
+    )
+    return await _arun(plan, _async_requests(source, fast_path), saver)
