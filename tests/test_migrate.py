@@ -1,0 +1,467 @@
+"""`copy_threads` / `verify_threads`: what arrives, re-runs, conflicts, failures, memory.
+
+The graph-level proof (copied threads continue exactly as on the source) is in
+`test_migrate_graphs.py`; this file checks the copy itself on every backend, mostly from
+an `InMemorySaver` source.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.base import ERROR, INTERRUPT
+from langgraph.checkpoint.memory import InMemorySaver
+from pymongo.errors import AutoReconnect
+
+from conftest import Backend
+from graphs import Run, chat_graph, config, human, run_on
+from helpers import call, checkpoint, listed
+from langgraph.checkpoint.mongo import migrate
+from langgraph.checkpoint.mongo._drivers import maybe_await
+from langgraph.checkpoint.mongo.migrate import (
+    OfficialMongoDBSource,
+    ThreadStatus,
+    copy_threads,
+    source_thread_ids,
+)
+from migration_sources import Source, copy, official_client, official_saver_class, verify
+
+
+async def chat(saver: Any, thread_id: str, turns: range, *, sync: bool = True) -> None:
+    async def scenario(run: Run) -> None:
+        graph = run.compile(chat_graph())
+        for turn in turns:
+            await graph.invoke(human(turn), config(thread_id))
+
+    await run_on(saver, sync, None, scenario)
+
+
+async def count(collection: Any, query: dict[str, Any] | None = None) -> int:
+    return int(await maybe_await(collection.count_documents(query or {})))
+
+
+async def stored(saver: Any) -> tuple[int, int]:
+    return await count(saver.checkpoint_collection), await count(saver.writes_collection)
+
+
+def memory_source(saver: InMemorySaver | None = None) -> Source:
+    return Source("memory", saver or InMemorySaver())
+
+
+def source_documents(memory: InMemorySaver) -> tuple[int, int]:
+    checkpoints = sum(len(ids) for ns in memory.storage.values() for ids in ns.values())
+    return checkpoints, sum(len(writes) for writes in memory.writes.values())
+
+
+# What arrives.
+
+
+async def test_ids_metadata_and_versions_arrive_unchanged(backend: Backend, saver: Any) -> None:
+    memory = InMemorySaver()
+    cfg = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "user_id": "u-1"}}
+    first = checkpoint({"a": 1})
+    first["channel_versions"] = {"a": memory.get_next_version(None, None)}
+    metadata = {"source": "input", "step": -1, "parents": {}, "note": ("tuple", 1)}
+    stored_at = memory.put(cfg, first, metadata, first["channel_versions"])
+    second = checkpoint({"a": 2})
+    second["channel_versions"] = {
+        "a": memory.get_next_version(first["channel_versions"]["a"], None)
+    }
+    memory.put(
+        stored_at, second, {"source": "loop", "step": 0, "parents": {}}, second["channel_versions"]
+    )
+    sub = checkpoint({"b": [1]})
+    memory.put(config_in("t", "child:1"), sub, {"source": "loop", "step": 1}, {})
+
+    report = await copy(backend, memory_source(memory), saver)
+    assert [(t.thread_id, t.status, t.checkpoints) for t in report.threads] == [
+        ("t", ThreadStatus.COPIED, 3)
+    ]
+    theirs = {ids_of(t): t for t in memory.list({"configurable": {"thread_id": "t"}})}
+    ours = {ids_of(t): t for t in await listed(saver, {"configurable": {"thread_id": "t"}})}
+    assert ours.keys() == theirs.keys()
+    for key, mine in ours.items():
+        assert mine.checkpoint == theirs[key].checkpoint
+        # Exactly the source's metadata: the copy adds no config keys, drops none.
+        assert mine.metadata == theirs[key].metadata
+        assert mine.parent_config == theirs[key].parent_config
+    # InMemorySaver's put added the config's user_id to the first; nothing to the second.
+    assert ours[("", first["id"])].metadata["user_id"] == "u-1"
+    assert set(ours[("", second["id"])].metadata) == {"source", "step", "parents"}
+    assert ours[("", second["id"])].checkpoint["channel_values"] == {"a": 2}
+    assert isinstance(ours[("", second["id"])].checkpoint["channel_versions"]["a"], str)
+
+
+def config_in(thread_id: str, ns: str) -> Any:
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}
+
+
+def ids_of(t: Any) -> tuple[str, str]:
+    return t.config["configurable"]["checkpoint_ns"], t.config["configurable"]["checkpoint_id"]
+
+
+def pending_writes_fixture(put_writes: Any) -> None:
+    """Three tasks whose paths order them unlike their ids, one with an error write."""
+    put_writes([("x", 1), ("y", 2)], "task-a", "~z")
+    put_writes([("x", 3)], "task-b", "~a")
+    put_writes([(ERROR, "boom")], "task-c", "~m")
+    put_writes([(INTERRUPT, "ask")], "task-a", "~z")
+
+
+async def test_pending_writes_keep_task_ids_and_order(backend: Backend, saver: Any) -> None:
+    memory = InMemorySaver()
+    cp = checkpoint({"a": 1})
+    at = memory.put(config_in("t", ""), cp, {"source": "loop", "step": 0}, {})
+    pending_writes_fixture(lambda w, task, path: memory.put_writes(at, w, task, path))
+    want = memory.get_tuple(at)
+    assert want is not None
+    assert want.pending_writes is not None
+    assert [(w[0], w[1]) for w in want.pending_writes] == [
+        ("task-b", "x"),
+        ("task-c", ERROR),
+        ("task-a", INTERRUPT),
+        ("task-a", "x"),
+        ("task-a", "y"),
+    ]
+    await copy(backend, memory_source(memory), saver)
+    got = await call(saver, "get_tuple", at)
+    assert got.pending_writes == want.pending_writes
+    # The tuple has no task paths: ordinal paths keep the order, indexes are rebuilt.
+    docs = await maybe_await(
+        saver.writes_collection.find({}, {"task_path": 1, "idx": 1}).to_list(None)
+    )
+    assert sorted((d["_id"]["task_id"], d["task_path"], d["idx"]) for d in docs) == [
+        ("task-a", "00000002", -3),
+        ("task-a", "00000002", 0),
+        ("task-a", "00000002", 1),
+        ("task-b", "00000000", 0),
+        ("task-c", "00000001", -1),
+    ]
+
+
+async def test_official_collections_keep_task_paths_and_indexes(
+    backend: Backend, saver: Any
+) -> None:
+    official = official_saver_class()
+    async with official_client(backend) as client:
+        source = official(client, "official_paths")
+        try:
+            cp = checkpoint({"a": 1})
+            at = source.put(config_in("t", ""), cp, {"source": "loop", "step": 0}, {})
+            pending_writes_fixture(lambda w, task, path: source.put_writes(at, w, task, path))
+            report = await copy(backend, Source("official", source), saver)
+            assert report.ok
+            theirs = sorted(
+                (d["task_id"], d["task_path"], d["idx"], d["channel"])
+                for d in source.writes_collection.find({})
+            )
+        finally:
+            client.drop_database("official_paths")
+    docs = await maybe_await(saver.writes_collection.find({}).to_list(None))
+    assert sorted((d["task_id"], d["task_path"], d["idx"], d["channel"]) for d in docs) == theirs
+    got = await call(saver, "get_tuple", at)
+    # Our order is LangGraph's `writes_sort_key` (task path first); the official saver
+    # returns writes in insertion order.
+    assert [(w[0], w[1]) for w in got.pending_writes] == [
+        ("task-b", "x"),
+        ("task-c", ERROR),
+        ("task-a", INTERRUPT),
+        ("task-a", "x"),
+        ("task-a", "y"),
+    ]
+
+
+async def test_official_threads_come_from_one_aggregation(backend: Backend) -> None:
+    official = official_saver_class()
+    async with official_client(backend) as client:
+        source = official(client, "official_threads")
+        try:
+            for thread_id in ("b", "a", "c"):
+                await chat(source, thread_id, range(2))
+            if backend.wire is not None:
+                before = backend.wire.count()
+            assert source_thread_ids(source) == ["a", "b", "c"]
+            if backend.wire is not None:
+                assert backend.wire.commands[before:] == ["aggregate"]
+            assert sorted(source_thread_ids(source, fast_path=False)) == ["a", "b", "c"]
+            direct = OfficialMongoDBSource(client["official_threads"])
+            assert direct.thread_ids() == ["a", "b", "c"]
+        finally:
+            client.drop_database("official_threads")
+
+
+# Re-runs, conflicts, failures.
+
+
+def fail_bulk_writes_after(monkeypatch: pytest.MonkeyPatch, target: Any, allowed: int) -> list[str]:
+    """Let `allowed` bulk writes of a copy through, then fail each as a lost connection."""
+    sent: list[str] = []
+
+    def check(command: Any) -> None:
+        if command.method == "bulk_write":
+            if len(sent) >= allowed:
+                raise AutoReconnect("injected: connection lost")
+            sent.append(command.target.value)
+
+    if isinstance(target, migrate.MongoDBSaver):
+        execute = target._execute
+
+        def failing(operation: str, command: Any) -> Any:
+            check(command)
+            return execute(operation, command)
+
+        monkeypatch.setattr(target, "_execute", failing)
+    else:
+        execute_async = migrate.execute_async
+
+        async def failing_async(operation: str, collection: Any, command: Any) -> Any:
+            check(command)
+            return await execute_async(operation, collection, command)
+
+        monkeypatch.setattr(migrate, "execute_async", failing_async)
+    return sent
+
+
+async def test_an_interrupted_copy_resumes_without_duplicates(
+    backend: Backend, saver: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = InMemorySaver()
+    for thread_id in ("one", "two"):
+        await chat(memory, thread_id, range(3))
+    source = memory_source(memory)
+    sent = fail_bulk_writes_after(monkeypatch, saver, allowed=3)
+    with pytest.raises(AutoReconnect, match="injected"):
+        await copy(backend, source, saver, batch_size=2)
+    # Stopped between a batch's writes and its checkpoints.
+    assert sent == ["writes", "checkpoints", "writes"]
+    partial = await listed(saver, {"configurable": {"thread_id": "one"}})
+    assert len(partial) == 2
+    for mine in partial:  # never a checkpoint without its writes
+        theirs = memory.get_tuple(mine.config)
+        assert theirs is not None
+        assert mine.pending_writes == theirs.pending_writes
+    monkeypatch.undo()
+
+    report = await copy(backend, source, saver, batch_size=2)
+    assert [(t.thread_id, t.status) for t in report.threads] == [
+        ("one", ThreadStatus.COMPLETED),
+        ("two", ThreadStatus.COPIED),
+    ]
+    assert await stored(saver) == source_documents(memory)
+    assert (await verify(backend, source, saver)).ok
+
+    sent = fail_bulk_writes_after(monkeypatch, saver, allowed=0)
+    again = await copy(backend, source, saver)
+    assert {t.status for t in again.threads} == {ThreadStatus.UNCHANGED}
+    assert sent == []  # nothing rewritten
+    assert await stored(saver) == source_documents(memory)
+
+
+async def test_a_thread_held_with_other_data_is_a_conflict_unless_overwrite(
+    backend: Backend, saver: Any
+) -> None:
+    memory = InMemorySaver()
+    await chat(memory, "t", range(2))
+    await chat(memory, "other", range(1))
+    await chat(saver, "t", range(5, 6), sync=backend.is_sync)
+    before = await listed(saver, {"configurable": {"thread_id": "t"}})
+    source = memory_source(memory)
+
+    report = await copy(backend, source, saver)
+    statuses = {t.thread_id: t.status for t in report.threads}
+    assert statuses == {"t": ThreadStatus.CONFLICT, "other": ThreadStatus.COPIED}
+    assert not report.ok
+    [conflict] = report.problems
+    assert "differs in the target" in str(conflict.detail) or "the source does not" in str(
+        conflict.detail
+    )
+    assert "conflict" in report.summary()
+    assert await listed(saver, {"configurable": {"thread_id": "t"}}) == before
+    assert not (await verify(backend, source, saver)).ok
+
+    replaced = await copy(backend, source, saver, overwrite=True)
+    statuses = {t.thread_id: t.status for t in replaced.threads}
+    assert statuses == {"t": ThreadStatus.REPLACED, "other": ThreadStatus.UNCHANGED}
+    assert (await verify(backend, source, saver)).ok
+
+
+async def test_a_target_that_went_on_is_a_conflict_a_source_that_went_on_completes(
+    backend: Backend, saver: Any
+) -> None:
+    memory = InMemorySaver()
+    await chat(memory, "ahead", range(2))
+    await chat(memory, "behind", range(2))
+    source = memory_source(memory)
+    await copy(backend, source, saver)
+    await chat(saver, "ahead", range(2, 3), sync=backend.is_sync)
+    await chat(memory, "behind", range(2, 3))
+
+    report = await copy(backend, source, saver)
+    found = {t.thread_id: (t.status, t.detail) for t in report.threads}
+    assert found["ahead"][0] is ThreadStatus.CONFLICT
+    assert "the target holds 3 checkpoint(s)" in str(found["ahead"][1])
+    assert found["behind"] == (ThreadStatus.COMPLETED, None)
+    verified = await verify(backend, source, saver, thread_ids=["behind"])
+    assert verified.ok, verified.summary()
+
+
+async def test_a_dry_run_writes_nothing(backend: Backend, saver: Any) -> None:
+    memory = InMemorySaver()
+    await chat(memory, "t", range(2))
+    report = await copy(backend, memory_source(memory), saver, dry_run=True)
+    [thread] = report.threads
+    assert (thread.status, thread.checkpoints, thread.writes) == (
+        ThreadStatus.COPIED,
+        *source_documents(memory),
+    )
+    assert report.dry_run
+    assert "would copy" in report.summary()
+    assert await stored(saver) == (0, 0)
+
+
+async def test_a_checkpoint_too_large_fails_its_thread_only(backend: Backend, saver: Any) -> None:
+    memory = InMemorySaver()
+    big = checkpoint({"blob": os.urandom(17 * 1024 * 1024)})
+    memory.put(config_in("big", ""), big, {"source": "input", "step": -1}, {"blob": 1})
+    await chat(memory, "small", range(1))
+    report = await copy(backend, memory_source(memory), saver)
+    found = {t.thread_id: t for t in report.threads}
+    assert found["small"].status is ThreadStatus.COPIED
+    assert found["big"].status is ThreadStatus.FAILED
+    assert big["id"] in str(found["big"].detail)
+    assert "over MongoDB's limit" in str(found["big"].detail)
+    assert await count(saver.checkpoint_collection, {"thread_id": "big"}) == 0
+
+
+async def test_copied_threads_get_the_target_ttl_stamp(backend: Backend) -> None:
+    memory = InMemorySaver()
+    await chat(memory, "t", range(2))
+    async with backend.saver(ttl=3600) as saver:
+        await copy(backend, memory_source(memory), saver)
+        stamped = {"thread_touched_at": {"$exists": True}}
+        assert await count(saver.checkpoint_collection, stamped) == source_documents(memory)[0]
+        assert await count(saver.writes_collection, stamped) == source_documents(memory)[1]
+
+
+# Verification.
+
+
+async def test_verify_names_every_kind_of_difference(backend: Backend, saver: Any) -> None:
+    memory = InMemorySaver()
+    await chat(memory, "t", range(2))
+    await chat(memory, "missing", range(1))
+    source = memory_source(memory)
+    await copy(backend, source, saver, thread_ids=["t"])
+    latest = memory.get_tuple(config("t"))
+    assert latest is not None
+    # One write of the first checkpoint gone, one checkpoint added, metadata changed.
+    [oldest] = [t for t in memory.list(config("t")) if t.metadata["step"] == -1]
+    gone = {"checkpoint.checkpoint_id": oldest.config["configurable"]["checkpoint_id"]}
+    await maybe_await(saver.writes_collection.delete_one(gone))
+    extra = checkpoint({"x": 1})
+    await call(saver, "put", latest.config, extra, {"source": "update", "step": 9}, {})
+
+    report = await verify(backend, source, saver)
+    assert not report.ok
+    found = {t.thread_id: t.differences for t in report.threads}
+    assert found["missing"] == [
+        *[
+            f"checkpoint {cid!r} (namespace ''): missing from the target"
+            for cid in ids("missing", memory)
+        ],
+        f"latest checkpoint: {ids('missing', memory)[0]!r} in the source, None in the target",
+    ]
+    assert found["t"] == [
+        f"checkpoint {oldest.config['configurable']['checkpoint_id']!r} (namespace ''): "
+        "pending writes of task(s) " + repr(oldest.pending_writes[0][0]) + " differ",
+        f"checkpoint {extra['id']!r} (namespace ''): in the target only",
+        f"latest checkpoint: {latest.config['configurable']['checkpoint_id']!r} in the "
+        f"source, {extra['id']!r} in the target",
+    ]
+    assert "2 thread(s) differ" in report.summary()
+
+
+def ids(thread_id: str, memory: InMemorySaver) -> list[str]:
+    return [t.config["configurable"]["checkpoint_id"] for t in memory.list(config(thread_id))]
+
+
+# Memory.
+
+
+class CountingSaver(InMemorySaver):
+    """An `InMemorySaver` that counts the checkpoints its `list` has handed out."""
+
+    handed_out = 0
+
+    def list(self, config: Any, **kwargs: Any) -> Iterator[Any]:
+        for item in super().list(config, **kwargs):
+            self.handed_out += 1
+            yield item
+
+
+async def test_a_long_thread_is_read_and_written_a_batch_at_a_time(
+    backend: Backend, saver: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = CountingSaver()
+    await chat(memory, "long", range(10))  # 30 checkpoints
+    sent = fail_bulk_writes_after(monkeypatch, saver, allowed=1000)
+    ahead: list[int] = []
+    done = 0
+
+    def on_progress(thread_id: str, checkpoints: int) -> None:
+        nonlocal done
+        done += checkpoints
+        ahead.append(memory.handed_out - done)
+
+    memory.handed_out = 0
+    await copy(
+        backend,
+        memory_source(memory),
+        saver,
+        thread_ids=["long"],
+        batch_size=4,
+        on_progress=on_progress,
+    )
+    assert done == 30
+    # Never more than a batch read ahead of what was written.
+    assert max(ahead) <= 4
+    assert sent.count("checkpoints") == 8
+
+
+# Bad input.
+
+
+async def test_bad_arguments_are_named(backend: Backend, saver: Any) -> None:
+    memory = InMemorySaver()
+    with pytest.raises(TypeError, match="OfficialMongoDBSource, got dict"):
+        await copy(backend, Source("memory", {}), saver)
+    with pytest.raises(ValueError, match="batch_size must be an int of at least 1, got 0"):
+        await copy(backend, memory_source(memory), saver, batch_size=0)
+    with pytest.raises(TypeError, match="thread_ids must be a sequence of str"):
+        await copy(backend, memory_source(memory), saver, thread_ids="abc")
+    with pytest.raises(TypeError, match="thread_ids\\[1\\] must be a str"):
+        await copy(backend, memory_source(memory), saver, thread_ids=["a", 1])
+    if not backend.is_sync:
+        with pytest.raises(TypeError, match="use acopy_threads"):
+            await asyncio.to_thread(copy_threads, memory, saver)
+
+
+async def test_sources_that_refuse_async_are_read_in_a_thread(
+    backend: Backend, saver: Any, tmp_path: Path
+) -> None:
+    """`SqliteSaver` refuses `alist`; `acopy_threads` reads its `list` in a worker thread."""
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    with sqlite3.connect(tmp_path / "s.db", check_same_thread=False) as conn:
+        sqlite = SqliteSaver(conn)
+        await chat(sqlite, "t", range(2))
+        report = await migrate.acopy_threads(sqlite, saver)
+        assert [t.status for t in report.threads] == [ThreadStatus.COPIED]
+        assert (await migrate.averify_threads(sqlite, saver)).ok
