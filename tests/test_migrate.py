@@ -320,7 +320,7 @@ async def test_a_dry_run_writes_nothing(backend: Backend, saver: Any) -> None:
         *source_documents(memory),
     )
     assert report.dry_run
-    assert "would copy" in report.summary()
+    assert "would be written" in report.summary()
     assert await stored(saver) == (0, 0)
 
 

@@ -151,6 +151,7 @@ class ThreadCopy:
 
 
 _PROBLEMS = (ThreadStatus.CONFLICT, ThreadStatus.FAILED)
+_WRITTEN = (ThreadStatus.COPIED, ThreadStatus.COMPLETED, ThreadStatus.REPLACED)
 
 
 @dataclass
@@ -173,14 +174,15 @@ class CopyReport:
         return sum(1 for t in self.threads if t.status is status)
 
     def summary(self) -> str:
-        done = "would copy" if self.dry_run else "copied"
-        checkpoints = sum(t.checkpoints for t in self.threads if t.status not in _PROBLEMS)
-        writes = sum(t.writes for t in self.threads if t.status not in _PROBLEMS)
+        written = [t for t in self.threads if t.status in _WRITTEN]
+        checkpoints = sum(t.checkpoints for t in written)
+        writes = sum(t.writes for t in written)
         parts = [f"{len(self.threads)} thread(s)"]
         parts += [f"{self.count(s)} {s.value}" for s in ThreadStatus if self.count(s)]
         lines = [
             ", ".join(parts),
-            f"{checkpoints} checkpoint(s) and {writes} pending write(s) {done} or in place",
+            f"{checkpoints} checkpoint(s) and {writes} pending write(s) "
+            + ("would be written" if self.dry_run else "written"),
         ]
         lines += [f"  {t.thread_id!r}: {t.status.value}: {t.detail}" for t in self.problems]
         return "\n".join(lines)

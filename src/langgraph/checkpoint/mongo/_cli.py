@@ -1,0 +1,349 @@
+"""`python -m langgraph.checkpoint.mongo copy-threads`: copy threads from the official
+MongoDB saver's collections or a SqliteSaver file into this package's collections."""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+from pymongo import MongoClient
+
+from langgraph.checkpoint.mongo._base import (
+    DEFAULT_CHECKPOINT_COLLECTION,
+    DEFAULT_DB_NAME,
+    DEFAULT_WRITES_COLLECTION,
+)
+from langgraph.checkpoint.mongo._codec import COMPRESSIONS
+from langgraph.checkpoint.mongo._drivers import DRIVER_INFO
+from langgraph.checkpoint.mongo.migrate import (
+    OfficialMongoDBSource,
+    Source,
+    ThreadCopy,
+    ThreadStatus,
+    ThreadVerification,
+    copy_threads,
+    source_thread_ids,
+    verify_threads,
+)
+from langgraph.checkpoint.mongo.sync import MongoDBSaver
+
+DESCRIPTION = """\
+Copy LangGraph threads into langgraph-checkpoint-mongo's collections: every checkpoint of
+every namespace with its id, parent, metadata, channel versions and pending writes.
+Running the same command again finishes an interrupted copy and duplicates nothing; a
+thread the target already holds with other data is reported and left alone (see
+--overwrite). Exits 0 when every thread was copied (and, with --verify, verified),
+1 when a thread conflicted, failed or differs, or on any error, 2 on bad arguments.
+"""
+
+EPILOG = """\
+examples:
+  # from langgraph-checkpoint-mongodb, into a new database of the same cluster
+  python -m langgraph.checkpoint.mongo copy-threads \\
+      --from-mongodb "$MONGODB_URI" --from-db checkpointing_db \\
+      --to "$MONGODB_URI" --to-db langgraph_db --verify
+  # from a SqliteSaver file (pip install "langgraph-checkpoint-mongo[sqlite]")
+  python -m langgraph.checkpoint.mongo copy-threads --from-sqlite checkpoints.db \\
+      --to "$MONGODB_URI" --thread user-42 --thread user-43 --dry-run
+"""
+
+
+class UsageError(Exception):
+    """A problem with the arguments or the environment, told as one line."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m langgraph.checkpoint.mongo",
+        description="Tools for langgraph-checkpoint-mongo.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    copy = commands.add_parser(
+        "copy-threads",
+        help="copy threads from langgraph-checkpoint-mongodb or SqliteSaver",
+        usage="%(prog)s (--from-mongodb URI | --from-sqlite PATH) --to URI [options]",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    source = copy.add_argument_group("source (one of)")
+    origin = source.add_mutually_exclusive_group(required=True)
+    origin.add_argument(
+        "--from-mongodb",
+        metavar="URI",
+        help="connection string of the database that langgraph-checkpoint-mongodb (0.3 to "
+        "0.5) writes to; its collections are only read",
+    )
+    origin.add_argument(
+        "--from-sqlite",
+        metavar="PATH",
+        type=Path,
+        help="a SqliteSaver database file, opened read-only (needs the [sqlite] extra)",
+    )
+    source.add_argument(
+        "--from-db",
+        default=DEFAULT_DB_NAME,
+        metavar="NAME",
+        help="with --from-mongodb: the database name (default: %(default)s)",
+    )
+    source.add_argument(
+        "--from-checkpoints",
+        default=DEFAULT_CHECKPOINT_COLLECTION,
+        metavar="NAME",
+        help="with --from-mongodb: its checkpoint collection (default: %(default)s)",
+    )
+    source.add_argument(
+        "--from-writes",
+        default=DEFAULT_WRITES_COLLECTION,
+        metavar="NAME",
+        help="with --from-mongodb: its writes collection (default: %(default)s)",
+    )
+    target = copy.add_argument_group("target")
+    target.add_argument(
+        "--to", required=True, metavar="URI", help="connection string of the target MongoDB"
+    )
+    target.add_argument(
+        "--to-db",
+        default=DEFAULT_DB_NAME,
+        metavar="NAME",
+        help="the target database (default: %(default)s); it must not be the source's "
+        "collections: both packages use the same default names",
+    )
+    target.add_argument(
+        "--to-checkpoints",
+        default=DEFAULT_CHECKPOINT_COLLECTION,
+        metavar="NAME",
+        help="the target checkpoint collection (default: %(default)s)",
+    )
+    target.add_argument(
+        "--to-writes",
+        default=DEFAULT_WRITES_COLLECTION,
+        metavar="NAME",
+        help="the target writes collection (default: %(default)s)",
+    )
+    target.add_argument(
+        "--compression",
+        choices=COMPRESSIONS,
+        help="compress stored values of 1 KiB or more, as the saver's compression= does",
+    )
+    target.add_argument(
+        "--ttl",
+        type=float,
+        metavar="SECONDS",
+        help="the ttl your savers use: copied threads get a fresh whole-thread TTL stamp",
+    )
+    what = copy.add_argument_group("what to do")
+    what.add_argument(
+        "--thread",
+        action="append",
+        dest="threads",
+        metavar="ID",
+        help="copy this thread (repeat for more); default: every thread of the source",
+    )
+    what.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="read and check everything, write nothing (not even indexes); report what "
+        "would be copied",
+    )
+    what.add_argument(
+        "--verify",
+        action="store_true",
+        help="after copying, compare source and target thread by thread (checkpoint ids, "
+        "metadata, pending writes, latest state) and report any difference",
+    )
+    what.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace threads that the target holds with other data (default: report "
+        "them as conflicts and leave them alone)",
+    )
+    what.add_argument(
+        "--batch-size",
+        type=int,
+        default=100,
+        metavar="N",
+        help="checkpoints read and written per round trip; memory holds about this many "
+        "(default: %(default)s)",
+    )
+    what.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (there is none anyway when stderr is not a terminal)",
+    )
+    return parser
+
+
+def _same_collections(args: argparse.Namespace) -> bool:
+    return bool(args.from_mongodb == args.to and args.from_db == args.to_db) and (
+        args.from_checkpoints in (args.to_checkpoints, args.to_writes)
+        or args.from_writes in (args.to_checkpoints, args.to_writes)
+    )
+
+
+@contextmanager
+def _source(args: argparse.Namespace) -> Iterator[Source]:
+    if args.from_mongodb is not None:
+        if _same_collections(args):
+            raise UsageError(
+                "the source and the target are the same collections: both packages use "
+                "the names 'checkpoints' and 'checkpoint_writes' by default, so copy into "
+                "another database (--to-db) or other collections (--to-checkpoints, "
+                "--to-writes)"
+            )
+        client: MongoClient[dict[str, Any]] = MongoClient(args.from_mongodb, driver=DRIVER_INFO)
+        try:
+            yield OfficialMongoDBSource(
+                client[args.from_db],
+                args.from_checkpoints,
+                args.from_writes,
+                batch_size=args.batch_size,
+            )
+        finally:
+            client.close()
+        return
+    try:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+    except ImportError as exc:
+        raise UsageError(
+            "--from-sqlite needs langgraph-checkpoint-sqlite: "
+            'pip install "langgraph-checkpoint-mongo[sqlite]"'
+        ) from exc
+    path: Path = args.from_sqlite
+    if not path.is_file():
+        raise UsageError(f"--from-sqlite {str(path)!r}: no such file")
+    # Read-only: the copy never changes its source.
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    try:
+        yield SqliteSaver(conn)
+    finally:
+        conn.close()
+
+
+@contextmanager
+def _target(args: argparse.Namespace) -> Iterator[MongoDBSaver]:
+    client: MongoClient[dict[str, Any]] = MongoClient(args.to, driver=DRIVER_INFO)
+    try:
+        saver = MongoDBSaver(
+            client,
+            args.to_db,
+            args.to_checkpoints,
+            args.to_writes,
+            compression=args.compression,
+            ttl=args.ttl,
+        )
+        if not args.dry_run:
+            saver.setup()
+        yield saver
+    finally:
+        client.close()
+
+
+class Progress:
+    """A tqdm bar over threads, with checkpoints done, rate and time left; problems are
+    printed above it as they happen."""
+
+    def __init__(self, what: str, total: int, show: bool, out: TextIO) -> None:
+        self.out = out
+        self.checkpoints = 0
+        self.bar: Any = None
+        if show:
+            try:
+                from tqdm import tqdm
+            except ImportError as exc:
+                raise UsageError(
+                    "the progress bar needs tqdm: "
+                    'pip install "langgraph-checkpoint-mongo[cli]", or pass --no-progress'
+                ) from exc
+            self.bar = tqdm(total=total, desc=what, unit="thread", file=out, dynamic_ncols=True)
+
+    def checkpoints_done(self, thread_id: str, count: int) -> None:
+        self.checkpoints += count
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"{self.checkpoints} checkpoints", refresh=False)
+
+    def note(self, line: str) -> None:
+        if self.bar is not None:
+            self.bar.write(line, file=self.out)
+        else:
+            print(line, file=self.out)
+
+    def thread_done(self, result: ThreadCopy | ThreadVerification) -> None:
+        if isinstance(result, ThreadVerification):
+            self.checkpoints_done(result.thread_id, result.checkpoints)
+            if result.differences:
+                self.note(f"differs: {result.thread_id!r} ({len(result.differences)})")
+        elif result.status in (ThreadStatus.CONFLICT, ThreadStatus.FAILED):
+            self.note(f"{result.status.value}: {result.thread_id!r}: {result.detail}")
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _copy_threads(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.batch_size < 1:
+        raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
+    show = not args.no_progress and err.isatty()
+    with _source(args) as source, _target(args) as target:
+        threads = args.threads or source_thread_ids(source)
+        with _closing(Progress("copy", len(threads), show, err)) as progress:
+            report = copy_threads(
+                source,
+                target,
+                threads,
+                overwrite=args.overwrite,
+                dry_run=args.dry_run,
+                batch_size=args.batch_size,
+                on_progress=progress.checkpoints_done,
+                on_thread=progress.thread_done,
+            )
+        print(("dry run: " if args.dry_run else "") + report.summary(), file=out)
+        if not args.verify or args.dry_run:
+            return 0 if report.ok else 1
+        with _closing(Progress("verify", len(threads), show, err)) as progress:
+            verified = verify_threads(
+                source, target, threads, batch_size=args.batch_size, on_thread=progress.thread_done
+            )
+        print("verify: " + verified.summary(), file=out)
+        return 0 if report.ok and verified.ok else 1
+
+
+@contextmanager
+def _closing(progress: Progress) -> Iterator[Progress]:
+    try:
+        yield progress
+    finally:
+        progress.close()
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, TextIO], int]] = {
+    "copy-threads": _copy_threads,
+}
+
+
+def main(
+    argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr
+) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args, out, err)
+    except KeyboardInterrupt:
+        print(
+            "\ninterrupted: nothing is half-written; run the same command again to finish",
+            file=err,
+        )
+        return 130
+    except UsageError as exc:
+        print(f"error: {exc}", file=err)
+        return 1
+    except Exception as exc:  # any failure: one line (drivers name the server or document)
+        print(f"error: {type(exc).__name__}: {exc}", file=err)
+        return 1
