@@ -1,0 +1,122 @@
+"""The Agent Server factory, used as the server uses it: load `examples/agent_server/`
+from its `langgraph.json`, enter the checkpointer, run the graph through the async API,
+exit, and find the client closed; on every backend."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import uuid
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from pymongo.errors import InvalidOperation
+
+from conftest import Backend
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver
+from langgraph.checkpoint.mongo._drivers import maybe_await
+from langgraph.checkpoint.mongo.agent_server import Settings, checkpointer
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "agent_server"
+
+
+def load(path: str) -> Any:
+    """What the server does with a `"./file.py:name"` path of `langgraph.json`."""
+    file, _, name = path.partition(":")
+    spec = importlib.util.spec_from_file_location(
+        f"agent_example_{Path(file).stem}", EXAMPLE / file
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+async def test_the_example_runs_on_the_factory(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = json.loads((EXAMPLE / "langgraph.json").read_text())
+    factory = load(config["checkpointer"]["path"])
+    graph = load(config["graphs"]["chat"])
+    db_name = f"agent_{uuid.uuid4().hex[:12]}"
+    monkeypatch.setenv("MONGODB_DB_NAME", db_name)
+    monkeypatch.setenv("MONGODB_COMPRESSION", "zstd")
+    monkeypatch.setenv("MONGODB_TTL_SECONDS", "3600")
+    # The server calls the factory without arguments: MONGODB_URI names the server. The
+    # in-process mock has no URI, and Motor is not what the factory creates: those two
+    # hand it their client, which it closes on exit all the same.
+    async with AsyncExitStack() as stack:
+        kwargs: dict[str, Any] = {}
+        close = None
+        if backend.name == "mock" or backend.name.endswith("motor"):
+            client = await stack.enter_async_context(backend.client())
+            if backend.name == "mock":  # the mock's close does nothing: watch the call
+                close = stack.enter_context(mock.patch.object(client, "close", wraps=client.close))
+            kwargs["client"] = client
+        else:
+            monkeypatch.setenv("MONGODB_URI", str(backend.uri))
+        async with factory(**kwargs) as saver:
+            assert isinstance(saver, AsyncMongoDBSaver)
+            assert saver.ttl is not None
+            assert (saver.db.name, saver.compression, saver.ttl.total_seconds()) == (
+                db_name,
+                "zstd",
+                3600,
+            )
+            # What the server checks for: present, so rollback, fast copies and pruning work.
+            for method in ("adelete_for_runs", "acopy_thread", "aprune"):
+                assert getattr(type(saver), method) is not getattr(BaseCheckpointSaver, method)
+            running = graph.copy(update={"checkpointer": saver})
+            thread = {"configurable": {"thread_id": "t"}}
+            await running.ainvoke({"messages": [("user", "hi")]}, thread)
+            out = await running.ainvoke({"messages": [("user", "again")]}, thread)
+            assert out["messages"][-1].content == "message 2 of this thread: again"
+            await saver.acopy_thread("t", "copy")
+            state = await running.aget_state({"configurable": {"thread_id": "copy"}})
+            assert len(state.values["messages"]) == 4
+            await maybe_await(saver.client.drop_database(db_name))
+        if close is not None:
+            close.assert_called_once_with()
+        else:
+            with pytest.raises(InvalidOperation):
+                await saver.aget_tuple(thread)
+
+
+def test_settings_come_from_the_environment() -> None:
+    assert Settings.from_env({}) == Settings()
+    env = {
+        "MONGODB_URI": "mongodb://db.example:27017",
+        "MONGODB_DB_NAME": "agents",
+        "MONGODB_CHECKPOINT_COLLECTION": "cps",
+        "MONGODB_WRITES_COLLECTION": "ws",
+        "MONGODB_TTL_SECONDS": "86400",
+        "MONGODB_COMPRESSION": "ZSTD",
+        "MONGODB_TARGETED_JOINS": "false",
+    }
+    assert Settings.from_env(env) == Settings(
+        "mongodb://db.example:27017", "agents", "cps", "ws", 86400.0, "zstd", False
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("MONGODB_TTL_SECONDS", "a day", "MONGODB_TTL_SECONDS must be a number of seconds"),
+        ("MONGODB_COMPRESSION", "lz4", "MONGODB_COMPRESSION must be one of zlib, zstd or none"),
+        ("MONGODB_TARGETED_JOINS", "maybe", "MONGODB_TARGETED_JOINS must be true or false"),
+    ],
+)
+def test_a_bad_variable_is_named(name: str, value: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Settings.from_env({name: value})
+
+
+async def test_without_a_uri_the_factory_says_what_is_missing() -> None:
+    with pytest.raises(ValueError, match="MONGODB_URI is not set"):
+        async with checkpointer(Settings()):
+            pass
