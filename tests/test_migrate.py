@@ -21,7 +21,7 @@ from pymongo.errors import AutoReconnect
 from conftest import Backend
 from graphs import Run, chat_graph, config, human, run_on
 from helpers import call, checkpoint, listed
-from langgraph.checkpoint.mongo import migrate
+from langgraph.checkpoint.mongo import aio, migrate
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo.migrate import (
     OfficialMongoDBSource,
@@ -217,13 +217,13 @@ def fail_bulk_writes_after(monkeypatch: pytest.MonkeyPatch, target: Any, allowed
 
         monkeypatch.setattr(target, "_execute", failing)
     else:
-        execute_async = migrate.execute_async
+        execute_async = aio.execute_async
 
         async def failing_async(operation: str, collection: Any, command: Any) -> Any:
             check(command)
             return await execute_async(operation, collection, command)
 
-        monkeypatch.setattr(migrate, "execute_async", failing_async)
+        monkeypatch.setattr(aio, "execute_async", failing_async)
     return sent
 
 

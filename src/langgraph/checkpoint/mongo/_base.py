@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Generator
+from collections.abc import Awaitable, Callable, Collection, Generator
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -35,6 +35,33 @@ def step(
         return (plan.throw(error) if error is not None else plan.send(result)), None
     except StopIteration as done:
         return None, done.value
+
+
+def run_plan(plan: Generator[Y, Any, T], execute: Callable[[Y], Any]) -> T:
+    """Run a plan to its end, each request answered by `execute`; an error it raises
+    goes back into the plan, which handles it or lets it propagate."""
+    request, value = step(plan)
+    while request is not None:
+        try:
+            result = execute(request)
+        except Exception as error:
+            request, value = step(plan, error=error)
+        else:
+            request, value = step(plan, result)
+    return value  # type: ignore[return-value]
+
+
+async def arun_plan(plan: Generator[Y, Any, T], execute: Callable[[Y], Awaitable[Any]]) -> T:
+    """`run_plan` with an async `execute`."""
+    request, value = step(plan)
+    while request is not None:
+        try:
+            result = await execute(request)
+        except Exception as error:
+            request, value = step(plan, error=error)
+        else:
+            request, value = step(plan, result)
+    return value  # type: ignore[return-value]
 
 
 class MongoDBSaverBase(BaseCheckpointSaver[int]):

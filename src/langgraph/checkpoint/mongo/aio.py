@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Collection, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Coroutine,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -26,10 +35,10 @@ from langgraph.checkpoint.mongo._base import (
     DEFAULT_DB_NAME,
     DEFAULT_WRITES_COLLECTION,
     MongoDBSaverBase,
-    step,
+    arun_plan,
 )
 from langgraph.checkpoint.mongo._codec import Compression
-from langgraph.checkpoint.mongo._commands import Plan
+from langgraph.checkpoint.mongo._commands import Command, Plan
 from langgraph.checkpoint.mongo._documents import checkpoint_tuple
 from langgraph.checkpoint.mongo._drivers import (
     DRIVER_INFO,
@@ -101,16 +110,15 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
 
     async def _run(self, plan: Plan[T]) -> T:
         self._bind_loop()
-        operation = plan_name(plan)
-        command, value = step(plan)
-        while command is not None:
-            try:
-                result = await execute_async(operation, self._collection(command), command)
-            except Exception as error:  # the plan decides: handle it, or it propagates
-                command, value = step(plan, error=error)
-            else:
-                command, value = step(plan, result)
-        return value  # type: ignore[return-value]
+        return await arun_plan(plan, self._executor(plan_name(plan)))
+
+    def _executor(self, operation: str) -> Callable[[Command], Awaitable[Any]]:
+        """Runs one command of `operation` on this saver's collections."""
+
+        async def execute(command: Command) -> Any:
+            return await execute_async(operation, self._collection(command), command)
+
+        return execute
 
     async def setup(
         self, *, create_indexes: bool = True, skip_indexes: Collection[str] = ()

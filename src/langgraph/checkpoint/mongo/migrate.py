@@ -20,19 +20,21 @@ README for what each source exposes.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langgraph.checkpoint.mongo import _migration as plans
-from langgraph.checkpoint.mongo._base import step
-from langgraph.checkpoint.mongo._drivers import execute_async, plan_name
+from langgraph.checkpoint.mongo._base import arun_plan, run_plan
+from langgraph.checkpoint.mongo._commands import Command
+from langgraph.checkpoint.mongo._drivers import plan_name
 from langgraph.checkpoint.mongo._keys import str_list
 from langgraph.checkpoint.mongo._migration import (
     CopyOptions,
     CopyReport,
     MigrationPlan,
+    SourceRead,
     SourceRequest,
     ThreadCopy,
     ThreadStatus,
@@ -128,21 +130,28 @@ def _thread_list(thread_ids: Sequence[str] | None) -> list[str] | None:
 
 def _run(plan: MigrationPlan[T], requests: Requests, target: MongoDBSaver) -> T:
     operation = plan_name(plan)
+
+    def execute(request: Command | SourceRead) -> Any:
+        if isinstance(request, SourceRequest):
+            return requests.answer(request)
+        return target._execute(operation, request)
+
     try:
-        request, value = step(plan)
-        while request is not None:
-            try:
-                if isinstance(request, SourceRequest):
-                    result = requests.answer(request)
-                else:
-                    result = target._execute(operation, request)
-            except Exception as error:  # the plan decides: handle it, or it propagates
-                request, value = step(plan, error=error)
-            else:
-                request, value = step(plan, result)
-        return value  # type: ignore[return-value]
+        return run_plan(plan, execute)
     finally:
         requests.close()
+
+
+def _command_executor(
+    target: AsyncMongoDBSaver | MongoDBSaver, operation: str
+) -> Callable[[Command], Awaitable[Any]]:
+    if isinstance(target, AsyncMongoDBSaver):
+        return target._executor(operation)
+
+    async def in_a_thread(command: Command) -> Any:
+        return await asyncio.to_thread(target._execute, operation, command)
+
+    return in_a_thread
 
 
 async def _arun(
@@ -150,22 +159,15 @@ async def _arun(
     requests: AsyncRequests | ThreadedRequests,
     target: AsyncMongoDBSaver | MongoDBSaver,
 ) -> T:
-    operation = plan_name(plan)
+    execute_command = _command_executor(target, plan_name(plan))
+
+    async def execute(request: Command | SourceRead) -> Any:
+        if isinstance(request, SourceRequest):
+            return await requests.answer(request)
+        return await execute_command(request)
+
     try:
-        request, value = step(plan)
-        while request is not None:
-            try:
-                if isinstance(request, SourceRequest):
-                    result = await requests.answer(request)
-                elif isinstance(target, MongoDBSaver):
-                    result = await asyncio.to_thread(target._execute, operation, request)
-                else:
-                    result = await execute_async(operation, target._collection(request), request)
-            except Exception as error:
-                request, value = step(plan, error=error)
-            else:
-                request, value = step(plan, result)
-        return value  # type: ignore[return-value]
+        return await arun_plan(plan, execute)
     finally:
         await requests.close()
 

@@ -26,7 +26,7 @@ from langgraph.checkpoint.mongo._base import (
     DEFAULT_DB_NAME,
     DEFAULT_WRITES_COLLECTION,
     MongoDBSaverBase,
-    step,
+    run_plan,
 )
 from langgraph.checkpoint.mongo._codec import Compression
 from langgraph.checkpoint.mongo._commands import Command, Plan
@@ -95,15 +95,7 @@ class MongoDBSaver(MongoDBSaverBase):
 
     def _run(self, plan: Plan[T]) -> T:
         operation = plan_name(plan)
-        command, value = step(plan)
-        while command is not None:
-            try:
-                result = self._execute(operation, command)
-            except Exception as error:  # the plan decides: handle it, or it propagates
-                command, value = step(plan, error=error)
-            else:
-                command, value = step(plan, result)
-        return value  # type: ignore[return-value]
+        return run_plan(plan, lambda command: self._execute(operation, command))
 
     def setup(self, *, create_indexes: bool = True, skip_indexes: Collection[str] = ()) -> None:
         """Create the indexes every query uses and set the TTL index; idempotent.
