@@ -170,6 +170,7 @@ def backend(request: pytest.FixtureRequest) -> Backend:
     if name.startswith("wire"):
         server = request.getfixturevalue("wire_server")
         server.delay = 0.0
+        server.fault = None
         return Backend(name, server.uri, server)
     return Backend(name, MONGODB_URI)
 
