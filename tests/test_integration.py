@@ -125,7 +125,9 @@ async def test_every_query_uses_an_index(
                     assert len(plan.shards) == 1, (command, plan)  # the thread's shard only
                 else:
                     assert not plan.shards, (command, plan)
-        if not sharded:  # a join into a sharded collection runs on the shards, not explained
+        # Through mongos a join runs on the shards, whose join statistics mongos's explain
+        # is not documented to carry: the checks above apply to whatever it reports.
+        if not sharded:
             assert join_index in joins
 
 
