@@ -4,7 +4,8 @@ test database, what an `explain` says the server used, and the gate CI runs the 
 A pytest plugin (tests/conftest.py loads it). Tests marked `integration` run only with
 `MONGODB_URI` and skip cleanly without it. `--require-server=TOPOLOGY` (CI and
 `nox -s integration` pass it) turns a quiet skip into a failure: the run fails unless
-`MONGODB_URI` is set and is a deployment of that topology, at least one `integration`
+`MONGODB_URI` is set and is a deployment of that topology (and of `MONGODB_VERSION`, when
+set: the version docker/compose*.yaml start), at least one `integration`
 test ran, and no `integration` test was skipped for any reason but the server's version
 (a test that needs a newer server skips with a reason starting `SERVER_VERSION_SKIP`).
 """
@@ -145,6 +146,11 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             f"--require-server={required}, but MONGODB_URI is a {found.topology} "
             f"(MongoDB {found.version_string})"
+        )
+    asked = os.environ.get("MONGODB_VERSION")  # what docker/compose*.yaml were told to start
+    if asked and not found.version_string.startswith(f"{asked}."):
+        raise pytest.UsageError(
+            f"MONGODB_VERSION={asked}, but MONGODB_URI is MongoDB {found.version_string}"
         )
     config.pluginmanager.register(_Gate(), "require-server")
 

@@ -97,13 +97,16 @@ def test_needs_a_newer_server():
 """
 
 
-def run_gated(tmp_path: Path, body: str, *args: str, uri: str | None) -> Any:
+def run_gated(
+    tmp_path: Path, body: str, *args: str, uri: str | None, version: str | None = None
+) -> Any:
     (tmp_path / "test_gated.py").write_text(body)
     # Only this plugin: the installed ones (hypothesis, asyncio, ...) would triple the time.
     env = {**os.environ, "PYTHONPATH": str(TESTS), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    env.pop("MONGODB_URI", None)
-    if uri is not None:
-        env["MONGODB_URI"] = uri
+    for name, value in {"MONGODB_URI": uri, "MONGODB_VERSION": version}.items():
+        env.pop(name, None)
+        if value is not None:
+            env[name] = value
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "real_server", "-p", "no:cacheprovider", *args],
         cwd=tmp_path,
@@ -124,9 +127,10 @@ def wire_uri(wire_server: Any) -> str:
 def test_the_gate_passes_a_run_where_only_the_version_skipped(
     tmp_path: Path, wire_uri: str
 ) -> None:
-    done = run_gated(tmp_path, GATED, "--require-server=standalone", uri=wire_uri)
+    done = run_gated(tmp_path, GATED, "--require-server=standalone", uri=wire_uri, version="7.0")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed, 1 skipped" in done.stdout
+    assert "MONGODB_URI: MongoDB 7.0.0, standalone" in done.stdout  # the wire server's
 
 
 def test_the_gate_fails_a_run_with_another_skip(tmp_path: Path, wire_uri: str) -> None:
@@ -153,6 +157,9 @@ def test_the_gate_refuses_a_missing_or_different_server(tmp_path: Path, wire_uri
     done = run_gated(tmp_path, GATED, "--require-server=sharded", uri=wire_uri)
     assert done.returncode == pytest.ExitCode.USAGE_ERROR
     assert "--require-server=sharded, but MONGODB_URI is a standalone" in done.stderr
+    done = run_gated(tmp_path, GATED, "--require-server=standalone", uri=wire_uri, version="8.0")
+    assert done.returncode == pytest.ExitCode.USAGE_ERROR
+    assert "MONGODB_VERSION=8.0, but MONGODB_URI is MongoDB 7.0.0" in done.stderr
 
 
 def test_integration_tests_skip_without_a_server(tmp_path: Path) -> None:
