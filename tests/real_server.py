@@ -5,9 +5,9 @@ A pytest plugin (tests/conftest.py loads it). Tests marked `integration` run onl
 `MONGODB_URI` and skip cleanly without it. `--require-server=TOPOLOGY` (CI and
 `nox -s integration` pass it) turns a quiet skip into a failure: the run fails unless
 `MONGODB_URI` is set and is a deployment of that topology (and of `MONGODB_VERSION`, when
-set: the version docker/compose*.yaml start), at least one `integration`
-test ran, and no `integration` test was skipped for any reason but the server's version
-(a test that needs a newer server skips with a reason starting `SERVER_VERSION_SKIP`).
+set: the version docker/compose*.yaml start), at least one `integration` test ran, and no
+`integration` test was skipped for any reason but the server's version (a test that needs
+a newer server skips with a reason starting `SERVER_VERSION_SKIP`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,7 @@ SERVER_VERSION_SKIP = "server version:"
 @dataclass(frozen=True)
 class Deployment:
     topology: str  # one of TOPOLOGIES
-    version: tuple[int, ...]
-    version_string: str
+    version: str  # "8.0.4"
 
 
 @cache
@@ -51,7 +50,7 @@ def deployment() -> Deployment:
         topology = "replica-set"
     else:
         topology = "standalone"
-    return Deployment(topology, tuple(build["versionArray"][:3]), str(build["version"]))
+    return Deployment(topology, str(build["version"]))
 
 
 # Stages that read through an index: IXSCAN; IDHACK (an `_id` point read, before 8.0);
@@ -145,12 +144,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if found.topology != required:
         raise pytest.UsageError(
             f"--require-server={required}, but MONGODB_URI is a {found.topology} "
-            f"(MongoDB {found.version_string})"
+            f"(MongoDB {found.version})"
         )
     asked = os.environ.get("MONGODB_VERSION")  # what docker/compose*.yaml were told to start
-    if asked and not found.version_string.startswith(f"{asked}."):
+    if asked and not found.version.startswith(f"{asked}."):
         raise pytest.UsageError(
-            f"MONGODB_VERSION={asked}, but MONGODB_URI is MongoDB {found.version_string}"
+            f"MONGODB_VERSION={asked}, but MONGODB_URI is MongoDB {found.version}"
         )
     config.pluginmanager.register(_Gate(), "require-server")
 
@@ -159,7 +158,7 @@ def pytest_report_header(config: pytest.Config) -> str:
     if not MONGODB_URI:
         return "MONGODB_URI: unset (embedded backends)"
     found = deployment()
-    return f"MONGODB_URI: MongoDB {found.version_string}, {found.topology}"
+    return f"MONGODB_URI: MongoDB {found.version}, {found.topology}"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
