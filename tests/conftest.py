@@ -8,6 +8,7 @@ Without `MONGODB_URI`:
 With `MONGODB_URI`: `async`, `motor`, `sync`, the same drivers against that server.
 
 `SAVER_BACKENDS=mock,wire-sync` (comma-separated) narrows the set for a quick run.
+On a sharded cluster every test database is sharded as the README advises (real_server.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import _mongomock_patch
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 from langgraph.checkpoint.mongo._drivers import maybe_await
 
+pytest_plugins = ["real_server"]  # the `integration` marker and `--require-server`
 _mongomock_patch.apply()
 
 MONGODB_URI = os.environ.get("MONGODB_URI")
@@ -142,13 +144,15 @@ class Backend:
         owned = "db_name" not in kwargs
         db_name = kwargs.pop("db_name", f"test_{uuid.uuid4().hex[:16]}")
         async with self.client(log) as client:
-            saver: AsyncMongoDBSaver | MongoDBSaver
-            if self.is_sync:
-                saver = MongoDBSaver(client, db_name, **kwargs)
-                saver.setup()
-            else:
-                saver = AsyncMongoDBSaver(client, db_name, **kwargs)
-                await saver.setup()
+            cls = MongoDBSaver if self.is_sync else AsyncMongoDBSaver
+            saver: AsyncMongoDBSaver | MongoDBSaver = cls(client, db_name, **kwargs)
+            if owned and MONGODB_URI:
+                # Imported here, after pytest loaded the plugin (and rewrote its asserts).
+                from real_server import deployment, shard_like_the_readme
+
+                if deployment().topology == "sharded":
+                    await shard_like_the_readme(client, saver)
+            await maybe_await(saver.setup())
             try:
                 yield saver
             finally:
@@ -170,6 +174,7 @@ def backend(request: pytest.FixtureRequest) -> Backend:
     if name.startswith("wire"):
         server = request.getfixturevalue("wire_server")
         server.delay = 0.0
+        server.fault = None
         return Backend(name, server.uri, server)
     return Backend(name, MONGODB_URI)
 

@@ -140,7 +140,7 @@ async def test_driver_errors_propagate_and_are_logged(
     failures = [r.getMessage() for r in caplog.records if " failed " in r.getMessage()]
     assert [m.split(" failed ")[0] for m in failures] == [
         "get_tuple: checkpoints.aggregate",
-        "put: checkpoints.replace_one",
+        "put: checkpoints.update_one",
         "list: checkpoints.aggregate",
     ]
     assert all(r.exc_info for r in caplog.records if " failed " in r.getMessage())
@@ -155,7 +155,7 @@ async def test_each_command_is_logged_with_its_duration(
     await listed(saver, stored)
     messages = [r.getMessage() for r in caplog.records if r.name == "langgraph.checkpoint.mongo"]
     assert any(
-        m.startswith("put: checkpoints.replace_one took ") and m.endswith(" ms") for m in messages
+        m.startswith("put: checkpoints.update_one took ") and m.endswith(" ms") for m in messages
     )
     assert any(m.startswith("get_tuple: checkpoints.aggregate took ") for m in messages)
     assert any(m.startswith("list: checkpoints.aggregate took ") for m in messages)

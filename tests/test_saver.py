@@ -353,8 +353,10 @@ async def test_prune_keeps_a_checkpoint_written_while_it_runs(saver: Any) -> Non
     second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
     newer = checkpoint()
     parent = config(thread, "", second["configurable"]["checkpoint_id"])
-    write_newer = ops.put(saver.codec, None, parent, newer, {"source": "loop", "step": 2})
-    racing = _after_first_command(ops.prune([thread], "keep_latest"), write_newer)
+    write_newer = ops.put(
+        saver.codec, None, saver.recent, parent, newer, {"source": "loop", "step": 2}, {}
+    )
+    racing = _after_first_command(ops.prune(saver.recent, [thread], "keep_latest"), write_newer)
     await maybe_await(saver._run(racing))
     assert ids(await listed(saver, config(thread))) == [
         newer["id"],

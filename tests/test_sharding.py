@@ -50,7 +50,7 @@ async def test_thread_operations_name_their_thread(sent_commands: list[Command])
     await call(saver, "get_delta_channel_history", config=second, channels=["a"])
     await call(saver, "prune", [thread], strategy="keep_latest")
     await call(saver, "delete_thread", thread)
-    assert {c.method for c in sent_commands} >= {"replace_one", "bulk_write", "aggregate", "find"}
+    assert {c.method for c in sent_commands} >= {"update_one", "bulk_write", "aggregate", "find"}
     assert [c for c in sent_commands if not _targets(c, thread)] == []
 
     # copy_thread reads the source thread and writes the target's.

@@ -301,6 +301,9 @@ class WireServer:
 
     def __init__(self, *, delay: float = 0.0) -> None:
         self.delay: float = delay
+        #: Fault injection: called with each counted command's name and body before it
+        #: runs; returning True hangs up on it unexecuted, as a network failure would.
+        self.fault: Callable[[str, dict[str, Any]], bool] | None = None
         self.mock: mongomock.MongoClient[dict[str, Any]] = mongomock.MongoClient()
         self.commands: list[str] = []
         self.uri: str = ""
@@ -588,7 +591,8 @@ class WireServer:
             delay = self.delay
             if delay > 0:
                 self._stopping.wait(delay)
-        if self._stopping.is_set():
+        fault = self.fault
+        if self._stopping.is_set() or (fault is not None and fault(name, cmd)):
             raise _HangUpError
         try:
             if "startTransaction" in cmd or "autocommit" in cmd:

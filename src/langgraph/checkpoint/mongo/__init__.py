@@ -7,13 +7,20 @@ documents and behave the same.
 
 from langgraph.checkpoint.mongo._drivers import __version__
 from langgraph.checkpoint.mongo.aio import AsyncMongoDBSaver
-from langgraph.checkpoint.mongo.errors import CheckpointTooLargeError, IndexCreationError
+from langgraph.checkpoint.mongo.errors import (
+    CheckpointCycleError,
+    CheckpointTooLargeError,
+    IndexCreationError,
+    ThreadChangedError,
+)
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
 
 __all__ = [
     "AsyncMongoDBSaver",
+    "CheckpointCycleError",
     "CheckpointTooLargeError",
     "IndexCreationError",
     "MongoDBSaver",
+    "ThreadChangedError",
     "__version__",
 ]

@@ -11,6 +11,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.mongo import _operations as ops
+from langgraph.checkpoint.mongo._channel_values import RecentValues
 from langgraph.checkpoint.mongo._codec import Codec, Compression, check_compression
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._drivers import identify
@@ -118,6 +119,8 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
         self.checkpoint_collection = self.db[checkpoint_collection_name]
         self.writes_collection = self.db[writes_collection_name]
         self.join = WritesJoin(writes_collection_name, by_thread=targeted_joins)
+        # Shared with `with_allowlist` copies, like the collections.
+        self.recent = RecentValues()
 
     def get_next_version(self, current: int | str | None, channel: None) -> Any:
         """Ints, as the base class counts; a thread whose versions are strings (copied from

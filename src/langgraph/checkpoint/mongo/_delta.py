@@ -21,6 +21,7 @@ from typing import Any
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite
 from pymongo import DESCENDING
 
+from langgraph.checkpoint.mongo._channel_values import CHANNEL_VALUES
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._documents import (
     JOINED_WRITES,
@@ -30,6 +31,7 @@ from langgraph.checkpoint.mongo._documents import (
 )
 from langgraph.checkpoint.mongo._keys import CheckpointRef, checkpoint_key
 from langgraph.checkpoint.mongo._queries import WritesJoin
+from langgraph.checkpoint.mongo.errors import CheckpointCycleError
 
 LINEAGE_PROJECTION = {
     "_id": 0,
@@ -78,13 +80,20 @@ class Walk:
 
 
 def walk(lineage: Lineage, target_id: str | None, channels: Iterable[str]) -> Walk:
-    """Follow parent ids from the target until every channel has a seed or the root is reached."""
+    """Follow parent ids from the target until every channel has a seed or the root is
+    reached; a chain that comes back to a checkpoint it passed raises, never loops."""
     result = Walk()
     target = lineage.get(target_id) if target_id is not None else None
     remaining = set(channels)
     current = target.get("parent_checkpoint_id") if target is not None else None
+    seen = {target_id}
     while current is not None and remaining and current in lineage:
         doc = lineage[current]
+        if current in seen:
+            path = [target_id, *result.chain, current]
+            cycle = path[path.index(current) :]
+            raise CheckpointCycleError(doc["thread_id"], doc["checkpoint_ns"], cycle)
+        seen.add(current)
         result.chain.append(current)
         for channel in remaining.intersection(doc.get(STORED_CHANNELS, ())):
             result.seed_at[channel] = current
@@ -132,10 +141,12 @@ def deletable(
 def history_pipeline(
     ref: CheckpointRef, found: Walk, channels: Sequence[str], join: WritesJoin
 ) -> list[dict[str, Any]]:
-    """The chain's checkpoints with their writes to `channels`; the blob only for seeds."""
+    """The chain's checkpoints with their writes to `channels`; the stored values of
+    `channels` only for seeds."""
     seeds = sorted(set(found.seed_at.values()))
     is_seed = {"$in": ["$checkpoint_id", {"$literal": seeds}]}
     wanted = {"$in": ["$$this.channel", {"$literal": list(channels)}]}
+    seed_values = {"$filter": {"input": f"${CHANNEL_VALUES}", "cond": wanted}}
     return [
         {
             "$match": {
@@ -147,7 +158,7 @@ def history_pipeline(
         {
             "$project": {
                 "checkpoint_id": 1,
-                "checkpoint": {"$cond": [is_seed, "$checkpoint", "$$REMOVE"]},
+                CHANNEL_VALUES: {"$cond": [is_seed, seed_values, "$$REMOVE"]},
             }
         },
         join.stage(ref.thread_id),
@@ -171,7 +182,7 @@ def assemble(
         cid: pending_writes(codec, doc.get(JOINED_WRITES, ())) for cid, doc in by_id.items()
     }
     seed_values = {
-        cid: codec.decode(by_id[cid]["checkpoint"])["channel_values"]
+        cid: {entry["channel"]: entry for entry in by_id[cid][CHANNEL_VALUES]}
         for cid in set(found.seed_at.values())
     }
     result: dict[str, DeltaChannelHistory] = {}
@@ -184,6 +195,6 @@ def assemble(
         ]
         entry: DeltaChannelHistory = {"writes": writes}
         if channel in found.seed_at:
-            entry["seed"] = seed_values[found.seed_at[channel]][channel]
+            entry["seed"] = codec.decode(seed_values[found.seed_at[channel]][channel])
         result[channel] = entry
     return result

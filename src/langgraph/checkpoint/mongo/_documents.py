@@ -14,6 +14,7 @@ from typing import Any, cast
 import bson
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
+    ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
@@ -22,11 +23,18 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 
+from langgraph.checkpoint.mongo._channel_values import (
+    CHANNEL_VALUES,
+    StoredValues,
+    decode_channel_values,
+    encode_channel_values,
+)
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._keys import (
     CheckpointRef,
     checkpoint_key,
     require_str,
+    shown,
     write_key,
 )
 from langgraph.checkpoint.mongo._metadata import TERMS_FIELD, metadata_terms, readable_metadata
@@ -45,9 +53,15 @@ REPLAYED_CHANNELS = "replayed_channels"
 MAX_DOCUMENT_SIZE = 16 * 1024 * 1024
 
 
+def upsert_filter(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """An upsert's filter: the `_id`, and the shard key `thread_id` for sharded clusters."""
+    return {"_id": doc["_id"], "thread_id": doc["thread_id"]}
+
+
 def _within_size_limit(doc: dict[str, Any], what: str, ref: CheckpointRef) -> dict[str, Any]:
-    """Refuse a document the server would refuse, before anything is sent."""
-    size = len(bson.encode(doc))
+    """Refuse a document the server would refuse, before anything is sent: the upsert
+    that carries it repeats its key in the filter, so that counts too."""
+    size = len(bson.encode(doc)) + len(bson.encode(upsert_filter(doc)))
     if size > MAX_DOCUMENT_SIZE:
         raise CheckpointTooLargeError(
             what,
@@ -71,7 +85,7 @@ def _encoded(codec: Codec, value: Any, what: str, parts: tuple[str, Any] | None 
             try:
                 codec.encode(part)
             except (TypeError, ValueError):
-                what = f"{name}[{key!r}]"
+                what = f"{name}[{shown(key)}]"
                 break
         error = TypeError if isinstance(exc, TypeError) else ValueError
         raise error(f"{what} cannot be serialized: {exc}; nothing was written") from exc
@@ -79,7 +93,7 @@ def _encoded(codec: Codec, value: Any, what: str, parts: tuple[str, Any] | None 
 
 def _require_mapping(value: Any, what: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
-        raise TypeError(f"{what} must be a dict, got {type(value).__name__}: {value!r:.100}")
+        raise TypeError(f"{what} must be a dict, got {type(value).__name__}: {shown(value)}")
     return value
 
 
@@ -91,6 +105,16 @@ def _replayed_channels(metadata: Mapping[str, Any]) -> list[str]:
     return sorted(k for k in counters if isinstance(k, str))
 
 
+def unchanged_channels(checkpoint: Any, new_versions: Any) -> tuple[str, list[str]]:
+    """A checkpoint's id, and the channels it holds whose version did not change since its
+    parent (not in `new_versions`): those are stored from the parent's bytes."""
+    _require_mapping(checkpoint, "checkpoint")
+    checkpoint_id = require_str(checkpoint.get("id"), "checkpoint['id']")
+    values = _require_mapping(checkpoint.get("channel_values", {}), "checkpoint['channel_values']")
+    changed = _require_mapping(new_versions, "new_versions")
+    return checkpoint_id, [channel for channel in values if channel not in changed]
+
+
 def checkpoint_document(
     codec: Codec,
     ref: CheckpointRef,
@@ -98,29 +122,44 @@ def checkpoint_document(
     metadata: CheckpointMetadata,
     config: Mapping[str, Any],
     touched_at: datetime | None = None,
+    new_versions: ChannelVersions | None = None,
+    parent: StoredValues | None = None,
 ) -> dict[str, Any]:
-    """The document `put` stores; `ref.checkpoint_id` is the parent, if any."""
+    """The document `put` stores; `ref.checkpoint_id` is the parent, if any.
+
+    Channels not in `new_versions` keep the `parent`'s stored entries (see
+    `_channel_values`); `new_versions=None` serializes every channel.
+    """
     _require_mapping(checkpoint, "checkpoint")
     _require_mapping(metadata, "metadata")
     checkpoint_id = require_str(checkpoint.get("id"), "checkpoint['id']")
+    channel_values = _require_mapping(
+        checkpoint.get("channel_values", {}), "checkpoint['channel_values']"
+    )
     full_metadata = get_checkpoint_metadata(cast(Any, config), metadata)
     serialized_metadata = _encoded(codec, full_metadata, "metadata", ("metadata", full_metadata))
     # Terms and the readable copy describe what `get_tuple` will return, which is the
     # metadata after a serializer round trip (tuples come back as lists, for example).
     returned_metadata = codec.decode(serialized_metadata)
+    values = encode_channel_values(
+        channel_values,
+        _require_mapping(checkpoint.get("channel_versions", {}), "checkpoint['channel_versions']"),
+        new_versions,
+        parent,
+        lambda value, channel: _encoded(
+            codec, value, f"checkpoint['channel_values'][{shown(channel)}]"
+        ),
+    )
     doc = {
         "_id": checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
         "thread_id": ref.thread_id,
         "checkpoint_ns": ref.checkpoint_ns,
         "checkpoint_id": checkpoint_id,
         "parent_checkpoint_id": ref.checkpoint_id,
-        "checkpoint": _encoded(
-            codec,
-            checkpoint,
-            "checkpoint",
-            ("checkpoint['channel_values']", checkpoint.get("channel_values")),
-        ),
-        STORED_CHANNELS: sorted(checkpoint.get("channel_values", {})),
+        # The checkpoint without its values, which follow one entry per channel.
+        "checkpoint": _encoded(codec, {**checkpoint, "channel_values": {}}, "checkpoint"),
+        CHANNEL_VALUES: list(values.values()),
+        STORED_CHANNELS: sorted(channel_values),
         REPLAYED_CHANNELS: _replayed_channels(full_metadata),
         "metadata": readable_metadata(returned_metadata),
         "serialized_metadata": serialized_metadata,
@@ -162,7 +201,7 @@ def write_documents(
     for position, pair in enumerate(writes):
         if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
             raise TypeError(
-                f"writes[{position}] must be a (channel, value) pair, got {pair!r:.100}"
+                f"writes[{position}] must be a (channel, value) pair, got {shown(pair)}"
             )
         channel, value = pair
         require_str(channel, f"writes[{position}] channel")
@@ -175,11 +214,11 @@ def write_documents(
             "task_path": task_path,
             "idx": idx,
             "channel": channel,
-            "value": _encoded(codec, value, f"writes[{position}] value (channel {channel!r})"),
+            "value": _encoded(codec, value, f"writes[{position}] value (channel {shown(channel)})"),
         }
         if touched_at is not None:
             document[TOUCHED_AT] = touched_at
-        what = f"Write {position} (channel {channel!r}, task {task_id!r})"
+        what = f"Write {position} (channel {shown(channel)}, task {shown(task_id)})"
         documents.append((idx < 0, _within_size_limit(document, what, ref)))
     return documents
 
@@ -198,7 +237,8 @@ def _ours(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     if isinstance(doc.get("checkpoint"), Mapping) and "serialized_metadata" in doc:
         return doc
     raise ValueError(
-        f"checkpoint document {doc.get('_id')!r} was not written by langgraph-checkpoint-mongo"
+        f"checkpoint document {shown(doc.get('_id'))} was not written by "
+        "langgraph-checkpoint-mongo"
         + (" (it looks like langgraph-checkpoint-mongodb's format)" if "type" in doc else "")
         + ": give this saver its own collections (checkpoint_collection_name=..., "
         "writes_collection_name=...) or database; see 'Moving from "
@@ -211,9 +251,11 @@ def checkpoint_tuple(codec: Codec, doc: Mapping[str, Any]) -> CheckpointTuple:
     doc = _ours(doc)
     thread_id, checkpoint_ns = doc["thread_id"], doc["checkpoint_ns"]
     parent_id = doc.get("parent_checkpoint_id")
+    checkpoint: Checkpoint = codec.decode(doc["checkpoint"])
+    checkpoint["channel_values"] = decode_channel_values(codec, doc[CHANNEL_VALUES])
     return CheckpointTuple(
         config=CheckpointRef(thread_id, checkpoint_ns, doc["checkpoint_id"]).config(),
-        checkpoint=codec.decode(doc["checkpoint"]),
+        checkpoint=checkpoint,
         metadata=codec.decode(doc["serialized_metadata"]),
         parent_config=(
             CheckpointRef(thread_id, checkpoint_ns, parent_id).config() if parent_id else None

@@ -8,6 +8,7 @@ same checkpoint equal. Identifiers must be strings: a dict arriving from request
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,9 +34,36 @@ class CheckpointRef:
         }
 
 
+# The longest identifier accepted, in UTF-8 bytes: far above any real id, and low enough
+# that every command repeating one (a filter, a join, a document) stays far below
+# MongoDB's 16 MiB limit, so the limit is met with this error and not the driver's.
+MAX_ID_BYTES = 64 * 1024
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxother = 80
+
+
+def shown(value: Any) -> str:
+    """`repr(value)`, cut to a readable length: error messages may quote hostile input."""
+    return _SHOWN.repr(value)
+
+
 def require_str(value: Any, what: str) -> str:
+    """A string the server can store and match: valid UTF-8 and of a sane length."""
     if not isinstance(value, str):
-        raise TypeError(f"{what} must be a str, got {type(value).__name__}: {value!r}")
+        raise TypeError(f"{what} must be a str, got {type(value).__name__}: {shown(value)}")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"{what} is not valid Unicode text (a lone surrogate {value[exc.start]!r} at "
+            f"index {exc.start}, as json.loads('\"\\ud800\"') yields): {shown(value)}"
+        ) from None
+    if size > MAX_ID_BYTES:
+        raise ValueError(
+            f"{what} is {size} bytes long in UTF-8, over the limit of {MAX_ID_BYTES}: "
+            f"{shown(value)}"
+        )
     return value
 
 

@@ -31,14 +31,15 @@ from langgraph.checkpoint.base import (
     PendingWrite,
     writes_sort_key,
 )
-from pymongo import ReplaceOne
 
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo import _queries
+from langgraph.checkpoint.mongo._channel_values import CHANNEL_VALUES, RecentValues, stored_values
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import (
     JOINED_WRITES,
+    _ours,
     checkpoint_document,
     checkpoint_tuple,
     write_documents,
@@ -231,6 +232,16 @@ class CopyOptions:
     on_thread: OnThread | None = None  # a finished thread's `ThreadCopy`
 
 
+@dataclass(frozen=True, slots=True)
+class TargetSaver:
+    """What the plans need of the target saver (no client: they do no I/O)."""
+
+    codec: Codec
+    join: _queries.WritesJoin
+    expiry: ThreadExpiry | None
+    recent: RecentValues
+
+
 # Source tuples -> our documents.
 
 
@@ -282,10 +293,6 @@ def documents(
     )
     ref = CheckpointRef(thread_id, ns, checkpoint_id)
     return checkpoint, [_write_document(codec, ref, w, stamp) for w in item.writes]
-
-
-def _upserts(docs: Iterable[Mapping[str, Any]]) -> list[ReplaceOne[Any]]:
-    return [ReplaceOne(ops._by_id(doc), doc, upsert=True) for doc in docs]
 
 
 def _where(item: SourceCheckpoint) -> str:
@@ -341,10 +348,20 @@ def _same_value(codec: Codec, stored: Mapping[str, Any], built: Mapping[str, Any
     return dict(stored) == dict(built) or codec.decode(stored) == codec.decode(built)
 
 
+def _values_differ(codec: Codec, stored: Any, built: Any) -> bool:
+    """Channel entries (`{channel, version, type, data}`) differ in channels, versions or values."""
+    old, new = stored_values(stored or ()), stored_values(built)
+    return old.keys() != new.keys() or any(
+        old[c].get("version") != new[c]["version"] or not _same_value(codec, old[c], new[c])
+        for c in new
+    )
+
+
 def _checkpoint_differs(codec: Codec, stored: Mapping[str, Any], built: Mapping[str, Any]) -> bool:
     return (
         stored.get("parent_checkpoint_id") != built["parent_checkpoint_id"]
         or not _same_value(codec, stored["checkpoint"], built["checkpoint"])
+        or _values_differ(codec, stored.get(CHANNEL_VALUES), built[CHANNEL_VALUES])
         or not _same_value(codec, stored["serialized_metadata"], built["serialized_metadata"])
     )
 
@@ -383,7 +400,7 @@ def _compare(
             built_count[1] += len(write_docs)
             old = stored.get(key_fields(checkpoint["_id"]))
             if old is not None:
-                if _checkpoint_differs(codec, old, checkpoint):
+                if _checkpoint_differs(codec, _ours(old), checkpoint):
                     return _Comparison(f"{_where(item)} differs in the target")
                 matched[0] += 1
             for write in write_docs:
@@ -416,13 +433,13 @@ def _held(thread_id: str) -> Plan[tuple[int, int]]:
 
 
 def copy_thread(
-    codec: Codec, expiry: ThreadExpiry | None, thread_id: str, options: CopyOptions
+    target: TargetSaver, thread_id: str, options: CopyOptions
 ) -> MigrationPlan[ThreadCopy]:
     held = yield from _held(thread_id)
     status = ThreadStatus.COPIED
     try:
         if held != (0, 0):
-            found = yield from _compare(codec, thread_id, held, options.batch_size)
+            found = yield from _compare(target.codec, thread_id, held, options.batch_size)
             if found.identical:
                 return ThreadCopy(
                     thread_id, ThreadStatus.UNCHANGED, found.checkpoints, found.writes
@@ -434,35 +451,30 @@ def copy_thread(
             else:
                 status = ThreadStatus.REPLACED
                 if not options.dry_run:
-                    yield from ops.delete_thread(thread_id)
-        return (yield from _write_thread(codec, expiry, thread_id, options, status))
+                    yield from ops.delete_thread(target.recent, thread_id)
+        return (yield from _write_thread(target, thread_id, options, status))
     except _BadCheckpointError as bad:
         return ThreadCopy(thread_id, ThreadStatus.FAILED, detail=str(bad))
 
 
 def _write_thread(
-    codec: Codec,
-    expiry: ThreadExpiry | None,
-    thread_id: str,
-    options: CopyOptions,
-    status: ThreadStatus,
+    target: TargetSaver, thread_id: str, options: CopyOptions, status: ThreadStatus
 ) -> MigrationPlan[ThreadCopy]:
+    expiry = target.expiry
     stamp = expiry.stamp() if expiry is not None and not options.dry_run else None
     checkpoints = writes = 0
     from_start = True
     while batch := (yield ReadCheckpoints(thread_id, options.batch_size, from_start)):
         from_start = False
-        built = _built(codec, thread_id, batch, stamp)
+        built = _built(target.codec, thread_id, batch, stamp)
         write_docs = [doc for _, docs in built for doc in docs]
         if not options.dry_run:
             # The writes first: a copy stopped in between leaves writes that no checkpoint
-            # joins yet, never a checkpoint without its writes.
+            # joins yet, never a checkpoint without its writes. Upserts overwrite (the
+            # source is the truth) and move TTL stamps only forward, as `put` does.
             if write_docs:
-                yield Command(
-                    Target.WRITES, "bulk_write", (_upserts(write_docs),), {"ordered": True}
-                )
-            upserts = _upserts(checkpoint for checkpoint, _ in built)
-            yield Command(Target.CHECKPOINTS, "bulk_write", (upserts,), {"ordered": True})
+                yield ops._upserts(Target.WRITES, [(False, doc) for doc in write_docs])
+            yield ops._upserts(Target.CHECKPOINTS, [(False, doc) for doc, _ in built])
         checkpoints += len(built)
         writes += len(write_docs)
         if options.on_progress is not None:
@@ -473,8 +485,7 @@ def _write_thread(
 
 
 def copy_threads(
-    codec: Codec,
-    expiry: ThreadExpiry | None,
+    target: TargetSaver,
     thread_ids: Iterable[str] | None,
     options: CopyOptions,
 ) -> MigrationPlan[CopyReport]:
@@ -483,7 +494,7 @@ def copy_threads(
     if thread_ids is None:
         thread_ids = yield ReadThreadIds()
     for thread_id in thread_ids:
-        result = yield from copy_thread(codec, expiry, thread_id, options)
+        result = yield from copy_thread(target, thread_id, options)
         report.threads.append(result)
         if options.on_thread is not None:
             options.on_thread(result)
@@ -562,7 +573,7 @@ def tuple_differences(where: str, source: CheckpointTuple, target: CheckpointTup
 
 
 def verify_thread(
-    codec: Codec, join: _queries.WritesJoin, thread_id: str, batch_size: int
+    target: TargetSaver, thread_id: str, batch_size: int
 ) -> MigrationPlan[ThreadVerification]:
     differences: list[str] = []
     seen: set[tuple[str, str]] = set()
@@ -574,7 +585,7 @@ def verify_thread(
             {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}
             for ns, cid, _ in refs
         ]
-        stored = yield from _target_tuples(codec, thread_id, keys)
+        stored = yield from _target_tuples(target.codec, thread_id, keys)
         for item, (ns, cid, _) in zip(batch, refs, strict=True):
             seen.add((ns, cid))
             where = f"checkpoint {cid!r} (namespace {ns!r})"
@@ -593,9 +604,8 @@ def verify_thread(
             where = f"checkpoint {doc['checkpoint_id']!r} (namespace {doc['checkpoint_ns']!r})"
             differences.append(f"{where}: in the target only")
     theirs = yield ReadLatest(thread_id)
-    ours = yield from ops.get_tuple(
-        codec, join, {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-    )
+    root = CheckpointRef(thread_id, "", None).config()
+    ours = yield from ops.get_tuple(target.codec, target.join, target.recent, root)
     latest = [t.config["configurable"]["checkpoint_id"] if t else None for t in (theirs, ours)]
     if latest[0] != latest[1]:
         differences.append(
@@ -608,8 +618,7 @@ def verify_thread(
 
 
 def verify_threads(
-    codec: Codec,
-    join: _queries.WritesJoin,
+    target: TargetSaver,
     thread_ids: Iterable[str] | None,
     batch_size: int,
     on_thread: OnThread | None,
@@ -618,7 +627,7 @@ def verify_threads(
     if thread_ids is None:
         thread_ids = yield ReadThreadIds()
     for thread_id in thread_ids:
-        result = yield from verify_thread(codec, join, thread_id, batch_size)
+        result = yield from verify_thread(target, thread_id, batch_size)
         report.threads.append(result)
         if on_thread is not None:
             on_thread(result)

@@ -15,15 +15,22 @@ from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
+    ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from pymongo import IndexModel, ReplaceOne, UpdateOne
+from pymongo import IndexModel, UpdateOne
 from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import _delta, _queries
+from langgraph.checkpoint.mongo._channel_values import (
+    CHANNEL_VALUES,
+    RecentValues,
+    StoredValues,
+    stored_values,
+)
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import (
@@ -32,20 +39,24 @@ from langgraph.checkpoint.mongo._documents import (
     checkpoint_tuple,
     moved_checkpoint,
     moved_write,
+    unchanged_channels,
+    upsert_filter,
     write_documents,
 )
 from langgraph.checkpoint.mongo._keys import (
     CheckpointRef,
     before_id_from_config,
+    checkpoint_key,
     key_fields,
     list_scope,
     ref_from_config,
     require_str,
+    shown,
     str_list,
 )
 from langgraph.checkpoint.mongo._metadata import metadata_filter
 from langgraph.checkpoint.mongo._ttl import TOUCHED_AT, TTL_INDEX_NAME, ThreadExpiry
-from langgraph.checkpoint.mongo.errors import IndexCreationError
+from langgraph.checkpoint.mongo.errors import IndexCreationError, ThreadChangedError
 
 T = TypeVar("T")
 
@@ -111,9 +122,28 @@ def _set_thread_ttl(collection: str, target: Target, expiry: ThreadExpiry | None
         yield Command(Target.DATABASE, "command", ("collMod", collection), {"index": change})
 
 
-def _by_id(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """An upsert's filter: the `_id`, and the shard key `thread_id` for sharded clusters."""
-    return {"_id": doc["_id"], "thread_id": doc["thread_id"]}
+def _upsert(doc: Mapping[str, Any], *, keep_existing: bool = False) -> dict[str, Any]:
+    """The update that stores `doc` by its `_id` (insert, or overwrite unless
+    `keep_existing`), so a retried write leaves exactly one document.
+
+    The TTL stamp only ever moves forward (`$max`): a retry, or a writer whose clock
+    lags, never gives a document an older stamp than it has, so no document of a live
+    thread expires before the rest of it.
+    """
+    fields = {k: v for k, v in doc.items() if k not in ("_id", TOUCHED_AT)}
+    update: dict[str, Any] = {"$setOnInsert" if keep_existing else "$set": fields}
+    if TOUCHED_AT in doc:
+        update["$max"] = {TOUCHED_AT: doc[TOUCHED_AT]}
+    return update
+
+
+def _upserts(target: Target, docs: Sequence[tuple[bool, Mapping[str, Any]]]) -> Command:
+    """One unordered bulk write of `(keep_existing, document)` upserts."""
+    requests = [
+        UpdateOne(upsert_filter(doc), _upsert(doc, keep_existing=keep), upsert=True)
+        for keep, doc in docs
+    ]
+    return Command(target, "bulk_write", (requests,), {"ordered": False})
 
 
 def _touch_thread(
@@ -136,20 +166,55 @@ def _touch_thread(
     expiry.moved(thread_id, now)
 
 
+def _parent_values(
+    recent: RecentValues, ref: CheckpointRef, unchanged: Sequence[str]
+) -> Plan[StoredValues | None]:
+    """The stored channel entries of the parent checkpoint `ref` names, when a channel
+    did not change since it: from this process's cache, else read (one round trip)."""
+    if ref.checkpoint_id is None or not unchanged:
+        return None
+    key = checkpoint_key(ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id)
+    values = recent.get(key_fields(key))
+    if values is None:
+        docs = yield Command(Target.CHECKPOINTS, "find", _queries.channel_values_of(key))
+        if not docs:
+            return None
+        values = stored_values(docs[0][CHANNEL_VALUES])
+        recent.put(key_fields(key), values)
+    return values
+
+
 def put(
     codec: Codec,
     expiry: ThreadExpiry | None,
+    recent: RecentValues,
     config: RunnableConfig,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
+    new_versions: ChannelVersions,
 ) -> Plan[RunnableConfig]:
     ref = ref_from_config(config)
+    checkpoint_id, unchanged = unchanged_channels(checkpoint, new_versions)
+    if checkpoint_id == ref.checkpoint_id:
+        raise ValueError(
+            f"checkpoint {shown(checkpoint_id)} names itself as its parent "
+            "(config['configurable']['checkpoint_id'] is checkpoint['id']): a checkpoint "
+            "cannot be its own ancestor. Pass the parent's config (a CheckpointTuple's "
+            "parent_config, not its config), or a config without checkpoint_id for a root."
+        )
+    parent = yield from _parent_values(recent, ref, unchanged)
     stamp = expiry.stamp() if expiry else None
-    doc = checkpoint_document(codec, ref, checkpoint, metadata, config, stamp)
-    # A replace keyed by `_id` makes a retried put leave exactly one document.
-    yield Command(Target.CHECKPOINTS, "replace_one", (_by_id(doc), doc), {"upsert": True})
+    doc = checkpoint_document(
+        codec, ref, checkpoint, metadata, config, stamp, new_versions=new_versions, parent=parent
+    )
+    yield Command(
+        Target.CHECKPOINTS, "update_one", (upsert_filter(doc), _upsert(doc)), {"upsert": True}
+    )
+    recent.put(
+        (ref.thread_id, ref.checkpoint_ns, checkpoint_id), stored_values(doc[CHANNEL_VALUES])
+    )
     yield from _touch_thread(expiry, ref.thread_id, stamp)
-    return CheckpointRef(ref.thread_id, ref.checkpoint_ns, doc["checkpoint_id"]).config()
+    return CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id).config()
 
 
 def put_writes(
@@ -163,19 +228,10 @@ def put_writes(
     ref = ref_from_config(config)
     stamp = expiry.stamp() if expiry else None
     documents = write_documents(codec, ref, writes, task_id, task_path, stamp)
-    requests: list[ReplaceOne[Any] | UpdateOne] = []
-    for replace, doc in documents:
-        if replace:
-            requests.append(ReplaceOne(_by_id(doc), doc, upsert=True))
-        else:
-            fields = {k: v for k, v in doc.items() if k != "_id"}
-            update: dict[str, Any] = {"$setOnInsert": fields}
-            if stamp is not None:  # a retried write still keeps the thread alive
-                fields.pop(TOUCHED_AT)
-                update["$set"] = {TOUCHED_AT: stamp}
-            requests.append(UpdateOne(_by_id(doc), update, upsert=True))
-    if requests:
-        yield Command(Target.WRITES, "bulk_write", (requests,), {"ordered": False})
+    if documents:
+        # A regular write keeps its first stored value, a special one is replaced; a
+        # retried write still keeps the thread alive (its stamp moves forward).
+        yield _upserts(Target.WRITES, [(not replace, doc) for replace, doc in documents])
         yield from _touch_thread(expiry, ref.thread_id, stamp)
 
 
@@ -225,12 +281,19 @@ def _read_joined(
 
 
 def get_tuple(
-    codec: Codec, join: _queries.WritesJoin, config: RunnableConfig
+    codec: Codec, join: _queries.WritesJoin, recent: RecentValues, config: RunnableConfig
 ) -> Plan[CheckpointTuple | None]:
     pipeline = _queries.get_tuple_pipeline(ref_from_config(config), join)
     docs = yield from _read_joined(pipeline)
-    return checkpoint_tuple(codec, docs[0]) if docs else None
+    if not docs:
+        return None
+    found = checkpoint_tuple(codec, docs[0])
+    # A graph's next `put` names this checkpoint as its parent: keep its stored values.
+    recent.put(key_fields(docs[0]["_id"]), stored_values(docs[0][CHANNEL_VALUES]))
+    return found
 
+
+MAX_LIMIT = 2**63 - 1
 
 # Checkpoints per page once a `list` reads apart: each may be near 16 MiB.
 LIST_APART_PAGE = 25
@@ -259,6 +322,8 @@ def list_command(
     # Every argument is checked before deciding that nothing can match.
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
         raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
+    if limit is not None and limit > MAX_LIMIT:
+        raise ValueError(f"limit must be at most 2**63 - 1 (a BSON int64), got {limit}")
     metadata_match = metadata_filter(filter)
     before_id = before_id_from_config(before)
     thread_id, checkpoint_ns, checkpoint_id = (
@@ -284,37 +349,56 @@ def _lineage(query: dict[str, Any]) -> Command:
     )
 
 
+# A delta history read that keeps meeting a concurrent delete gives up after this many.
+DELTA_READ_ATTEMPTS = 3
+
+
 def delta_history(
     codec: Codec,
     join: _queries.WritesJoin,
     config: RunnableConfig,
     channels: Sequence[str],
 ) -> Plan[dict[str, DeltaChannelHistory]]:
-    """`get_delta_channel_history` in at most two round trips (see `_delta`)."""
+    """`get_delta_channel_history` in two round trips (see `_delta`).
+
+    The chain is read after the lineage; a delete in between (`delete_thread`, `prune`,
+    `delete_for_runs`) leaves a chain checkpoint missing, and the whole read starts again
+    from the thread as it is now.
+    """
     wanted = str_list(channels, "channels")
     if not wanted:
         return {}
     ref = ref_from_config(config)
-    docs = yield _lineage(_delta.lineage_query(ref))
-    lineage = {doc["checkpoint_id"]: doc for doc in docs}
-    target_id = ref.checkpoint_id if ref.checkpoint_id is not None else next(iter(lineage), None)
-    found = _delta.walk(lineage, target_id, wanted)
-    docs = []
-    if found.chain:
-        pipeline = _delta.history_pipeline(ref, found, wanted, join)
-        docs = yield from _read_joined(pipeline, _delta.HISTORY_OPTIONS, wanted)
-    return _delta.assemble(codec, found, docs, wanted)
+    for _ in range(DELTA_READ_ATTEMPTS):
+        docs = yield _lineage(_delta.lineage_query(ref))
+        lineage = {doc["checkpoint_id"]: doc for doc in docs}
+        target_id = (
+            ref.checkpoint_id if ref.checkpoint_id is not None else next(iter(lineage), None)
+        )
+        found = _delta.walk(lineage, target_id, wanted)
+        docs = []
+        if found.chain:
+            pipeline = _delta.history_pipeline(ref, found, wanted, join)
+            docs = yield from _read_joined(pipeline, _delta.HISTORY_OPTIONS, wanted)
+        if {doc["checkpoint_id"] for doc in docs} == set(found.chain):
+            return _delta.assemble(codec, found, docs, wanted)
+    raise ThreadChangedError(
+        f"get_delta_channel_history: thread {shown(ref.thread_id)}, namespace "
+        f"{shown(ref.checkpoint_ns)} lost checkpoints of the chain it was reading, "
+        f"{DELTA_READ_ATTEMPTS} times in a row (a concurrent delete or prune); try again"
+    )
 
 
-def delete_thread(thread_id: str) -> Plan[None]:
+def delete_thread(recent: RecentValues, thread_id: str) -> Plan[None]:
     thread_id = require_str(thread_id, "thread_id")
+    recent.forget_threads([thread_id])
     # Checkpoints go first: if the second step fails, what is left are writes that no
     # checkpoint joins, never a checkpoint that silently lost its writes.
     yield Command(Target.CHECKPOINTS, "delete_many", ({"thread_id": thread_id},))
     yield Command(Target.WRITES, "delete_many", ({"thread_id": thread_id},))
 
 
-def delete_for_runs(codec: Codec, run_ids: Sequence[str]) -> Plan[None]:
+def delete_for_runs(codec: Codec, recent: RecentValues, run_ids: Sequence[str]) -> Plan[None]:
     """Delete the runs' checkpoints and writes, except ancestors that a surviving
     checkpoint of the thread still rebuilds its `DeltaChannel`s from."""
     runs = str_list(run_ids, "run_ids")
@@ -332,6 +416,7 @@ def delete_for_runs(codec: Codec, run_ids: Sequence[str]) -> Plan[None]:
         return
     threads = sorted({key["thread_id"] for key in doomed})
     lineage = yield _lineage({"thread_id": {"$in": threads}})
+    recent.forget_threads(threads)
     yield from _delete_checkpoints(_delta.deletable(lineage, doomed))
 
 
@@ -342,15 +427,18 @@ DELETE_BATCH = 10_000
 def _delete_checkpoints(keys: Sequence[Mapping[str, str]]) -> Plan[None]:
     """Delete these checkpoints (`_id`s) and their writes, a batch of keys per command.
 
-    Per batch the checkpoints go first: a failure leaves writes no checkpoint joins,
-    never a checkpoint without its writes, and running the operation again finishes it.
+    Per batch the writes go first. A failure in between leaves checkpoints that are
+    still doomed, which running the operation again finds and deletes, with whatever
+    writes they still have: a retry finishes the job. (The other order would leave
+    writes that no checkpoint joins and that a retry, reading the checkpoints that
+    remain, could no longer find.)
     """
     for start in range(0, len(keys), DELETE_BATCH):
         batch = list(keys[start : start + DELETE_BATCH])
         # The batch's threads: the shard key, so each delete targets the shards holding them.
         in_threads = {"thread_id": {"$in": sorted({key["thread_id"] for key in batch})}}
-        yield Command(Target.CHECKPOINTS, "delete_many", ({**in_threads, "_id": {"$in": batch}},))
         yield Command(Target.WRITES, "delete_many", ({**in_threads, "checkpoint": {"$in": batch}},))
+        yield Command(Target.CHECKPOINTS, "delete_many", ({**in_threads, "_id": {"$in": batch}},))
 
 
 def _run_id(codec: Codec, doc: Mapping[str, Any]) -> str | None:
@@ -364,33 +452,38 @@ def copy_thread(
     source = require_str(source_thread_id, "source_thread_id")
     target = require_str(target_thread_id, "target_thread_id")
     checkpoints = yield Command(Target.CHECKPOINTS, "find", ({"thread_id": source},))
-    writes = yield Command(Target.WRITES, "find", ({"thread_id": source},))
-    if not checkpoints and not writes:
+    if not checkpoints:
         return
+    copied_ids = {key_fields(doc["_id"]) for doc in checkpoints}
+    writes = yield Command(Target.WRITES, "find", ({"thread_id": source},))
     stamp = expiry.stamp() if expiry else None
     fresh = {TOUCHED_AT: stamp} if stamp else {}
     # Writes first: a copy that fails half way leaves no checkpoint without its writes,
-    # and replacing by `_id` makes running the copy again converge.
-    copied_writes = [{**moved_write(doc, target), **fresh} for doc in writes]
+    # and upserting by `_id` makes running the copy again converge. Only the writes of
+    # the copied checkpoints: a write no checkpoint joins (left by an interrupted
+    # delete) must not land in the target thread.
+    copied_writes = [
+        (False, {**moved_write(doc, target), **fresh})
+        for doc in writes
+        if key_fields(doc["checkpoint"]) in copied_ids
+    ]
     if copied_writes:
-        requests = [ReplaceOne(_by_id(d), d, upsert=True) for d in copied_writes]
-        yield Command(Target.WRITES, "bulk_write", (requests,), {"ordered": False})
-    copied = [{**moved_checkpoint(doc, target), **fresh} for doc in checkpoints]
-    if copied:
-        requests = [ReplaceOne(_by_id(d), d, upsert=True) for d in copied]
-        yield Command(Target.CHECKPOINTS, "bulk_write", (requests,), {"ordered": False})
+        yield _upserts(Target.WRITES, copied_writes)
+    copied = [(False, {**moved_checkpoint(doc, target), **fresh}) for doc in checkpoints]
+    yield _upserts(Target.CHECKPOINTS, copied)
     yield from _touch_thread(expiry, target, stamp)
 
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 
 
-def prune(thread_ids: Sequence[str], strategy: str) -> Plan[None]:
+def prune(recent: RecentValues, thread_ids: Sequence[str], strategy: str) -> Plan[None]:
     threads = str_list(thread_ids, "thread_ids")
     if strategy not in PRUNE_STRATEGIES:
-        raise ValueError(f"strategy must be one of {PRUNE_STRATEGIES}, got {strategy!r}")
+        raise ValueError(f"strategy must be one of {PRUNE_STRATEGIES}, got {shown(strategy)}")
     if not threads:
         return
+    recent.forget_threads(threads)
     in_threads = {"thread_id": {"$in": threads}}
     if strategy == "delete":
         yield Command(Target.CHECKPOINTS, "delete_many", (in_threads,))

@@ -12,6 +12,7 @@ from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, IndexModel
 
+from langgraph.checkpoint.mongo._channel_values import CHANNEL_VALUES
 from langgraph.checkpoint.mongo._commands import Target
 from langgraph.checkpoint.mongo._documents import JOINED_WRITES, REPLAYED_CHANNELS, STORED_CHANNELS
 from langgraph.checkpoint.mongo._keys import CheckpointRef
@@ -122,6 +123,11 @@ def apart(
     if page is not None:
         stages.append({"$limit": page})
     return stages
+
+
+def channel_values_of(key: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`find` filter and projection: the stored channel entries of one checkpoint."""
+    return {"_id": key, "thread_id": key["thread_id"]}, {"_id": 0, CHANNEL_VALUES: 1}
 
 
 def writes_of(keys: list[dict[str, str]], channels: list[str] | None = None) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -49,6 +50,9 @@ from langgraph.checkpoint.mongo._drivers import (
 )
 
 T = TypeVar("T")
+
+# How often a sync caller waiting on the saver's loop checks that the loop still runs.
+_LOOP_CHECK_SECONDS = 0.1
 
 
 class AsyncMongoDBSaver(MongoDBSaverBase):
@@ -131,7 +135,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         await self._run(self._setup_plan(create_indexes, skip_indexes))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self._run(ops.get_tuple(self.codec, self.join, config))
+        return await self._run(ops.get_tuple(self.codec, self.join, self.recent, config))
 
     async def alist(
         self,
@@ -166,7 +170,11 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await self._run(ops.put(self.codec, self.expiry, config, checkpoint, metadata))
+        return await self._run(
+            ops.put(
+                self.codec, self.expiry, self.recent, config, checkpoint, metadata, new_versions
+            )
+        )
 
     async def aput_writes(
         self,
@@ -178,16 +186,16 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         await self._run(ops.put_writes(self.codec, self.expiry, config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await self._run(ops.delete_thread(thread_id))
+        await self._run(ops.delete_thread(self.recent, thread_id))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await self._run(ops.delete_for_runs(self.codec, run_ids))
+        await self._run(ops.delete_for_runs(self.codec, self.recent, run_ids))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         await self._run(ops.copy_thread(self.expiry, source_thread_id, target_thread_id))
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await self._run(ops.prune(thread_ids, strategy))
+        await self._run(ops.prune(self.recent, thread_ids, strategy))
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -198,25 +206,46 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
     # Sync access from other threads, run on the saver's own event loop.
 
     def _from_thread(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run `coro` on the saver's loop and wait for it, watching the loop: a loop that
+        stops or closes before or while it runs raises instead of leaving us waiting."""
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         loop = self.loop
         if loop is None or running is loop:
-            problem = (
+            coro.close()
+            raise self._unusable(
                 "are only possible from a thread other than its event loop's, once it has "
                 "run an async call on that loop"
             )
-        elif loop.is_closed() or not loop.is_running():
-            problem = (
-                "need its event loop (the first one it ran on) to be running; it is not, so "
-                "the call would wait forever"
-            )
-        else:
-            return asyncio.run_coroutine_threadsafe(coro, loop).result()
-        coro.close()
-        raise asyncio.InvalidStateError(
+        try:
+            if loop.is_closed() or not loop.is_running():
+                raise RuntimeError("stopped")
+            future = asyncio.run_coroutine_threadsafe(coro, loop)
+        except RuntimeError:  # stopped, or closed between our look and the call
+            coro.close()
+            raise self._stopped() from None
+        while True:
+            try:
+                return future.result(timeout=_LOOP_CHECK_SECONDS)
+            except concurrent.futures.TimeoutError:
+                if not loop.is_running():
+                    future.cancel()
+                    if loop.is_closed():  # it never ran, and never will
+                        coro.close()
+                    raise self._stopped() from None
+
+    @classmethod
+    def _stopped(cls) -> asyncio.InvalidStateError:
+        return cls._unusable(
+            "need its event loop (the first one it ran on) to be running; it is not (or it "
+            "stopped before the call finished), so the call would wait forever"
+        )
+
+    @staticmethod
+    def _unusable(problem: str) -> asyncio.InvalidStateError:
+        return asyncio.InvalidStateError(
             f"Synchronous calls to AsyncMongoDBSaver {problem}. "
             "In async code use the async methods and graph.ainvoke()/astream(); for sync "
             "code use MongoDBSaver with a pymongo.MongoClient."

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from langgraph.checkpoint.mongo._keys import shown
+
 
 class CheckpointTooLargeError(ValueError):
     """A checkpoint or pending write would exceed MongoDB's 16 MiB document limit.
@@ -30,8 +32,8 @@ class CheckpointTooLargeError(ValueError):
         self.size = size
         self.limit = limit
         super().__init__(
-            f"{what} of thread {thread_id!r}, namespace {checkpoint_ns!r}, checkpoint "
-            f"{checkpoint_id!r} encodes to {size} bytes, over MongoDB's limit of {limit} "
+            f"{what} of thread {shown(thread_id)}, namespace {shown(checkpoint_ns)}, checkpoint "
+            f"{shown(checkpoint_id)} encodes to {size} bytes, over MongoDB's limit of {limit} "
             "bytes per document; nothing was written. Enable compression='zstd' or keep "
             "large payloads out of the graph state."
         )
@@ -55,3 +57,28 @@ class IndexCreationError(RuntimeError):
             "and create an equivalent index yourself, or setup(create_indexes=False); see "
             "'MongoDB-compatible services' in the README."
         )
+
+
+class CheckpointCycleError(ValueError):
+    """A thread's parent chain loops back on itself, so no walk over it can finish.
+
+    `put` refuses a checkpoint that is its own parent, but data written by other tools
+    (a migration passing `t.config` where `t.parent_config` belonged) can still hold a
+    loop; `delete_thread` removes such a thread.
+    """
+
+    def __init__(self, thread_id: str, checkpoint_ns: str, cycle: list[str]) -> None:
+        self.thread_id = thread_id
+        self.checkpoint_ns = checkpoint_ns
+        self.cycle = cycle
+        super().__init__(
+            f"the parent chain of thread {shown(thread_id)}, namespace {shown(checkpoint_ns)} "
+            f"loops: {' -> '.join(shown(c) for c in cycle)}; the stored data is inconsistent "
+            "(a checkpoint cannot be its own ancestor). Delete the thread or repair its "
+            "parent_checkpoint_id fields."
+        )
+
+
+class ThreadChangedError(RuntimeError):
+    """A multi-read operation saw the thread change under it (a concurrent delete or prune)
+    on every attempt; retrying the call later is safe."""

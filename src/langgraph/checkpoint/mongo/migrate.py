@@ -36,6 +36,7 @@ from langgraph.checkpoint.mongo._migration import (
     MigrationPlan,
     SourceRead,
     SourceRequest,
+    TargetSaver,
     ThreadCopy,
     ThreadStatus,
     ThreadVerification,
@@ -113,6 +114,10 @@ def _async_target(target: Any, name: str) -> AsyncMongoDBSaver | MongoDBSaver:
             f"{type(target).__name__}"
         )
     return target
+
+
+def _plan_target(saver: AsyncMongoDBSaver | MongoDBSaver) -> TargetSaver:
+    return TargetSaver(saver.codec, saver.join, saver.expiry, saver.recent)
 
 
 def _batch_size(value: Any) -> int:
@@ -215,7 +220,7 @@ def copy_threads(
     """
     saver = _sync_target(target, "copy_threads")
     options = CopyOptions(overwrite, dry_run, _batch_size(batch_size), on_progress, on_thread)
-    plan = plans.copy_threads(saver.codec, saver.expiry, _thread_list(thread_ids), options)
+    plan = plans.copy_threads(_plan_target(saver), _thread_list(thread_ids), options)
     return _run(plan, Requests(_reader(source, fast_path)), saver)
 
 
@@ -235,7 +240,7 @@ async def acopy_threads(
     official saver's collections in worker threads) and writes through either saver."""
     saver = _async_target(target, "acopy_threads")
     options = CopyOptions(overwrite, dry_run, _batch_size(batch_size), on_progress, on_thread)
-    plan = plans.copy_threads(saver.codec, saver.expiry, _thread_list(thread_ids), options)
+    plan = plans.copy_threads(_plan_target(saver), _thread_list(thread_ids), options)
     return await _arun(plan, _async_requests(source, fast_path), saver)
 
 
@@ -253,7 +258,7 @@ def verify_threads(
     the target, and the same latest checkpoint. Reads only."""
     saver = _sync_target(target, "verify_threads")
     plan = plans.verify_threads(
-        saver.codec, saver.join, _thread_list(thread_ids), _batch_size(batch_size), on_thread
+        _plan_target(saver), _thread_list(thread_ids), _batch_size(batch_size), on_thread
     )
     return _run(plan, Requests(_reader(source, fast_path)), saver)
 
@@ -270,6 +275,6 @@ async def averify_threads(
     """`verify_threads` for asyncio."""
     saver = _async_target(target, "averify_threads")
     plan = plans.verify_threads(
-        saver.codec, saver.join, _thread_list(thread_ids), _batch_size(batch_size), on_thread
+        _plan_target(saver), _thread_list(thread_ids), _batch_size(batch_size), on_thread
     )
     return await _arun(plan, _async_requests(source, fast_path), saver)

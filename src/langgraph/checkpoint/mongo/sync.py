@@ -106,7 +106,7 @@ class MongoDBSaver(MongoDBSaverBase):
         self._run(self._setup_plan(create_indexes, skip_indexes))
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self._run(ops.get_tuple(self.codec, self.join, config))
+        return self._run(ops.get_tuple(self.codec, self.join, self.recent, config))
 
     def list(
         self,
@@ -139,7 +139,11 @@ class MongoDBSaver(MongoDBSaverBase):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return self._run(ops.put(self.codec, self.expiry, config, checkpoint, metadata))
+        return self._run(
+            ops.put(
+                self.codec, self.expiry, self.recent, config, checkpoint, metadata, new_versions
+            )
+        )
 
     def put_writes(
         self,
@@ -151,16 +155,16 @@ class MongoDBSaver(MongoDBSaverBase):
         self._run(ops.put_writes(self.codec, self.expiry, config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
-        self._run(ops.delete_thread(thread_id))
+        self._run(ops.delete_thread(self.recent, thread_id))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self._run(ops.delete_for_runs(self.codec, run_ids))
+        self._run(ops.delete_for_runs(self.codec, self.recent, run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         self._run(ops.copy_thread(self.expiry, source_thread_id, target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        self._run(ops.prune(thread_ids, strategy))
+        self._run(ops.prune(self.recent, thread_ids, strategy))
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]

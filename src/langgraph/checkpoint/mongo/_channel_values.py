@@ -1,0 +1,118 @@
+"""Channel values as stored: one serialized entry per channel, captured when it changed.
+
+LangGraph hands `put` a shallow copy of the checkpoint whose channel values are live
+objects (a barrier channel's `seen` set, a list). With `durability="async"` a `put` runs
+after the previous one finished, by which time the next step may have mutated them. A
+channel whose version did not change since the parent checkpoint (not in `new_versions`)
+is therefore stored with the exact bytes the parent stored for it, never serialized again
+from the live object; `InMemorySaver` and `PostgresSaver` get the same guarantee from
+their per-version blobs. It also spares re-serializing unchanged state on every `put`.
+
+The parent's bytes come from `RecentValues`, a bounded per-saver cache of what this
+process last wrote or read per checkpoint; only on a miss (another process wrote the
+parent, or it was evicted) does `put` read them, in one extra round trip.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from langgraph.checkpoint.base import ChannelVersions
+
+from langgraph.checkpoint.mongo._codec import Codec
+
+# The array of `{"channel", "version", "type", "data"[, "compression"]}` entries.
+CHANNEL_VALUES = "channel_values"
+
+# (thread_id, checkpoint_ns, checkpoint_id)
+CheckpointKey = tuple[str, str, str]
+# channel -> its stored entry (which carries the channel's version)
+StoredValues = dict[str, dict[str, Any]]
+
+
+def stored_values(entries: Iterable[Mapping[str, Any]]) -> StoredValues:
+    """A document's `channel_values` array by channel name."""
+    return {entry["channel"]: dict(entry) for entry in entries}
+
+
+def encode_channel_values(
+    channel_values: Mapping[str, Any],
+    versions: Mapping[str, Any],
+    new_versions: ChannelVersions | None,
+    parent: StoredValues | None,
+    encode: Callable[[Any, str], dict[str, Any]],
+) -> StoredValues:
+    """Each channel's stored entry: the parent's, where the channel did not change since
+    it and the parent holds it at the same version; freshly serialized otherwise.
+
+    `new_versions=None` serializes every channel (a copy of already-stored data).
+    `encode(value, channel)` serializes one value, naming it if the serializer refuses.
+    """
+    result: StoredValues = {}
+    for channel, value in channel_values.items():
+        version = versions.get(channel)
+        kept = (
+            parent.get(channel)
+            if parent is not None and new_versions is not None and channel not in new_versions
+            else None
+        )
+        if kept is not None and kept.get("version") == version:
+            result[channel] = kept
+        else:
+            result[channel] = {"channel": channel, "version": version, **encode(value, channel)}
+    return result
+
+
+def decode_channel_values(codec: Codec, entries: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    return {entry["channel"]: codec.decode(entry) for entry in entries}
+
+
+# What the cache may hold, in stored bytes (an entry's bytes are counted even where
+# consecutive checkpoints share them, so the real footprint is smaller).
+RECENT_VALUES_BYTES = 64 * 1024 * 1024
+
+
+class RecentValues:
+    """The stored channel entries of checkpoints this process recently wrote or read,
+    least recently used evicted first. Thread-safe: a sync saver serves many threads."""
+
+    def __init__(self, max_bytes: int = RECENT_VALUES_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[CheckpointKey, tuple[StoredValues, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: CheckpointKey) -> StoredValues | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is None:
+                return None
+            self._entries.move_to_end(key)
+            return found[0]
+
+    def put(self, key: CheckpointKey, values: StoredValues) -> None:
+        size = sum(len(entry["data"]) for entry in values.values())
+        with self._lock:
+            self._remove(key)
+            if size > self.max_bytes:
+                return
+            self._entries[key] = (values, size)
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                self._remove(next(iter(self._entries)))
+
+    def forget_threads(self, thread_ids: Iterable[str]) -> None:
+        """Drop deleted threads: a checkpoint written later under a deleted parent's id
+        must not inherit bytes that are no longer stored."""
+        doomed = set(thread_ids)
+        with self._lock:
+            for key in [key for key in self._entries if key[0] in doomed]:
+                self._remove(key)
+
+    def _remove(self, key: CheckpointKey) -> None:
+        found = self._entries.pop(key, None)
+        if found is not None:
+            self._bytes -= found[1]
