@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -465,3 +466,24 @@ async def test_sources_that_refuse_async_are_read_in_a_thread(
         report = await migrate.acopy_threads(sqlite, saver)
         assert [t.status for t in report.threads] == [ThreadStatus.COPIED]
         assert (await migrate.averify_threads(sqlite, saver)).ok
+
+
+async def test_a_target_on_the_official_collections_is_refused_by_name(backend: Backend) -> None:
+    """Both packages default to the same collection names: copying into the collections
+    the source uses must stop with a message, not mix documents."""
+    if backend.wire is None and backend.uri is None:
+        pytest.skip("the official saver cannot share the in-process mock's database")
+    official = official_saver_class()
+    name = f"shared_{uuid.uuid4().hex[:12]}"
+    async with official_client(backend) as client:
+        try:
+            source = official(client, name)
+            await chat(source, "t", range(1))
+            async with backend.client() as ours:
+                # No setup(): our indexes clash with the official saver's unique one.
+                saver_class = migrate.MongoDBSaver if backend.is_sync else migrate.AsyncMongoDBSaver
+                target = saver_class(ours, name)
+                with pytest.raises(ValueError, match="looks like langgraph-checkpoint-mongodb's"):
+                    await copy(backend, Source("official", source), target)
+        finally:
+            client.drop_database(name)

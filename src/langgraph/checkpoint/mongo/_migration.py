@@ -413,6 +413,12 @@ def _compare(
                         )
                     matched[1] += 1
     extra = (held[0] - matched[0], held[1] - matched[1])
+    if extra[0]:
+        # Documents another package wrote (the official saver shares our default names)
+        # stop the copy with a message that says so.
+        foreign = {"thread_id": thread_id, "serialized_metadata": {"$exists": False}}
+        for doc in (yield Command(Target.CHECKPOINTS, "find", (foreign,), {"limit": 1})):
+            _ours(doc)
     if extra != (0, 0):
         return _Comparison(
             f"the target holds {extra[0]} checkpoint(s) and {extra[1]} pending write(s) of "
