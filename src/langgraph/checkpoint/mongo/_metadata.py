@@ -32,8 +32,7 @@ from typing import Any
 from bson.decimal128 import Decimal128
 
 from langgraph.checkpoint.mongo._keys import require_str
-
-TERMS_FIELD = "metadata_terms"
+from langgraph.checkpoint.mongo._schema import F
 
 # A BSON int is at most 64 bits; larger Python ints are kept readable as decimals.
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -217,7 +216,7 @@ def metadata_terms(metadata: Mapping[str, Any]) -> list[bytes]:
     return terms
 
 
-_MATCH_NOTHING: dict[str, Any] = {TERMS_FIELD: {"$in": []}}
+_MATCH_NOTHING: dict[str, Any] = {F.METADATA_TERMS: {"$in": []}}
 
 
 def metadata_filter(filter: Any) -> dict[str, Any]:
@@ -245,7 +244,7 @@ def metadata_filter(filter: Any) -> dict[str, Any]:
         condition["$all"] = required
     if absent:
         condition["$nin"] = absent
-    return {TERMS_FIELD: condition} if condition else {}
+    return {F.METADATA_TERMS: condition} if condition else {}
 
 
 def _safe_key(key: Any) -> bool:

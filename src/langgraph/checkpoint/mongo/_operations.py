@@ -26,7 +26,6 @@ from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import _delta, _queries
 from langgraph.checkpoint.mongo._channel_values import (
-    CHANNEL_VALUES,
     RecentValues,
     StoredValues,
     stored_values,
@@ -34,7 +33,6 @@ from langgraph.checkpoint.mongo._channel_values import (
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import (
-    JOINED_WRITES,
     checkpoint_document,
     checkpoint_tuple,
     moved_checkpoint,
@@ -45,6 +43,7 @@ from langgraph.checkpoint.mongo._documents import (
 )
 from langgraph.checkpoint.mongo._keys import (
     CheckpointRef,
+    KeyFields,
     before_id_from_config,
     checkpoint_key,
     key_fields,
@@ -55,7 +54,18 @@ from langgraph.checkpoint.mongo._keys import (
     str_list,
 )
 from langgraph.checkpoint.mongo._metadata import metadata_filter
-from langgraph.checkpoint.mongo._ttl import TOUCHED_AT, TTL_INDEX_NAME, ThreadExpiry
+from langgraph.checkpoint.mongo._schema import (
+    CheckpointDocument,
+    CheckpointKey,
+    F,
+    HistoryDocument,
+    Joined,
+    JoinedCheckpoint,
+    LineageDocument,
+    MetadataDocument,
+    WriteDocument,
+)
+from langgraph.checkpoint.mongo._ttl import TTL_INDEX_NAME, ThreadExpiry
 from langgraph.checkpoint.mongo.errors import IndexCreationError, ThreadChangedError
 
 T = TypeVar("T")
@@ -101,10 +111,10 @@ def _set_thread_ttl(collection: str, target: Target, expiry: ThreadExpiry | None
     services that share the collections, so dropping the index is left to a person.
     """
     existing = (yield Command(target, "index_information")).get(TTL_INDEX_NAME)
-    if existing is not None and [field for field, _ in existing.get("key", ())] != [TOUCHED_AT]:
+    if existing is not None and [field for field, _ in existing.get("key", ())] != [F.TOUCHED_AT]:
         raise ValueError(
             f"collection {collection!r} has an index named {TTL_INDEX_NAME!r} on "
-            f"{existing.get('key')}, not on {TOUCHED_AT!r}: drop or rename it, or call "
+            f"{existing.get('key')}, not on {F.TOUCHED_AT!r}: drop or rename it, or call "
             f"setup(skip_indexes={{{TTL_INDEX_NAME!r}}})"
         )
     if expiry is None:
@@ -130,10 +140,10 @@ def _upsert(doc: Mapping[str, Any], *, keep_existing: bool = False) -> dict[str,
     lags, never gives a document an older stamp than it has, so no document of a live
     thread expires before the rest of it.
     """
-    fields = {k: v for k, v in doc.items() if k not in ("_id", TOUCHED_AT)}
+    fields = {k: v for k, v in doc.items() if k not in (F.ID, F.TOUCHED_AT)}
     update: dict[str, Any] = {"$setOnInsert" if keep_existing else "$set": fields}
-    if TOUCHED_AT in doc:
-        update["$max"] = {TOUCHED_AT: doc[TOUCHED_AT]}
+    if F.TOUCHED_AT in doc:
+        update["$max"] = {F.TOUCHED_AT: doc[F.TOUCHED_AT]}
     return update
 
 
@@ -160,9 +170,9 @@ def _touch_thread(
     now = expiry.stamp()
     if now == written and not expiry.needs_move(thread_id, now):
         return
-    query = {"thread_id": thread_id, TOUCHED_AT: {"$not": {"$gte": now}}}
+    query = {F.THREAD_ID: thread_id, F.TOUCHED_AT: {"$not": {"$gte": now}}}
     for target in (Target.CHECKPOINTS, Target.WRITES):
-        yield Command(target, "update_many", (query, {"$set": {TOUCHED_AT: now}}))
+        yield Command(target, "update_many", (query, {"$set": {F.TOUCHED_AT: now}}))
     expiry.moved(thread_id, now)
 
 
@@ -179,7 +189,7 @@ def _parent_values(
         docs = yield Command(Target.CHECKPOINTS, "find", _queries.channel_values_of(key))
         if not docs:
             return None
-        values = stored_values(docs[0][CHANNEL_VALUES])
+        values = stored_values(docs[0][F.CHANNEL_VALUES])
         recent.put(key_fields(key), values)
     return values
 
@@ -211,7 +221,7 @@ def put(
         Target.CHECKPOINTS, "update_one", (upsert_filter(doc), _upsert(doc)), {"upsert": True}
     )
     recent.put(
-        (ref.thread_id, ref.checkpoint_ns, checkpoint_id), stored_values(doc[CHANNEL_VALUES])
+        (ref.thread_id, ref.checkpoint_ns, checkpoint_id), stored_values(doc[F.CHANNEL_VALUES])
     )
     yield from _touch_thread(expiry, ref.thread_id, stamp)
     return CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id).config()
@@ -247,18 +257,18 @@ def join_too_large(error: BaseException) -> bool:
 
 def _read_apart(
     pipeline: list[dict[str, Any]], channels: list[str] | None = None
-) -> Plan[list[dict[str, Any]]]:
+) -> Plan[list[Any]]:
     """The checkpoints of a read pipeline, then their writes in one `find`: two round
     trips instead of one, for checkpoints too large to return with their writes."""
-    docs: list[dict[str, Any]] = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
+    docs: list[Joined] = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
     if docs:
-        query = _queries.writes_of([d["_id"] for d in docs], channels)
-        writes = yield Command(Target.WRITES, "find", (query,))
-        joined: dict[tuple[str, str, str], list[Any]] = {}
+        query = _queries.writes_of([d[F.ID] for d in docs], channels)
+        writes: list[WriteDocument] = yield Command(Target.WRITES, "find", (query,))
+        joined: dict[KeyFields, list[WriteDocument]] = {}
         for write in writes:
-            joined.setdefault(key_fields(write["checkpoint"]), []).append(write)
+            joined.setdefault(key_fields(write[F.CHECKPOINT]), []).append(write)
         for doc in docs:
-            doc[JOINED_WRITES] = joined.get(key_fields(doc["_id"]), [])
+            doc[F.JOINED_WRITES] = joined.get(key_fields(doc[F.ID]), [])
     return docs
 
 
@@ -266,11 +276,11 @@ def _read_joined(
     pipeline: list[dict[str, Any]],
     options: Mapping[str, Any] | None = None,
     channels: list[str] | None = None,
-) -> Plan[list[dict[str, Any]]]:
-    """A read pipeline's documents with their writes: one aggregation, or read apart
-    when the server refuses a joined document over 16 MiB."""
+) -> Plan[list[Any]]:
+    """A read pipeline's documents (`Joined`) with their writes: one aggregation, or read
+    apart when the server refuses a joined document over 16 MiB."""
     try:
-        docs: list[dict[str, Any]] = yield Command(
+        docs: list[Joined] = yield Command(
             Target.CHECKPOINTS, "aggregate", (pipeline,), options or {}
         )
     except OperationFailure as exc:
@@ -284,12 +294,12 @@ def get_tuple(
     codec: Codec, join: _queries.WritesJoin, recent: RecentValues, config: RunnableConfig
 ) -> Plan[CheckpointTuple | None]:
     pipeline = _queries.get_tuple_pipeline(ref_from_config(config), join)
-    docs = yield from _read_joined(pipeline)
+    docs: list[JoinedCheckpoint] = yield from _read_joined(pipeline)
     if not docs:
         return None
     found = checkpoint_tuple(codec, docs[0])
     # A graph's next `put` names this checkpoint as its parent: keep its stored values.
-    recent.put(key_fields(docs[0]["_id"]), stored_values(docs[0][CHANNEL_VALUES]))
+    recent.put(key_fields(docs[0][F.ID]), stored_values(docs[0][F.CHANNEL_VALUES]))
     return found
 
 
@@ -307,7 +317,8 @@ def list_apart(
     pipeline = _queries.apart(command.args[0], last, read, page=LIST_APART_PAGE)
     if any(stage.get("$limit", 1) <= 0 for stage in pipeline):
         return []
-    return [checkpoint_tuple(codec, doc) for doc in (yield from _read_apart(pipeline))]
+    docs: list[JoinedCheckpoint] = yield from _read_apart(pipeline)
+    return [checkpoint_tuple(codec, doc) for doc in docs]
 
 
 def list_command(
@@ -370,17 +381,17 @@ def delta_history(
         return {}
     ref = ref_from_config(config)
     for _ in range(DELTA_READ_ATTEMPTS):
-        docs = yield _lineage(_delta.lineage_query(ref))
-        lineage = {doc["checkpoint_id"]: doc for doc in docs}
+        lineage_docs: list[LineageDocument] = yield _lineage(_delta.lineage_query(ref))
+        lineage = {doc[F.CHECKPOINT_ID]: doc for doc in lineage_docs}
         target_id = (
             ref.checkpoint_id if ref.checkpoint_id is not None else next(iter(lineage), None)
         )
         found = _delta.walk(lineage, target_id, wanted)
-        docs = []
+        docs: list[HistoryDocument] = []
         if found.chain:
             pipeline = _delta.history_pipeline(ref, found, wanted, join)
             docs = yield from _read_joined(pipeline, _delta.HISTORY_OPTIONS, wanted)
-        if {doc["checkpoint_id"] for doc in docs} == set(found.chain):
+        if {doc[F.CHECKPOINT_ID] for doc in docs} == set(found.chain):
             return _delta.assemble(codec, found, docs, wanted)
     raise ThreadChangedError(
         f"get_delta_channel_history: thread {shown(ref.thread_id)}, namespace "
@@ -394,8 +405,8 @@ def delete_thread(recent: RecentValues, thread_id: str) -> Plan[None]:
     recent.forget_threads([thread_id])
     # Checkpoints go first: if the second step fails, what is left are writes that no
     # checkpoint joins, never a checkpoint that silently lost its writes.
-    yield Command(Target.CHECKPOINTS, "delete_many", ({"thread_id": thread_id},))
-    yield Command(Target.WRITES, "delete_many", ({"thread_id": thread_id},))
+    yield Command(Target.CHECKPOINTS, "delete_many", ({F.THREAD_ID: thread_id},))
+    yield Command(Target.WRITES, "delete_many", ({F.THREAD_ID: thread_id},))
 
 
 def delete_for_runs(codec: Codec, recent: RecentValues, run_ids: Sequence[str]) -> Plan[None]:
@@ -404,18 +415,18 @@ def delete_for_runs(codec: Codec, recent: RecentValues, run_ids: Sequence[str]) 
     runs = str_list(run_ids, "run_ids")
     if not runs:
         return
-    found = yield Command(
+    found: list[MetadataDocument] = yield Command(
         Target.CHECKPOINTS,
         "find",
-        ({"metadata.run_id": {"$in": runs}}, {"_id": 1, "serialized_metadata": 1}),
+        ({f"{F.METADATA}.run_id": {"$in": runs}}, {F.ID: 1, F.SERIALIZED_METADATA: 1}),
     )
     # The index narrows; the exact metadata decides, as Python compares it: an array
     # that contains a run id, or another type that prints like one, is not that run.
-    doomed = [doc["_id"] for doc in found if _run_id(codec, doc) in runs]
+    doomed = [doc[F.ID] for doc in found if _run_id(codec, doc) in runs]
     if not doomed:
         return
-    threads = sorted({key["thread_id"] for key in doomed})
-    lineage = yield _lineage({"thread_id": {"$in": threads}})
+    threads = sorted({key[F.THREAD_ID] for key in doomed})
+    lineage: list[LineageDocument] = yield _lineage({F.THREAD_ID: {"$in": threads}})
     recent.forget_threads(threads)
     yield from _delete_checkpoints(_delta.deletable(lineage, doomed))
 
@@ -424,7 +435,7 @@ def delete_for_runs(codec: Codec, recent: RecentValues, run_ids: Sequence[str]) 
 DELETE_BATCH = 10_000
 
 
-def _delete_checkpoints(keys: Sequence[Mapping[str, str]]) -> Plan[None]:
+def _delete_checkpoints(keys: Sequence[CheckpointKey]) -> Plan[None]:
     """Delete these checkpoints (`_id`s) and their writes, a batch of keys per command.
 
     Per batch the writes go first. A failure in between leaves checkpoints that are
@@ -436,13 +447,13 @@ def _delete_checkpoints(keys: Sequence[Mapping[str, str]]) -> Plan[None]:
     for start in range(0, len(keys), DELETE_BATCH):
         batch = list(keys[start : start + DELETE_BATCH])
         # The batch's threads: the shard key, so each delete targets the shards holding them.
-        in_threads = {"thread_id": {"$in": sorted({key["thread_id"] for key in batch})}}
-        yield Command(Target.WRITES, "delete_many", ({**in_threads, "checkpoint": {"$in": batch}},))
-        yield Command(Target.CHECKPOINTS, "delete_many", ({**in_threads, "_id": {"$in": batch}},))
+        in_threads = {F.THREAD_ID: {"$in": sorted({key[F.THREAD_ID] for key in batch})}}
+        yield Command(Target.WRITES, "delete_many", ({**in_threads, F.CHECKPOINT: {"$in": batch}},))
+        yield Command(Target.CHECKPOINTS, "delete_many", ({**in_threads, F.ID: {"$in": batch}},))
 
 
-def _run_id(codec: Codec, doc: Mapping[str, Any]) -> str | None:
-    run_id = codec.decode(doc["serialized_metadata"]).get("run_id")
+def _run_id(codec: Codec, doc: MetadataDocument) -> str | None:
+    run_id = codec.decode(doc[F.SERIALIZED_METADATA]).get("run_id")
     return run_id if isinstance(run_id, str) else None
 
 
@@ -451,25 +462,26 @@ def copy_thread(
 ) -> Plan[None]:
     source = require_str(source_thread_id, "source_thread_id")
     target = require_str(target_thread_id, "target_thread_id")
-    checkpoints = yield Command(Target.CHECKPOINTS, "find", ({"thread_id": source},))
+    checkpoints: list[CheckpointDocument] = yield Command(
+        Target.CHECKPOINTS, "find", ({F.THREAD_ID: source},)
+    )
     if not checkpoints:
         return
-    copied_ids = {key_fields(doc["_id"]) for doc in checkpoints}
-    writes = yield Command(Target.WRITES, "find", ({"thread_id": source},))
+    copied_ids = {key_fields(doc[F.ID]) for doc in checkpoints}
+    writes: list[WriteDocument] = yield Command(Target.WRITES, "find", ({F.THREAD_ID: source},))
     stamp = expiry.stamp() if expiry else None
-    fresh = {TOUCHED_AT: stamp} if stamp else {}
     # Writes first: a copy that fails half way leaves no checkpoint without its writes,
     # and upserting by `_id` makes running the copy again converge. Only the writes of
     # the copied checkpoints: a write no checkpoint joins (left by an interrupted
     # delete) must not land in the target thread.
     copied_writes = [
-        (False, {**moved_write(doc, target), **fresh})
+        (False, moved_write(doc, target, stamp))
         for doc in writes
-        if key_fields(doc["checkpoint"]) in copied_ids
+        if key_fields(doc[F.CHECKPOINT]) in copied_ids
     ]
     if copied_writes:
         yield _upserts(Target.WRITES, copied_writes)
-    copied = [(False, {**moved_checkpoint(doc, target), **fresh}) for doc in checkpoints]
+    copied = [(False, moved_checkpoint(doc, target, stamp)) for doc in checkpoints]
     yield _upserts(Target.CHECKPOINTS, copied)
     yield from _touch_thread(expiry, target, stamp)
 
@@ -484,7 +496,7 @@ def prune(recent: RecentValues, thread_ids: Sequence[str], strategy: str) -> Pla
     if not threads:
         return
     recent.forget_threads(threads)
-    in_threads = {"thread_id": {"$in": threads}}
+    in_threads = {F.THREAD_ID: {"$in": threads}}
     if strategy == "delete":
         yield Command(Target.CHECKPOINTS, "delete_many", (in_threads,))
         yield Command(Target.WRITES, "delete_many", (in_threads,))

@@ -12,22 +12,20 @@ from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, IndexModel
 
-from langgraph.checkpoint.mongo._channel_values import CHANNEL_VALUES
 from langgraph.checkpoint.mongo._commands import Target
-from langgraph.checkpoint.mongo._documents import JOINED_WRITES, REPLAYED_CHANNELS, STORED_CHANNELS
 from langgraph.checkpoint.mongo._keys import CheckpointRef
-from langgraph.checkpoint.mongo._metadata import TERMS_FIELD
-from langgraph.checkpoint.mongo._ttl import TOUCHED_AT, TTL_INDEX_NAME
+from langgraph.checkpoint.mongo._schema import CheckpointKey, F
+from langgraph.checkpoint.mongo._ttl import TTL_INDEX_NAME
 
 # Fields a read never needs: the readable metadata and the filter terms.
 _READ_PROJECTION = {
-    "metadata": 0,
-    TERMS_FIELD: 0,
-    STORED_CHANNELS: 0,
-    REPLAYED_CHANNELS: 0,
+    F.METADATA: 0,
+    F.METADATA_TERMS: 0,
+    F.STORED_CHANNELS: 0,
+    F.REPLAYED_CHANNELS: 0,
 }
 
-NEWEST_FIRST = {"checkpoint_id": DESCENDING, "thread_id": ASCENDING, "checkpoint_ns": ASCENDING}
+NEWEST_FIRST = {F.CHECKPOINT_ID: DESCENDING, F.THREAD_ID: ASCENDING, F.CHECKPOINT_NS: ASCENDING}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,23 +45,23 @@ class WritesJoin:
     def stage(self, thread_id: str | None) -> dict[str, Any]:
         lookup: dict[str, Any] = {
             "from": self.collection,
-            "localField": "_id",
-            "foreignField": "checkpoint",
-            "as": JOINED_WRITES,
+            "localField": F.ID,
+            "foreignField": F.CHECKPOINT,
+            "as": F.JOINED_WRITES,
         }
         if self.by_thread and thread_id is not None:
-            lookup["pipeline"] = [{"$match": {"thread_id": thread_id}}]
+            lookup["pipeline"] = [{"$match": {F.THREAD_ID: thread_id}}]
         return {"$lookup": lookup}
 
 
 def get_tuple_pipeline(ref: CheckpointRef, join: WritesJoin) -> list[dict[str, Any]]:
     """The checkpoint `ref` names, or the newest of its thread and namespace."""
-    match: dict[str, Any] = {"thread_id": ref.thread_id, "checkpoint_ns": ref.checkpoint_ns}
+    match: dict[str, Any] = {F.THREAD_ID: ref.thread_id, F.CHECKPOINT_NS: ref.checkpoint_ns}
     if ref.checkpoint_id is not None:
-        match["checkpoint_id"] = ref.checkpoint_id
+        match[F.CHECKPOINT_ID] = ref.checkpoint_id
     return [
         {"$match": match},
-        {"$sort": {"checkpoint_id": DESCENDING}},
+        {"$sort": {F.CHECKPOINT_ID: DESCENDING}},
         {"$limit": 1},
         {"$project": _READ_PROJECTION},
         join.stage(ref.thread_id),
@@ -83,16 +81,16 @@ def list_pipeline(
     """Checkpoints newest first across threads and namespaces, as `PostgresSaver` orders them."""
     match: dict[str, Any] = dict(metadata_match)
     if thread_id is not None:
-        match["thread_id"] = thread_id
+        match[F.THREAD_ID] = thread_id
     if checkpoint_ns is not None:
-        match["checkpoint_ns"] = checkpoint_ns
+        match[F.CHECKPOINT_NS] = checkpoint_ns
     id_condition: dict[str, Any] = {}
     if checkpoint_id is not None:
         id_condition["$eq"] = checkpoint_id
     if before_id is not None:
         id_condition["$lt"] = before_id
     if id_condition:
-        match["checkpoint_id"] = id_condition
+        match[F.CHECKPOINT_ID] = id_condition
     pipeline: list[dict[str, Any]] = [{"$match": match}, {"$sort": NEWEST_FIRST}]
     if limit is not None:
         pipeline.append({"$limit": limit})
@@ -110,11 +108,11 @@ def apart(
     stages = [dict(stage) for stage in pipeline[:cut]]
     if after is not None:
         # The next documents in `NEWEST_FIRST` order.
-        cid, thread, ns = after["checkpoint_id"], after["thread_id"], after["checkpoint_ns"]
+        cid, thread, ns = after[F.CHECKPOINT_ID], after[F.THREAD_ID], after[F.CHECKPOINT_NS]
         later = [
-            {"checkpoint_id": {"$lt": cid}},
-            {"checkpoint_id": cid, "thread_id": {"$gt": thread}},
-            {"checkpoint_id": cid, "thread_id": thread, "checkpoint_ns": {"$gt": ns}},
+            {F.CHECKPOINT_ID: {"$lt": cid}},
+            {F.CHECKPOINT_ID: cid, F.THREAD_ID: {"$gt": thread}},
+            {F.CHECKPOINT_ID: cid, F.THREAD_ID: thread, F.CHECKPOINT_NS: {"$gt": ns}},
         ]
         stages[0] = {"$match": {"$and": [stages[0]["$match"], {"$or": later}]}}
     for stage in stages:
@@ -125,20 +123,20 @@ def apart(
     return stages
 
 
-def channel_values_of(key: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def channel_values_of(key: CheckpointKey) -> tuple[dict[str, Any], dict[str, Any]]:
     """`find` filter and projection: the stored channel entries of one checkpoint."""
-    return {"_id": key, "thread_id": key["thread_id"]}, {"_id": 0, CHANNEL_VALUES: 1}
+    return {F.ID: key, F.THREAD_ID: key[F.THREAD_ID]}, {F.ID: 0, F.CHANNEL_VALUES: 1}
 
 
-def writes_of(keys: list[dict[str, str]], channels: list[str] | None = None) -> dict[str, Any]:
+def writes_of(keys: list[CheckpointKey], channels: list[str] | None = None) -> dict[str, Any]:
     """The pending writes of these checkpoints (`_id`s; to these channels), in the
     threads' shards."""
     query: dict[str, Any] = {
-        "thread_id": {"$in": sorted({k["thread_id"] for k in keys})},
-        "checkpoint": {"$in": keys},
+        F.THREAD_ID: {"$in": sorted({k[F.THREAD_ID] for k in keys})},
+        F.CHECKPOINT: {"$in": keys},
     }
     if channels is not None:
-        query["channel"] = {"$in": channels}
+        query[F.CHANNEL] = {"$in": channels}
     return query
 
 
@@ -150,9 +148,9 @@ def indexes(join: WritesJoin) -> list[tuple[Target, IndexModel]]:
             Target.CHECKPOINTS,
             IndexModel(
                 [
-                    ("thread_id", ASCENDING),
-                    ("checkpoint_ns", ASCENDING),
-                    ("checkpoint_id", DESCENDING),
+                    (F.THREAD_ID, ASCENDING),
+                    (F.CHECKPOINT_NS, ASCENDING),
+                    (F.CHECKPOINT_ID, DESCENDING),
                 ],
                 name="thread_ns_checkpoint",
             ),
@@ -160,20 +158,20 @@ def indexes(join: WritesJoin) -> list[tuple[Target, IndexModel]]:
         # delete_for_runs.
         (
             Target.CHECKPOINTS,
-            IndexModel([("metadata.run_id", ASCENDING)], name="metadata_run_id", sparse=True),
+            IndexModel([(f"{F.METADATA}.run_id", ASCENDING)], name="metadata_run_id", sparse=True),
         ),
         # The targeted $lookup of a checkpoint's writes, reading them apart, and by its
         # prefix delete_thread, copy_thread, prune and the TTL stamp of a thread.
         (
             Target.WRITES,
             IndexModel(
-                [("thread_id", ASCENDING), ("checkpoint", ASCENDING)], name="thread_checkpoint"
+                [(F.THREAD_ID, ASCENDING), (F.CHECKPOINT, ASCENDING)], name="thread_checkpoint"
             ),
         ),
     ]
     if not join.by_thread:
         # The plain $lookup matches `checkpoint` alone.
-        found.append((Target.WRITES, IndexModel([("checkpoint", ASCENDING)], name="checkpoint")))
+        found.append((Target.WRITES, IndexModel([(F.CHECKPOINT, ASCENDING)], name="checkpoint")))
     return found
 
 
@@ -187,5 +185,5 @@ INDEX_NAMES = frozenset(
 def ttl_index(seconds: int) -> IndexModel:
     """Whole-thread expiry: every document of a thread carries the same stamp."""
     return IndexModel(
-        [(TOUCHED_AT, ASCENDING)], name=TTL_INDEX_NAME, expireAfterSeconds=seconds, sparse=True
+        [(F.TOUCHED_AT, ASCENDING)], name=TTL_INDEX_NAME, expireAfterSeconds=seconds, sparse=True
     )
