@@ -14,8 +14,8 @@ from conftest import MONGODB_URI, Backend, CommandLog
 from helpers import call, config, listed, new_thread, put
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver
 from langgraph.checkpoint.mongo._drivers import maybe_await
+from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
 from langgraph.checkpoint.mongo._schema import F
-from langgraph.checkpoint.mongo._ttl import TTL_INDEX_NAME
 
 
 class Clock:

@@ -5,7 +5,8 @@ rebuilds it from the nearest ancestor snapshot plus the writes stored along the 
 chain. The base class walks that chain with one `get_tuple` per ancestor. Here one read
 fetches the *lineage* (ids, parent ids, and the names of the channels each checkpoint
 stores or replays: a few hundred bytes per checkpoint) and the chain is walked in memory;
-a second read fetches the writes of the chain and the serialized seed checkpoints.
+a second read fetches the writes of the chain and the serialized seed checkpoints
+(both queries are in `_queries`).
 
 The same walk tells `prune` and `delete_for_runs` which ancestors a surviving
 checkpoint still needs, so they never leave a thread that rebuilds to a wrong state.
@@ -16,40 +17,16 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite
-from pymongo import DESCENDING
 
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._documents import pending_writes
-from langgraph.checkpoint.mongo._keys import CheckpointRef, checkpoint_key
-from langgraph.checkpoint.mongo._queries import WritesJoin
+from langgraph.checkpoint.mongo._keys import checkpoint_key
 from langgraph.checkpoint.mongo._schema import CheckpointKey, F, HistoryDocument, LineageDocument
 from langgraph.checkpoint.mongo.errors import CheckpointCycleError
 
-LINEAGE_PROJECTION = {
-    F.ID: 0,
-    F.THREAD_ID: 1,
-    F.CHECKPOINT_NS: 1,
-    F.CHECKPOINT_ID: 1,
-    F.PARENT_CHECKPOINT_ID: 1,
-    F.STORED_CHANNELS: 1,
-    F.REPLAYED_CHANNELS: 1,
-}
-# Lineage documents are small (ids and channel names); one large batch keeps a lineage
-# read to one round trip up to the 16 MiB reply limit (some 50,000 checkpoints).
-LINEAGE_OPTIONS = {"sort": [(F.CHECKPOINT_ID, DESCENDING)], "batch_size": 100_000}
-# The history read returns one document per checkpoint of the chain: one batch too.
-HISTORY_OPTIONS = {"batchSize": 100_000}
-
 Lineage = Mapping[str, LineageDocument]  # checkpoint id -> lineage document, one namespace
-
-
-def lineage_query(ref: CheckpointRef) -> dict[str, Any]:
-    """The whole namespace: the walk follows parent ids, and nothing guarantees that an
-    ancestor's id sorts before its descendant's (another writer's clock, custom ids)."""
-    return {F.THREAD_ID: ref.thread_id, F.CHECKPOINT_NS: ref.checkpoint_ns}
 
 
 def by_namespace(
@@ -134,38 +111,6 @@ def deletable(
         kept_for_others = needed_by(lineage, [c for c in lineage if c not in ids])
         result += [checkpoint_key(thread_id, ns, c) for c in sorted(ids - kept_for_others)]
     return result
-
-
-def history_pipeline(
-    ref: CheckpointRef, found: Walk, channels: Sequence[str], join: WritesJoin
-) -> list[dict[str, Any]]:
-    """The chain's checkpoints with their writes to `channels`; the stored values of
-    `channels` only for seeds."""
-    seeds = sorted(set(found.seed_at.values()))
-    is_seed = {"$in": [f"${F.CHECKPOINT_ID}", {"$literal": seeds}]}
-    wanted = {"$in": [f"$$this.{F.CHANNEL}", {"$literal": list(channels)}]}
-    seed_values = {"$filter": {"input": f"${F.CHANNEL_VALUES}", "cond": wanted}}
-    return [
-        {
-            "$match": {
-                F.THREAD_ID: ref.thread_id,
-                F.CHECKPOINT_NS: ref.checkpoint_ns,
-                F.CHECKPOINT_ID: {"$in": found.chain},
-            }
-        },
-        {
-            "$project": {
-                F.CHECKPOINT_ID: 1,
-                F.CHANNEL_VALUES: {"$cond": [is_seed, seed_values, "$$REMOVE"]},
-            }
-        },
-        join.stage(ref.thread_id),
-        {
-            "$addFields": {
-                F.JOINED_WRITES: {"$filter": {"input": f"${F.JOINED_WRITES}", "cond": wanted}}
-            }
-        },
-    ]
 
 
 def assemble(

@@ -37,6 +37,7 @@ from langgraph.checkpoint.mongo._keys import (
     write_key,
 )
 from langgraph.checkpoint.mongo._metadata import metadata_terms, readable_metadata
+from langgraph.checkpoint.mongo._queries import upsert_filter
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
     F,
@@ -49,11 +50,6 @@ D = TypeVar("D", bound=Mapping[str, Any])
 
 # MongoDB's maxBsonObjectSize, the same on every current server and on Atlas.
 MAX_DOCUMENT_SIZE = 16 * 1024 * 1024
-
-
-def upsert_filter(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """An upsert's filter: the `_id`, and the shard key `thread_id` for sharded clusters."""
-    return {F.ID: doc[F.ID], F.THREAD_ID: doc[F.THREAD_ID]}
 
 
 def _within_size_limit(doc: D, what: str, ref: CheckpointRef) -> D:

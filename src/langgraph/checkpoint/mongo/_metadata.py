@@ -25,6 +25,7 @@ import json
 import math
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -32,7 +33,6 @@ from typing import Any
 from bson.decimal128 import Decimal128
 
 from langgraph.checkpoint.mongo._keys import require_str
-from langgraph.checkpoint.mongo._schema import F
 
 # A BSON int is at most 64 bits; larger Python ints are kept readable as decimals.
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -216,13 +216,19 @@ def metadata_terms(metadata: Mapping[str, Any]) -> list[bytes]:
     return terms
 
 
-_MATCH_NOTHING: dict[str, Any] = {F.METADATA_TERMS: {"$in": []}}
+@dataclass(frozen=True, slots=True)
+class FilterTerms:
+    """What `list(filter=...)` asks of a checkpoint's terms: all of `required`, none of
+    `absent` (`_queries.metadata_filter` turns it into the query)."""
+
+    required: list[bytes]
+    absent: list[bytes]
 
 
-def metadata_filter(filter: Any) -> dict[str, Any]:
-    """The query for `list(filter=...)`: every value is data, never an operator."""
+def filter_terms(filter: Any) -> FilterTerms | None:
+    """The terms a `list(filter=...)` matches by; `None` when nothing can match."""
     if filter is None:
-        return {}
+        return FilterTerms([], [])
     if not isinstance(filter, Mapping):
         raise TypeError(f"filter must be a dict of metadata values, got {type(filter).__name__}")
     required: list[bytes] = []
@@ -237,14 +243,7 @@ def metadata_filter(filter: Any) -> dict[str, Any]:
             matches_nothing = True
         else:
             required.append(_equals_term(key, value))
-    if matches_nothing:
-        return dict(_MATCH_NOTHING)
-    condition: dict[str, Any] = {}
-    if required:
-        condition["$all"] = required
-    if absent:
-        condition["$nin"] = absent
-    return {F.METADATA_TERMS: condition} if condition else {}
+    return None if matches_nothing else FilterTerms(required, absent)
 
 
 def _safe_key(key: Any) -> bool:

@@ -21,7 +21,7 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from pymongo import IndexModel, UpdateOne
+from pymongo import IndexModel
 from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import _delta, _queries
@@ -38,7 +38,6 @@ from langgraph.checkpoint.mongo._documents import (
     moved_checkpoint,
     moved_write,
     unchanged_channels,
-    upsert_filter,
     write_documents,
 )
 from langgraph.checkpoint.mongo._keys import (
@@ -53,7 +52,6 @@ from langgraph.checkpoint.mongo._keys import (
     shown,
     str_list,
 )
-from langgraph.checkpoint.mongo._metadata import metadata_filter
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
     CheckpointKey,
@@ -65,7 +63,7 @@ from langgraph.checkpoint.mongo._schema import (
     MetadataDocument,
     WriteDocument,
 )
-from langgraph.checkpoint.mongo._ttl import TTL_INDEX_NAME, ThreadExpiry
+from langgraph.checkpoint.mongo._ttl import ThreadExpiry
 from langgraph.checkpoint.mongo.errors import IndexCreationError, ThreadChangedError
 
 T = TypeVar("T")
@@ -81,7 +79,7 @@ def setup(
     skip_indexes: Collection[str],
 ) -> Plan[None]:
     skip = set(str_list(list(skip_indexes), "skip_indexes"))
-    known = _queries.INDEX_NAMES | {TTL_INDEX_NAME}
+    known = _queries.INDEX_NAMES | {_queries.TTL_INDEX_NAME}
     unknown = skip - known
     if unknown:
         raise ValueError(
@@ -92,7 +90,7 @@ def setup(
     for target, index in _queries.indexes(join):
         if index.document["name"] not in skip:
             yield from _create_index(names[target], target, index)
-    if TTL_INDEX_NAME not in skip:
+    if _queries.TTL_INDEX_NAME not in skip:
         for target in (Target.CHECKPOINTS, Target.WRITES):
             yield from _set_thread_ttl(names[target], target, expiry)
 
@@ -110,12 +108,13 @@ def _set_thread_ttl(collection: str, target: Target, expiry: ThreadExpiry | None
     A saver without `ttl` (a script, a notebook) must not switch expiry off for the
     services that share the collections, so dropping the index is left to a person.
     """
-    existing = (yield Command(target, "index_information")).get(TTL_INDEX_NAME)
-    if existing is not None and [field for field, _ in existing.get("key", ())] != [F.TOUCHED_AT]:
+    name = _queries.TTL_INDEX_NAME
+    existing = (yield Command(target, "index_information")).get(name)
+    if existing is not None and not _queries.is_thread_ttl(existing):
         raise ValueError(
-            f"collection {collection!r} has an index named {TTL_INDEX_NAME!r} on "
+            f"collection {collection!r} has an index named {name!r} on "
             f"{existing.get('key')}, not on {F.TOUCHED_AT!r}: drop or rename it, or call "
-            f"setup(skip_indexes={{{TTL_INDEX_NAME!r}}})"
+            f"setup(skip_indexes={{{name!r}}})"
         )
     if expiry is None:
         if existing is not None:
@@ -123,37 +122,17 @@ def _set_thread_ttl(collection: str, target: Target, expiry: ThreadExpiry | None
                 "collection %r has the TTL index %r but this saver has ttl=None: threads "
                 "stamped by savers with a ttl still expire; drop the index to stop that",
                 collection,
-                TTL_INDEX_NAME,
+                name,
             )
     elif existing is None:
         yield from _create_index(collection, target, _queries.ttl_index(expiry.seconds))
     elif existing.get("expireAfterSeconds") != expiry.seconds:
-        change = {"name": TTL_INDEX_NAME, "expireAfterSeconds": expiry.seconds}
-        yield Command(Target.DATABASE, "command", ("collMod", collection), {"index": change})
-
-
-def _upsert(doc: Mapping[str, Any], *, keep_existing: bool = False) -> dict[str, Any]:
-    """The update that stores `doc` by its `_id` (insert, or overwrite unless
-    `keep_existing`), so a retried write leaves exactly one document.
-
-    The TTL stamp only ever moves forward (`$max`): a retry, or a writer whose clock
-    lags, never gives a document an older stamp than it has, so no document of a live
-    thread expires before the rest of it.
-    """
-    fields = {k: v for k, v in doc.items() if k not in (F.ID, F.TOUCHED_AT)}
-    update: dict[str, Any] = {"$setOnInsert" if keep_existing else "$set": fields}
-    if F.TOUCHED_AT in doc:
-        update["$max"] = {F.TOUCHED_AT: doc[F.TOUCHED_AT]}
-    return update
+        yield Command(Target.DATABASE, "command", *_queries.ttl_retimed(collection, expiry.seconds))
 
 
 def _upserts(target: Target, docs: Sequence[tuple[bool, Mapping[str, Any]]]) -> Command:
     """One unordered bulk write of `(keep_existing, document)` upserts."""
-    requests = [
-        UpdateOne(upsert_filter(doc), _upsert(doc, keep_existing=keep), upsert=True)
-        for keep, doc in docs
-    ]
-    return Command(target, "bulk_write", (requests,), {"ordered": False})
+    return Command(target, "bulk_write", (_queries.upserts(docs),), _queries.UNORDERED)
 
 
 def _touch_thread(
@@ -170,9 +149,8 @@ def _touch_thread(
     now = expiry.stamp()
     if now == written and not expiry.needs_move(thread_id, now):
         return
-    query = {F.THREAD_ID: thread_id, F.TOUCHED_AT: {"$not": {"$gte": now}}}
     for target in (Target.CHECKPOINTS, Target.WRITES):
-        yield Command(target, "update_many", (query, {"$set": {F.TOUCHED_AT: now}}))
+        yield Command(target, "update_many", _queries.touch_thread(thread_id, now))
     expiry.moved(thread_id, now)
 
 
@@ -217,9 +195,7 @@ def put(
     doc = checkpoint_document(
         codec, ref, checkpoint, metadata, config, stamp, new_versions=new_versions, parent=parent
     )
-    yield Command(
-        Target.CHECKPOINTS, "update_one", (upsert_filter(doc), _upsert(doc)), {"upsert": True}
-    )
+    yield Command(Target.CHECKPOINTS, "update_one", _queries.upsert(doc), _queries.UPSERT)
     recent.put(
         (ref.thread_id, ref.checkpoint_ns, checkpoint_id), stored_values(doc[F.CHANNEL_VALUES])
     )
@@ -315,7 +291,7 @@ def list_apart(
     """The next page of a `list` whose joined stream failed on `join_too_large`, after
     `read` results (`last` the final one), read apart; `[]` when the list is done."""
     pipeline = _queries.apart(command.args[0], last, read, page=LIST_APART_PAGE)
-    if any(stage.get("$limit", 1) <= 0 for stage in pipeline):
+    if _queries.limit_reached(pipeline):
         return []
     docs: list[JoinedCheckpoint] = yield from _read_apart(pipeline)
     return [checkpoint_tuple(codec, doc) for doc in docs]
@@ -335,7 +311,7 @@ def list_command(
         raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
     if limit is not None and limit > MAX_LIMIT:
         raise ValueError(f"limit must be at most 2**63 - 1 (a BSON int64), got {limit}")
-    metadata_match = metadata_filter(filter)
+    metadata_match = _queries.metadata_filter(filter)
     before_id = before_id_from_config(before)
     thread_id, checkpoint_ns, checkpoint_id = (
         list_scope(config) if config is not None else (None, None, None)
@@ -356,7 +332,7 @@ def list_command(
 
 def _lineage(query: dict[str, Any]) -> Command:
     return Command(
-        Target.CHECKPOINTS, "find", (query, _delta.LINEAGE_PROJECTION), _delta.LINEAGE_OPTIONS
+        Target.CHECKPOINTS, "find", (query, _queries.LINEAGE_PROJECTION), _queries.LINEAGE_OPTIONS
     )
 
 
@@ -381,7 +357,7 @@ def delta_history(
         return {}
     ref = ref_from_config(config)
     for _ in range(DELTA_READ_ATTEMPTS):
-        lineage_docs: list[LineageDocument] = yield _lineage(_delta.lineage_query(ref))
+        lineage_docs: list[LineageDocument] = yield _lineage(_queries.lineage_of(ref))
         lineage = {doc[F.CHECKPOINT_ID]: doc for doc in lineage_docs}
         target_id = (
             ref.checkpoint_id if ref.checkpoint_id is not None else next(iter(lineage), None)
@@ -389,8 +365,9 @@ def delta_history(
         found = _delta.walk(lineage, target_id, wanted)
         docs: list[HistoryDocument] = []
         if found.chain:
-            pipeline = _delta.history_pipeline(ref, found, wanted, join)
-            docs = yield from _read_joined(pipeline, _delta.HISTORY_OPTIONS, wanted)
+            seeds = found.seed_at.values()
+            pipeline = _queries.history_pipeline(ref, found.chain, seeds, wanted, join)
+            docs = yield from _read_joined(pipeline, _queries.HISTORY_OPTIONS, wanted)
         if {doc[F.CHECKPOINT_ID] for doc in docs} == set(found.chain):
             return _delta.assemble(codec, found, docs, wanted)
     raise ThreadChangedError(
@@ -405,8 +382,8 @@ def delete_thread(recent: RecentValues, thread_id: str) -> Plan[None]:
     recent.forget_threads([thread_id])
     # Checkpoints go first: if the second step fails, what is left are writes that no
     # checkpoint joins, never a checkpoint that silently lost its writes.
-    yield Command(Target.CHECKPOINTS, "delete_many", ({F.THREAD_ID: thread_id},))
-    yield Command(Target.WRITES, "delete_many", ({F.THREAD_ID: thread_id},))
+    yield Command(Target.CHECKPOINTS, "delete_many", (_queries.of_thread(thread_id),))
+    yield Command(Target.WRITES, "delete_many", (_queries.of_thread(thread_id),))
 
 
 def delete_for_runs(codec: Codec, recent: RecentValues, run_ids: Sequence[str]) -> Plan[None]:
@@ -416,9 +393,7 @@ def delete_for_runs(codec: Codec, recent: RecentValues, run_ids: Sequence[str]) 
     if not runs:
         return
     found: list[MetadataDocument] = yield Command(
-        Target.CHECKPOINTS,
-        "find",
-        ({f"{F.METADATA}.run_id": {"$in": runs}}, {F.ID: 1, F.SERIALIZED_METADATA: 1}),
+        Target.CHECKPOINTS, "find", _queries.of_runs(runs)
     )
     # The index narrows; the exact metadata decides, as Python compares it: an array
     # that contains a run id, or another type that prints like one, is not that run.
@@ -426,7 +401,7 @@ def delete_for_runs(codec: Codec, recent: RecentValues, run_ids: Sequence[str]) 
     if not doomed:
         return
     threads = sorted({key[F.THREAD_ID] for key in doomed})
-    lineage: list[LineageDocument] = yield _lineage({F.THREAD_ID: {"$in": threads}})
+    lineage: list[LineageDocument] = yield _lineage(_queries.of_threads(threads))
     recent.forget_threads(threads)
     yield from _delete_checkpoints(_delta.deletable(lineage, doomed))
 
@@ -446,10 +421,8 @@ def _delete_checkpoints(keys: Sequence[CheckpointKey]) -> Plan[None]:
     """
     for start in range(0, len(keys), DELETE_BATCH):
         batch = list(keys[start : start + DELETE_BATCH])
-        # The batch's threads: the shard key, so each delete targets the shards holding them.
-        in_threads = {F.THREAD_ID: {"$in": sorted({key[F.THREAD_ID] for key in batch})}}
-        yield Command(Target.WRITES, "delete_many", ({**in_threads, F.CHECKPOINT: {"$in": batch}},))
-        yield Command(Target.CHECKPOINTS, "delete_many", ({**in_threads, F.ID: {"$in": batch}},))
+        yield Command(Target.WRITES, "delete_many", (_queries.writes_of(batch),))
+        yield Command(Target.CHECKPOINTS, "delete_many", (_queries.checkpoints_of(batch),))
 
 
 def _run_id(codec: Codec, doc: MetadataDocument) -> str | None:
@@ -463,12 +436,14 @@ def copy_thread(
     source = require_str(source_thread_id, "source_thread_id")
     target = require_str(target_thread_id, "target_thread_id")
     checkpoints: list[CheckpointDocument] = yield Command(
-        Target.CHECKPOINTS, "find", ({F.THREAD_ID: source},)
+        Target.CHECKPOINTS, "find", (_queries.of_thread(source),)
     )
     if not checkpoints:
         return
     copied_ids = {key_fields(doc[F.ID]) for doc in checkpoints}
-    writes: list[WriteDocument] = yield Command(Target.WRITES, "find", ({F.THREAD_ID: source},))
+    writes: list[WriteDocument] = yield Command(
+        Target.WRITES, "find", (_queries.of_thread(source),)
+    )
     stamp = expiry.stamp() if expiry else None
     # Writes first: a copy that fails half way leaves no checkpoint without its writes,
     # and upserting by `_id` makes running the copy again converge. Only the writes of
@@ -496,7 +471,7 @@ def prune(recent: RecentValues, thread_ids: Sequence[str], strategy: str) -> Pla
     if not threads:
         return
     recent.forget_threads(threads)
-    in_threads = {F.THREAD_ID: {"$in": threads}}
+    in_threads = _queries.of_threads(threads)
     if strategy == "delete":
         yield Command(Target.CHECKPOINTS, "delete_many", (in_threads,))
         yield Command(Target.WRITES, "delete_many", (in_threads,))

@@ -1,21 +1,103 @@
-"""Every filter, pipeline and index the savers send, as plain data.
+"""Every filter, projection, pipeline, update, option and index the savers send, as
+plain data: `_operations` only decides which to send when.
 
 Reads are one aggregation each: `$match` the checkpoints, `$sort` newest first,
 `$limit`, then `$lookup` their pending writes by the composite key, so `get_tuple`
-and `list` cost one round trip (plus `getMore` batches for long lists).
+and `list` cost one round trip (plus `getMore` batches for long lists). Every command
+of a thread's operations names `thread_id`, the shard key, so a sharded cluster sends
+it to the shards that hold the thread.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from pymongo import ASCENDING, DESCENDING, IndexModel
+from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
 
 from langgraph.checkpoint.mongo._commands import Target
 from langgraph.checkpoint.mongo._keys import CheckpointRef
+from langgraph.checkpoint.mongo._metadata import filter_terms
 from langgraph.checkpoint.mongo._schema import CheckpointKey, F
-from langgraph.checkpoint.mongo._ttl import TTL_INDEX_NAME
+
+# Writes.
+
+
+def upsert_filter(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """An upsert's filter: the `_id`, and the shard key `thread_id` for sharded clusters."""
+    return {F.ID: doc[F.ID], F.THREAD_ID: doc[F.THREAD_ID]}
+
+
+def upsert(
+    doc: Mapping[str, Any], *, keep_existing: bool = False
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Filter and update that store `doc` by its `_id` (insert, or overwrite unless
+    `keep_existing`), so a retried write leaves exactly one document.
+
+    The TTL stamp only ever moves forward (`$max`): a retry, or a writer whose clock
+    lags, never gives a document an older stamp than it has, so no document of a live
+    thread expires before the rest of it.
+    """
+    fields = {k: v for k, v in doc.items() if k not in (F.ID, F.TOUCHED_AT)}
+    update: dict[str, Any] = {"$setOnInsert" if keep_existing else "$set": fields}
+    if F.TOUCHED_AT in doc:
+        update["$max"] = {F.TOUCHED_AT: doc[F.TOUCHED_AT]}
+    return upsert_filter(doc), update
+
+
+# Options of `update_one(*upsert(doc), **UPSERT)`.
+UPSERT = {"upsert": True}
+
+
+def upserts(docs: Sequence[tuple[bool, Mapping[str, Any]]]) -> list[UpdateOne]:
+    """The requests of one bulk write of `(keep_existing, document)` upserts."""
+    return [UpdateOne(*upsert(doc, keep_existing=keep), upsert=True) for keep, doc in docs]
+
+
+# Options of a bulk write: one failed request does not stop the others.
+UNORDERED = {"ordered": False}
+
+
+# Threads, and checkpoints by key.
+
+
+def of_thread(thread_id: str) -> dict[str, Any]:
+    """Every document of a thread (both collections)."""
+    return {F.THREAD_ID: thread_id}
+
+
+def of_threads(thread_ids: Sequence[str]) -> dict[str, Any]:
+    """Every document of these threads (both collections)."""
+    return {F.THREAD_ID: {"$in": list(thread_ids)}}
+
+
+def _threads_of(keys: Iterable[CheckpointKey]) -> dict[str, Any]:
+    """The keys' threads: the shard key, so a command targets the shards holding them."""
+    return {F.THREAD_ID: {"$in": sorted({k[F.THREAD_ID] for k in keys})}}
+
+
+def checkpoints_of(keys: list[CheckpointKey]) -> dict[str, Any]:
+    """These checkpoints (`_id`s), in the threads' shards."""
+    return {**_threads_of(keys), F.ID: {"$in": keys}}
+
+
+def channel_values_of(key: CheckpointKey) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`find` filter and projection: the stored channel entries of one checkpoint."""
+    return {F.ID: key, F.THREAD_ID: key[F.THREAD_ID]}, {F.ID: 0, F.CHANNEL_VALUES: 1}
+
+
+def writes_of(keys: list[CheckpointKey], channels: list[str] | None = None) -> dict[str, Any]:
+    """The pending writes of these checkpoints (`_id`s; to these channels), in the
+    threads' shards."""
+    query: dict[str, Any] = {**_threads_of(keys), F.CHECKPOINT: {"$in": keys}}
+    if channels is not None:
+        query[F.CHANNEL] = {"$in": channels}
+    return query
+
+
+# Reads.
 
 # Fields a read never needs: the readable metadata and the filter terms.
 _READ_PROJECTION = {
@@ -66,6 +148,20 @@ def get_tuple_pipeline(ref: CheckpointRef, join: WritesJoin) -> list[dict[str, A
         {"$project": _READ_PROJECTION},
         join.stage(ref.thread_id),
     ]
+
+
+def metadata_filter(filter: Any) -> dict[str, Any]:
+    """The condition of `list(filter=...)`: membership of opaque terms (see `_metadata`),
+    so every value is data, never an operator."""
+    terms = filter_terms(filter)
+    if terms is None:  # nothing can match
+        return {F.METADATA_TERMS: {"$in": []}}
+    condition: dict[str, Any] = {}
+    if terms.required:
+        condition["$all"] = terms.required
+    if terms.absent:
+        condition["$nin"] = terms.absent
+    return {F.METADATA_TERMS: condition} if condition else {}
 
 
 def list_pipeline(
@@ -123,21 +219,82 @@ def apart(
     return stages
 
 
-def channel_values_of(key: CheckpointKey) -> tuple[dict[str, Any], dict[str, Any]]:
-    """`find` filter and projection: the stored channel entries of one checkpoint."""
-    return {F.ID: key, F.THREAD_ID: key[F.THREAD_ID]}, {F.ID: 0, F.CHANNEL_VALUES: 1}
+def limit_reached(pipeline: list[dict[str, Any]]) -> bool:
+    """A resumed pipeline (`apart`) whose `$limit` is used up: it has nothing left to read."""
+    return any(stage.get("$limit", 1) <= 0 for stage in pipeline)
 
 
-def writes_of(keys: list[CheckpointKey], channels: list[str] | None = None) -> dict[str, Any]:
-    """The pending writes of these checkpoints (`_id`s; to these channels), in the
-    threads' shards."""
-    query: dict[str, Any] = {
-        F.THREAD_ID: {"$in": sorted({k[F.THREAD_ID] for k in keys})},
-        F.CHECKPOINT: {"$in": keys},
-    }
-    if channels is not None:
-        query[F.CHANNEL] = {"$in": channels}
-    return query
+# The delta-channel history (see `_delta`).
+
+LINEAGE_PROJECTION = {
+    F.ID: 0,
+    F.THREAD_ID: 1,
+    F.CHECKPOINT_NS: 1,
+    F.CHECKPOINT_ID: 1,
+    F.PARENT_CHECKPOINT_ID: 1,
+    F.STORED_CHANNELS: 1,
+    F.REPLAYED_CHANNELS: 1,
+}
+# Lineage documents are small (ids and channel names); one large batch keeps a lineage
+# read to one round trip up to the 16 MiB reply limit (some 50,000 checkpoints).
+LINEAGE_OPTIONS = {"sort": [(F.CHECKPOINT_ID, DESCENDING)], "batch_size": 100_000}
+# The history read returns one document per checkpoint of the chain: one batch too.
+HISTORY_OPTIONS = {"batchSize": 100_000}
+
+
+def lineage_of(ref: CheckpointRef) -> dict[str, Any]:
+    """The lineage of `ref`'s whole namespace: the walk follows parent ids, and nothing
+    guarantees that an ancestor's id sorts before its descendant's (another writer's
+    clock, custom ids)."""
+    return {F.THREAD_ID: ref.thread_id, F.CHECKPOINT_NS: ref.checkpoint_ns}
+
+
+def history_pipeline(
+    ref: CheckpointRef,
+    chain: list[str],
+    seeds: Iterable[str],
+    channels: Sequence[str],
+    join: WritesJoin,
+) -> list[dict[str, Any]]:
+    """The `chain`'s checkpoints with their writes to `channels`; the stored values of
+    `channels` only for `seeds`."""
+    is_seed = {"$in": [f"${F.CHECKPOINT_ID}", {"$literal": sorted(set(seeds))}]}
+    wanted = {"$in": [f"$$this.{F.CHANNEL}", {"$literal": list(channels)}]}
+    seed_values = {"$filter": {"input": f"${F.CHANNEL_VALUES}", "cond": wanted}}
+    return [
+        {
+            "$match": {
+                F.THREAD_ID: ref.thread_id,
+                F.CHECKPOINT_NS: ref.checkpoint_ns,
+                F.CHECKPOINT_ID: {"$in": chain},
+            }
+        },
+        {
+            "$project": {
+                F.CHECKPOINT_ID: 1,
+                F.CHANNEL_VALUES: {"$cond": [is_seed, seed_values, "$$REMOVE"]},
+            }
+        },
+        join.stage(ref.thread_id),
+        {
+            "$addFields": {
+                F.JOINED_WRITES: {"$filter": {"input": f"${F.JOINED_WRITES}", "cond": wanted}}
+            }
+        },
+    ]
+
+
+# `delete_for_runs`: LangGraph's `run_id` in the readable metadata (indexed).
+RUN_ID_PATH = f"{F.METADATA}.run_id"
+
+
+def of_runs(run_ids: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`find` filter and projection: the checkpoints these runs may have written, with
+    their exact metadata (the index narrows; the exact metadata decides)."""
+    return {RUN_ID_PATH: {"$in": run_ids}}, {F.ID: 1, F.SERIALIZED_METADATA: 1}
+
+
+# Indexes.
 
 
 def indexes(join: WritesJoin) -> list[tuple[Target, IndexModel]]:
@@ -158,7 +315,7 @@ def indexes(join: WritesJoin) -> list[tuple[Target, IndexModel]]:
         # delete_for_runs.
         (
             Target.CHECKPOINTS,
-            IndexModel([(f"{F.METADATA}.run_id", ASCENDING)], name="metadata_run_id", sparse=True),
+            IndexModel([(RUN_ID_PATH, ASCENDING)], name="metadata_run_id", sparse=True),
         ),
         # The targeted $lookup of a checkpoint's writes, reading them apart, and by its
         # prefix delete_thread, copy_thread, prune and the TTL stamp of a thread.
@@ -182,8 +339,33 @@ INDEX_NAMES = frozenset(
 )
 
 
+# Whole-thread expiry (see `_ttl`).
+
+TTL_INDEX_NAME = "thread_ttl"
+
+
 def ttl_index(seconds: int) -> IndexModel:
     """Whole-thread expiry: every document of a thread carries the same stamp."""
     return IndexModel(
         [(F.TOUCHED_AT, ASCENDING)], name=TTL_INDEX_NAME, expireAfterSeconds=seconds, sparse=True
+    )
+
+
+def is_thread_ttl(index_information: Mapping[str, Any]) -> bool:
+    """Whether an existing index (as `index_information()` describes it) is on our stamp."""
+    return [field for field, _ in index_information.get("key", ())] == [F.TOUCHED_AT]
+
+
+def ttl_retimed(collection: str, seconds: int) -> tuple[tuple[str, str], dict[str, Any]]:
+    """Arguments of the database command (collMod) that changes the TTL of the index."""
+    change = {"name": TTL_INDEX_NAME, "expireAfterSeconds": seconds}
+    return ("collMod", collection), {"index": change}
+
+
+def touch_thread(thread_id: str, now: datetime) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Filter and update that move a thread's older documents to the stamp `now`, never
+    backwards (`$not: {$gte: now}` also catches documents without a stamp)."""
+    return (
+        {F.THREAD_ID: thread_id, F.TOUCHED_AT: {"$not": {"$gte": now}}},
+        {"$set": {F.TOUCHED_AT: now}},
     )

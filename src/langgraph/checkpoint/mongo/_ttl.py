@@ -20,7 +20,6 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-TTL_INDEX_NAME = "thread_ttl"
 BUCKETS_PER_TTL = 16
 _CACHE_SIZE = 10_000
 
