@@ -6,6 +6,7 @@ from collections.abc import Collection
 from datetime import timedelta
 from typing import Any, TypeVar
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
@@ -104,6 +105,17 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
     def codec(self) -> Codec:
         # Built per call: `with_allowlist` swaps `serde` on a shallow copy of the saver.
         return Codec(self.serde, self.compression)
+
+    def _list_read(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> ops.ListRead | None:
+        return ops.list_read(
+            self.codec, self.join, config, filter=filter, before=before, limit=limit
+        )
 
     def _setup_plan(self, create_indexes: bool, skip_indexes: Collection[str]) -> Plan[None]:
         names = {

@@ -89,6 +89,13 @@ async def execute_async(operation: str, collection: Any, command: Command) -> An
         return result
 
 
+def execute_sync(operation: str, collection: Any, command: Command) -> Any:
+    """`execute_async` for the sync driver."""
+    with timed(operation, command):
+        result = call(collection, command)
+        return list(result) if command.returns_cursor else result
+
+
 @asynccontextmanager
 async def open_cursor(
     operation: str, collection: Any, command: Command

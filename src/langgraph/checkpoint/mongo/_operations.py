@@ -285,27 +285,45 @@ MAX_LIMIT = 2**63 - 1
 LIST_APART_PAGE = 25
 
 
-def list_apart(
-    codec: Codec, command: Command, last: Mapping[str, Any] | None, read: int
-) -> Plan[list[CheckpointTuple]]:
-    """The next page of a `list` whose joined stream failed on `join_too_large`, after
-    `read` results (`last` the final one), read apart; `[]` when the list is done."""
-    pipeline = _queries.apart(command.args[0], last, read, page=LIST_APART_PAGE)
-    if _queries.limit_reached(pipeline):
-        return []
-    docs: list[JoinedCheckpoint] = yield from _read_apart(pipeline)
-    return [checkpoint_tuple(codec, doc) for doc in docs]
+class ListRead:
+    """A `list` in progress, for the saver's loop: it streams `command` (one aggregation)
+    and hands each document to `streamed`. When the server refuses a joined document over
+    16 MiB (`join_too_large`), the saver runs `list_apart` until it returns `[]`: the rest
+    of the list, in pages read apart, from where the stream stopped."""
+
+    def __init__(self, codec: Codec, command: Command) -> None:
+        self.codec = codec
+        self.command = command
+        self._read = 0
+        self._last: JoinedCheckpoint | None = None
+
+    def streamed(self, doc: JoinedCheckpoint) -> CheckpointTuple:
+        self._read += 1
+        self._last = doc
+        return checkpoint_tuple(self.codec, doc)
+
+    def list_apart(self) -> Plan[list[CheckpointTuple]]:
+        """The next page, after what was read; `[]` when the list is done."""
+        pipeline = _queries.apart(self.command.args[0], self._last, self._read, LIST_APART_PAGE)
+        if _queries.limit_reached(pipeline):
+            return []
+        docs: list[JoinedCheckpoint] = yield from _read_apart(pipeline)
+        if docs:
+            self._read += len(docs)
+            self._last = docs[-1]
+        return [checkpoint_tuple(self.codec, doc) for doc in docs]
 
 
-def list_command(
+def list_read(
+    codec: Codec,
     join: _queries.WritesJoin,
     config: RunnableConfig | None,
     *,
     filter: dict[str, Any] | None,
     before: RunnableConfig | None,
     limit: int | None,
-) -> Command | None:
-    """The one aggregation `list` streams from; `None` when nothing can match."""
+) -> ListRead | None:
+    """A `list` ready to stream its one aggregation; `None` when nothing can match."""
     # Every argument is checked before deciding that nothing can match.
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
         raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
@@ -327,7 +345,7 @@ def list_command(
         limit=limit,
         join=join,
     )
-    return Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
+    return ListRead(codec, Command(Target.CHECKPOINTS, "aggregate", (pipeline,)))
 
 
 def _lineage(query: dict[str, Any]) -> Command:

@@ -31,7 +31,6 @@ from langgraph.checkpoint.mongo._base import (
 )
 from langgraph.checkpoint.mongo._codec import Compression
 from langgraph.checkpoint.mongo._commands import Plan
-from langgraph.checkpoint.mongo._documents import checkpoint_tuple
 from langgraph.checkpoint.mongo._drivers import (
     DRIVER_INFO,
     close_client,
@@ -138,22 +137,19 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         self._bind_loop()
-        command = ops.list_command(self.join, config, filter=filter, before=before, limit=limit)
-        if command is None:
+        if (listing := self._list_read(config, filter, before, limit)) is None:
             return
-        read, last = 0, None
+        command = listing.command
         try:
             async with open_cursor("list", self._collection(command), command) as documents:
-                async for last in documents:
-                    read += 1
-                    yield checkpoint_tuple(self.codec, last)
+                async for doc in documents:
+                    yield listing.streamed(doc)
         except OperationFailure as error:
             if not ops.join_too_large(error):
                 raise
-            while page := await self._run(ops.list_apart(self.codec, command, last, read)):
+            while page := await self._run(listing.list_apart()):
                 for item in page:
                     yield item
-                read, last = read + len(page), page[-1].config["configurable"]
 
     async def aput(
         self,

@@ -29,14 +29,12 @@ from langgraph.checkpoint.mongo._base import (
     step,
 )
 from langgraph.checkpoint.mongo._codec import Compression
-from langgraph.checkpoint.mongo._commands import Command, Plan
-from langgraph.checkpoint.mongo._documents import checkpoint_tuple
+from langgraph.checkpoint.mongo._commands import Plan
 from langgraph.checkpoint.mongo._drivers import (
     DRIVER_INFO,
-    call,
+    execute_sync,
     open_cursor_sync,
     plan_name,
-    timed,
 )
 
 T = TypeVar("T")
@@ -88,17 +86,12 @@ class MongoDBSaver(MongoDBSaverBase):
         finally:
             client.close()
 
-    def _execute(self, operation: str, command: Command) -> Any:
-        with timed(operation, command):
-            result = call(self._collection(command), command)
-            return list(result) if command.returns_cursor else result
-
     def _run(self, plan: Plan[T]) -> T:
         operation = plan_name(plan)
         command, value = step(plan)
         while command is not None:
             try:
-                result = self._execute(operation, command)
+                result = execute_sync(operation, self._collection(command), command)
             except Exception as error:  # the plan decides: handle it, or it propagates
                 command, value = step(plan, error=error)
             else:
@@ -124,21 +117,18 @@ class MongoDBSaver(MongoDBSaverBase):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        command = ops.list_command(self.join, config, filter=filter, before=before, limit=limit)
-        if command is None:
+        if (listing := self._list_read(config, filter, before, limit)) is None:
             return
-        read, last = 0, None
+        command = listing.command
         try:
             with open_cursor_sync("list", self._collection(command), command) as documents:
-                for last in documents:
-                    read += 1
-                    yield checkpoint_tuple(self.codec, last)
+                for doc in documents:
+                    yield listing.streamed(doc)
         except OperationFailure as error:
             if not ops.join_too_large(error):
                 raise
-            while page := self._run(ops.list_apart(self.codec, command, last, read)):
+            while page := self._run(listing.list_apart()):
                 yield from page
-                read, last = read + len(page), page[-1].config["configurable"]
 
     def put(
         self,
