@@ -50,6 +50,11 @@ def shown(value: Any) -> str:
     return _SHOWN.repr(value)
 
 
+def where(thread_id: str, checkpoint_ns: str) -> str:
+    """A thread's namespace, as error messages name it."""
+    return f"thread {shown(thread_id)}, namespace {shown(checkpoint_ns)}"
+
+
 def require_str(value: Any, what: str) -> str:
     """A string the server can store and match: valid UTF-8 and of a sane length."""
     if not isinstance(value, str):

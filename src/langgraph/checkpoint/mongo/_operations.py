@@ -51,6 +51,7 @@ from langgraph.checkpoint.mongo._keys import (
     require_str,
     shown,
     str_list,
+    where,
 )
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
@@ -389,9 +390,9 @@ def delta_history(
         if {doc[F.CHECKPOINT_ID] for doc in docs} == set(found.chain):
             return _delta.assemble(codec, found, docs, wanted)
     raise ThreadChangedError(
-        f"get_delta_channel_history: thread {shown(ref.thread_id)}, namespace "
-        f"{shown(ref.checkpoint_ns)} lost checkpoints of the chain it was reading, "
-        f"{DELTA_READ_ATTEMPTS} times in a row (a concurrent delete or prune); try again"
+        f"get_delta_channel_history: {where(ref.thread_id, ref.checkpoint_ns)} lost checkpoints "
+        f"of the chain it was reading, {DELTA_READ_ATTEMPTS} times in a row (a concurrent "
+        "delete or prune); try again"
     )
 
 
