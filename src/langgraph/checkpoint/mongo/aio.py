@@ -6,7 +6,6 @@ import asyncio
 import concurrent.futures
 from collections.abc import AsyncIterator, Collection, Coroutine, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from datetime import timedelta
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -17,27 +16,13 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from langgraph.checkpoint.serde.base import SerializerProtocol
 from pymongo import AsyncMongoClient
 from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._base import (
-    DEFAULT_CHECKPOINT_COLLECTION,
-    DEFAULT_DB_NAME,
-    DEFAULT_WRITES_COLLECTION,
-    MongoDBSaverBase,
-    step,
-)
-from langgraph.checkpoint.mongo._codec import Compression
+from langgraph.checkpoint.mongo._base import MongoDBSaverBase, step
 from langgraph.checkpoint.mongo._commands import Plan
-from langgraph.checkpoint.mongo._drivers import (
-    DRIVER_INFO,
-    close_client,
-    execute_async,
-    open_cursor,
-    plan_name,
-)
+from langgraph.checkpoint.mongo._drivers import close_client, execute_async, open_cursor, plan_name
 
 T = TypeVar("T")
 
@@ -67,36 +52,14 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
     @classmethod
     @asynccontextmanager
     async def from_conn_string(
-        cls,
-        conn_string: str,
-        db_name: str = DEFAULT_DB_NAME,
-        checkpoint_collection_name: str = DEFAULT_CHECKPOINT_COLLECTION,
-        writes_collection_name: str = DEFAULT_WRITES_COLLECTION,
-        *,
-        serde: SerializerProtocol | None = None,
-        compression: Compression | None = None,
-        ttl: float | timedelta | None = None,
-        targeted_joins: bool = True,
-        **client_kwargs: Any,
+        cls, conn_string: str, *args: Any, **options: Any
     ) -> AsyncIterator[AsyncMongoDBSaver]:
-        """A saver on a new `AsyncMongoClient`, set up, and closed on exit.
-
-        `client_kwargs` go to `AsyncMongoClient` (timeouts, TLS, `w`, ...).
-        """
-        client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-            conn_string, **{"driver": DRIVER_INFO, **client_kwargs}
-        )
+        """A saver on a new `AsyncMongoClient`, set up, and closed on exit (arguments: see
+        `MongoDBSaverBase`)."""
+        saver_options, client_options = cls._split_options(options)
+        client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(conn_string, **client_options)
         try:
-            saver = cls(
-                client,
-                db_name,
-                checkpoint_collection_name,
-                writes_collection_name,
-                serde=serde,
-                compression=compression,
-                ttl=ttl,
-                targeted_joins=targeted_joins,
-            )
+            saver = cls(client, *args, **saver_options)
             await saver.setup()
             yield saver
         finally:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import timedelta
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -16,26 +15,13 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from langgraph.checkpoint.serde.base import SerializerProtocol
 from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._base import (
-    DEFAULT_CHECKPOINT_COLLECTION,
-    DEFAULT_DB_NAME,
-    DEFAULT_WRITES_COLLECTION,
-    MongoDBSaverBase,
-    step,
-)
-from langgraph.checkpoint.mongo._codec import Compression
+from langgraph.checkpoint.mongo._base import MongoDBSaverBase, step
 from langgraph.checkpoint.mongo._commands import Plan
-from langgraph.checkpoint.mongo._drivers import (
-    DRIVER_INFO,
-    execute_sync,
-    open_cursor_sync,
-    plan_name,
-)
+from langgraph.checkpoint.mongo._drivers import execute_sync, open_cursor_sync, plan_name
 
 T = TypeVar("T")
 
@@ -54,33 +40,14 @@ class MongoDBSaver(MongoDBSaverBase):
     @classmethod
     @contextmanager
     def from_conn_string(
-        cls,
-        conn_string: str,
-        db_name: str = DEFAULT_DB_NAME,
-        checkpoint_collection_name: str = DEFAULT_CHECKPOINT_COLLECTION,
-        writes_collection_name: str = DEFAULT_WRITES_COLLECTION,
-        *,
-        serde: SerializerProtocol | None = None,
-        compression: Compression | None = None,
-        ttl: float | timedelta | None = None,
-        targeted_joins: bool = True,
-        **client_kwargs: Any,
+        cls, conn_string: str, *args: Any, **options: Any
     ) -> Iterator[MongoDBSaver]:
-        """A saver on a new `MongoClient`, set up, and closed on exit."""
-        client: MongoClient[dict[str, Any]] = MongoClient(
-            conn_string, **{"driver": DRIVER_INFO, **client_kwargs}
-        )
+        """A saver on a new `MongoClient`, set up, and closed on exit (arguments: see
+        `MongoDBSaverBase`)."""
+        saver_options, client_options = cls._split_options(options)
+        client: MongoClient[dict[str, Any]] = MongoClient(conn_string, **client_options)
         try:
-            saver = cls(
-                client,
-                db_name,
-                checkpoint_collection_name,
-                writes_collection_name,
-                serde=serde,
-                compression=compression,
-                ttl=ttl,
-                targeted_joins=targeted_joins,
-            )
+            saver = cls(client, *args, **saver_options)
             saver.setup()
             yield saver
         finally:
