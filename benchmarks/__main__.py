@@ -19,13 +19,13 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from benchmarks import scenarios
+from benchmarks import cpu, scenarios
 from benchmarks.contenders import OFFICIAL_SKIP_REASON, OFFICIAL_VERSION_ERROR
 from benchmarks.report import Environment, Results, markdown, plot, tables
 from benchmarks.server import ServerProcess
 
 HERE = Path(__file__).resolve().parent
-MEASUREMENTS = ("round_trips", "latency", "throughput", "storage", "compression")
+MEASUREMENTS = ("round_trips", "latency", "throughput", "storage", "compression", "cpu")
 PACKAGES = (
     "langgraph-checkpoint-mongo",
     "langgraph-checkpoint-mongodb",
@@ -118,6 +118,12 @@ def _settings(settings: scenarios.Settings) -> list[tuple[str, str]]:
             f"{', '.join(map(str, settings.compression_turns))} chat turns (add_messages list); "
             f"median of {settings.compression_repeats}",
         ),
+        (
+            "cpu",
+            f"delay 0; client process CPU; {', '.join(map(str, settings.cpu_histories))} turns "
+            f"of history; {settings.cpu_call_rounds} rounds per call, "
+            f"{settings.cpu_turn_rounds} per turn",
+        ),
     ]
 
 
@@ -136,6 +142,7 @@ async def _run(args: argparse.Namespace, settings: scenarios.Settings, results: 
         "throughput": scenarios.throughput,
         "storage": scenarios.storage,
         "compression": scenarios.compression,
+        "cpu": cpu.client_cpu,
     }
     with ServerProcess() as server:
         for name in MEASUREMENTS:

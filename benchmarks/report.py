@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.contenders import OFFICIAL, OFFICIAL_SKIP_REASON, OURS_ASYNC, OURS_SYNC
+from benchmarks.cpu import LIST_LIMIT, ClientCpu, median, ratio_interval, spread
 from benchmarks.scenarios import (
     RT_OPS,
     Compression,
@@ -45,6 +46,7 @@ class Results:
     throughput: Throughput | None = None
     storage: Storage | None = None
     compression: Compression | None = None
+    cpu: ClientCpu | None = None
     checks: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -279,6 +281,91 @@ def compression_table(cz: Compression) -> Table:
     return Table('Compression: compression="zstd" and "zlib" vs None', headers, rows, notes)
 
 
+def _us(value: float) -> str:
+    return f"{value:,.0f} µs"
+
+
+def _interval(values: list[float], reference: list[float] | None) -> str:
+    """` (1.05x, 1.01-1.09)`: the ratio of medians and its 95% bootstrap interval."""
+    if reference is None:
+        return ""
+    estimate, low, high = ratio_interval(values, reference)
+    return f" ({estimate:.2f}{TIMES}, {low:.2f}-{high:.2f})"
+
+
+def cpu_call_table(cpu: ClientCpu, history: int) -> Table:
+    samples = cpu.calls[history]
+    headers = ["how the calls are made", "put", "put_writes", "get_tuple", f"list ({LIST_LIMIT})"]
+    rows = []
+    spreads = []
+    for row in cpu.call_rows:
+        if row.key not in samples:
+            continue
+        cells = [row.label]
+        for op in ("put", "put_writes", "get_tuple", "list"):
+            values = samples[row.key][op]
+            reference = samples.get(row.reference or "", {}).get(op)
+            cells.append(_us(median(values)) + _interval(values, reference))
+            spreads.append(spread(values))
+        rows.append(cells)
+    notes = [
+        f"Client CPU (this process, every thread) per call, median of {cpu.call_rounds} "
+        f"rounds, on a thread with {history} chat turns of history (add_messages list); "
+        f"(ratio, 95% interval) = ÷ the official saver called the same way (sync or a*).",
+        "put: the three puts of one recorded chat turn ÷ 3; put_writes: its two ÷ 2 (2 "
+        "writes and 1 write); get_tuple: the latest checkpoint; list: limit 10.",
+        "floor, driver alone: "
+        + "; ".join(f"{op}: {what}" for op, what in cpu.floor_commands.items())
+        + ". The documents are the ones our saver stored for the same calls.",
+        "floor, serializer alone: dumps_typed of each put's checkpoint and metadata and of "
+        "each written value; loads_typed of the checkpoints and metadata read.",
+        f"Single samples scatter by {min(spreads):.0%} to {max(spreads):.0%} "
+        "(interquartile range ÷ median) on this shared machine; the medians move much less.",
+    ]
+    return Table(f"Client CPU per call, {history} turns of history", headers, rows, notes)
+
+
+def cpu_turn_table(cpu: ClientCpu) -> Table:
+    headers = ["saver, how the turn runs"]
+    for history in cpu.histories:
+        headers += [f"turn @{history}", f"saver's own @{history}"]
+    rows = []
+    spreads = []
+    for row in cpu.turn_rows:
+        cells = [row.label]
+        for history in cpu.histories:
+            turns = cpu.turns.get(history, {})
+            if row.key not in turns:
+                cells += ["-", "-"]
+                continue
+            cells.append(_us(median(turns[row.key])))
+            spreads.append(spread(turns[row.key]))
+            if row.key.startswith("memory"):
+                cells.append("-")
+                continue
+            own = cpu.own_turn(history, row.key)
+            reference = cpu.own_turn(history, row.reference) if row.reference else None
+            cells.append(_us(median(own)) + _interval(own, reference))
+        rows.append(cells)
+    notes = [
+        "Client CPU of one chat turn (a 1-node graph: get_tuple, 3 puts, 2 put_writes) on a "
+        "thread whose latest checkpoint holds @N turns of history (stored just before by the "
+        f"saver's own put); median of {cpu.turn_rounds} rounds. saver's own = the turn minus "
+        "InMemorySaver's turn run the same way in the same round (ainvoke or invoke).",
+        f"(ratio, 95% interval) = ÷ the official saver's own, same way of running; the "
+        f"target of issue 14 is at most 0.95{TIMES}.",
+        f"Single turns scatter by {min(spreads, default=0):.0%} to "
+        f"{max(spreads, default=0):.0%} (interquartile range ÷ median).",
+    ]
+    return Table("Client CPU per chat turn", headers, rows, notes)
+
+
+def cpu_tables(cpu: ClientCpu) -> list[Table]:
+    tables = [cpu_turn_table(cpu)]
+    tables += [cpu_call_table(cpu, h) for h in cpu.histories if h in cpu.calls]
+    return tables
+
+
 def environment_table(env: Environment) -> Table:
     rows = [[k, v] for k, v in env.machine + env.packages + env.settings]
     rows += [
@@ -301,6 +388,8 @@ def tables(results: Results) -> list[Table]:
         out.append(storage_table(results.storage))
     if results.compression:
         out.append(compression_table(results.compression))
+    if results.cpu:
+        out += cpu_tables(results.cpu)
     return out
 
 
