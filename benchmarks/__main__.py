@@ -61,6 +61,14 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         help="server delay (s) during the throughput measurement (default 0.020)",
     )
     parser.add_argument(
+        "--cpu-rounds",
+        type=int,
+        nargs=2,
+        metavar=("PER_CALL", "PER_TURN"),
+        default=None,
+        help="rounds of the cpu measurement (default 100 400): more narrow its intervals",
+    )
+    parser.add_argument(
         "--out", type=Path, default=None, help="directory for results.md and results.png"
     )
     return parser.parse_args(argv)
@@ -165,6 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.concurrency_delay is not None:
         settings = scenarios.Settings(
             **{**settings.__dict__, "concurrency_delay": args.concurrency_delay}
+        )
+    if args.cpu_rounds is not None:
+        per_call, per_turn = args.cpu_rounds
+        settings = scenarios.Settings(
+            **{**settings.__dict__, "cpu_call_rounds": per_call, "cpu_turn_rounds": per_turn}
         )
     command = " ".join(["python -m benchmarks", *(argv if argv is not None else sys.argv[1:])])
     results = Results(

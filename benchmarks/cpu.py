@@ -124,25 +124,32 @@ def spread(values: Sequence[float]) -> float:
 
 
 def ratio_interval(
-    values: Sequence[float], reference: Sequence[float], resamples: int = 400
+    values: Sequence[float],
+    reference: Sequence[float],
+    base: Sequence[float] | None = None,
+    resamples: int = 400,
 ) -> tuple[float, float, float]:
-    """median(values) ÷ median(reference), and its 95% bootstrap interval.
+    """`values` ÷ `reference` (each minus `base`, if given), and a 95% bootstrap interval.
 
-    Samples are paired by round (measured in the same round), so the rounds are
-    resampled together. The seed is fixed: the same samples give the same interval.
+    Samples are paired by round (measured moments apart), so the estimate is
+    1 + median(values - reference) ÷ median(reference - base): the paired difference
+    cancels load that drifts from round to round, which a ratio of two separate
+    medians does not. The rounds are resampled together; the seed is fixed, so the
+    same samples give the same interval.
     """
-    estimate = median(values) / median(reference)
-    rng = random.Random(14)
     n = len(values)
-    ratios = []
-    for _ in range(resamples):
-        picks = [rng.randrange(n) for _ in range(n)]
-        ratios.append(
-            statistics.median([values[i] for i in picks])
-            / statistics.median([reference[i] for i in picks])
+    below = base if base is not None else [0.0] * n
+    differences = [v - r for v, r in zip(values, reference, strict=True)]
+    denominators = [r - b for r, b in zip(reference, below, strict=True)]
+
+    def estimate(picks: Sequence[int]) -> float:
+        return 1 + median([differences[i] for i in picks]) / median(
+            [denominators[i] for i in picks]
         )
-    ratios.sort()
-    return estimate, ratios[int(0.025 * resamples)], ratios[int(0.975 * resamples) - 1]
+
+    rng = random.Random(14)
+    ratios = sorted(estimate([rng.randrange(n) for _ in range(n)]) for _ in range(resamples))
+    return estimate(range(n)), ratios[int(0.025 * resamples)], ratios[int(0.975 * resamples) - 1]
 
 
 # ----------------------------------------------------------------------------- timing

@@ -80,7 +80,7 @@ class Settings:
     compression_turns: tuple[int, ...] = (100, 500)
     compression_repeats: int = 21
     cpu_histories: tuple[int, ...] = (5, 30)
-    cpu_call_rounds: int = 150
+    cpu_call_rounds: int = 100
     cpu_turn_rounds: int = 400
 
     @classmethod
