@@ -26,8 +26,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import os
 import pstats
+import resource
 import sys
 import threading
 from collections import Counter
@@ -194,7 +194,7 @@ async def _turns(
             saver.put(config, *seed, versions)
     user = system = 0.0
     for thread in threads:
-        before = os.times()
+        before = resource.getrusage(resource.RUSAGE_SELF)
         if profiles is not None:
             profiles.main.enable()
         if use_async:
@@ -203,27 +203,37 @@ async def _turns(
             graph.invoke(human_input(history), thread_config(thread))
         if profiles is not None:
             profiles.main.disable()
-        after = os.times()
-        user += after.user - before.user
-        system += after.system - before.system
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        user += after.ru_utime - before.ru_utime
+        system += after.ru_stime - before.ru_stime
     await backend.drop(db)
     await backend.close()
     return Cost(user * 1000 / turns, system * 1000 / turns)
 
 
-def table(title: str, seconds: Counter[str], cost: Cost) -> str:
-    """Shares of the profiled time, applied to the unprofiled user CPU."""
-    total = sum(seconds.values()) or 1.0
+def table(history: int, runs: list[tuple[str, Counter[str], Cost]]) -> str:
+    """One Markdown table: a column per saver and way of running, a row per kind.
+
+    A kind's milliseconds are its share of the profiled time applied to the unprofiled
+    user CPU of the same turns; the kernel row is their system CPU."""
     lines = [
-        f"{title}: {cost.user + cost.system:.2f} ms of client CPU per turn (unprofiled)",
-        "",
-        "| where | share of user CPU (profiled) | ms per turn |",
-        "|:---|---:|---:|",
+        f"| ms per turn, {history} turns of history | " + " | ".join(r[0] for r in runs) + " |",
+        "|:---|" + "---:|" * len(runs),
     ]
     for kind in ORDER:
-        value = seconds.get(kind, 0.0)
-        lines.append(f"| {kind} | {value / total:.0%} | {value / total * cost.user:.2f} |")
-    lines.append(f"| kernel (system calls: sockets, thread wake-ups) | - | {cost.system:.2f} |")
+        cells = []
+        for _, seconds, cost in runs:
+            share = seconds.get(kind, 0.0) / (sum(seconds.values()) or 1.0)
+            cells.append(f"{share * cost.user:.2f} ({share:.0%})")
+        lines.append(f"| {kind} | " + " | ".join(cells) + " |")
+    lines.append(
+        "| kernel (system calls: sockets, thread wake-ups) | "
+        + " | ".join(f"{cost.system:.2f}" for _, _, cost in runs)
+        + " |"
+    )
+    lines.append(
+        "| **total** | " + " | ".join(f"**{c.user + c.system:.2f}**" for _, _, c in runs) + " |"
+    )
     return "\n".join(lines)
 
 
@@ -248,6 +258,7 @@ def main(argv: list[str] | None = None) -> None:
         if OFFICIAL_SKIP_REASON is None:
             runs += [("official, ainvoke", OFFICIAL, True), ("official, invoke", OFFICIAL, False)]
         runs += [("InMemorySaver, ainvoke", MEMORY, True), ("InMemorySaver, invoke", MEMORY, False)]
+    measured: list[tuple[str, Counter[str], Cost]] = []
     with ServerProcess() as server:
         for label, contender, use_async in runs:
             cost = asyncio.run(_turns(server, contender, use_async, args.history, args.turns, None))
@@ -256,8 +267,9 @@ def main(argv: list[str] | None = None) -> None:
                 asyncio.run(
                     _turns(server, contender, use_async, args.history, args.turns, profiles)
                 )
-            title = f"{label}, {args.history} turns of history"
-            print(table(title, kinds(profiles.stats()), cost), end="\n\n", flush=True)
+            measured.append((label, kinds(profiles.stats()), cost))
+            print(f"{label}: done", file=sys.stderr, flush=True)
+    print(table(args.history, measured))
 
 
 if __name__ == "__main__":
