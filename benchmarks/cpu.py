@@ -586,23 +586,18 @@ async def client_cpu(
     gc.collect()
     gc.freeze()
     try:
+        steps: list[tuple[str, Callable[..., Awaitable[Any]], int, dict[int, Any]]] = [
+            ("per call", _calls_at, settings.cpu_call_rounds, result.calls),
+            ("per turn", _turns_at, settings.cpu_turn_rounds, result.turns),
+        ]
         for history in settings.cpu_histories:
-            started = time.perf_counter()
-            try:
-                result.calls[history] = await _calls_at(
-                    server, recording, history, settings.cpu_call_rounds
-                )
-            except RuntimeError as exc:
-                checks.append(f"client CPU per call, {history} turns: {exc}")
-            log(f"  cpu: per call, {history} turns ({time.perf_counter() - started:.1f} s)")
-            started = time.perf_counter()
-            try:
-                result.turns[history] = await _turns_at(
-                    server, recording, history, settings.cpu_turn_rounds
-                )
-            except RuntimeError as exc:
-                checks.append(f"client CPU per turn, {history} turns: {exc}")
-            log(f"  cpu: per turn, {history} turns ({time.perf_counter() - started:.1f} s)")
+            for what, measure, rounds, into in steps:
+                started = time.perf_counter()
+                try:
+                    into[history] = await measure(server, recording, history, rounds)
+                except RuntimeError as exc:
+                    checks.append(f"client CPU {what}, {history} turns: {exc}")
+                log(f"  cpu: {what}, {history} turns ({time.perf_counter() - started:.1f} s)")
     finally:
         gc.unfreeze()
     return result
