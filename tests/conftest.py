@@ -193,23 +193,18 @@ async def saver(backend: Backend, command_log: CommandLog) -> AsyncIterator[Any]
 
 @pytest.fixture
 def sent_commands(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Every `Command` an `AsyncMongoDBSaver` sends from now on, in order (as the core
-    built it: filters and pipelines whole, where the wire shows only command names)."""
-    from langgraph.checkpoint.mongo import aio
+    """Every `Command` a saver (async or sync) sends from now on, in order (as the core
+    built it: filters and pipelines whole, where the wire shows only command names).
+
+    Every executor and cursor of `_drivers` makes its driver call through `_drivers.call`."""
+    from langgraph.checkpoint.mongo import _drivers
 
     commands: list[Any] = []
-    execute, stream = aio.execute_async, aio.open_cursor
+    call = _drivers.call
 
-    async def recorded_execute(operation: str, collection: Any, command: Any) -> Any:
+    def recorded(collection: Any, command: Any) -> Any:
         commands.append(command)
-        return await execute(operation, collection, command)
+        return call(collection, command)
 
-    @asynccontextmanager
-    async def recorded_stream(operation: str, collection: Any, command: Any) -> AsyncIterator[Any]:
-        commands.append(command)
-        async with stream(operation, collection, command) as documents:
-            yield documents
-
-    monkeypatch.setattr(aio, "execute_async", recorded_execute)
-    monkeypatch.setattr(aio, "open_cursor", recorded_stream)
+    monkeypatch.setattr(_drivers, "call", recorded)
     return commands

@@ -17,7 +17,7 @@ from helpers import call, config, listed, new_thread, put
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 from langgraph.checkpoint.mongo._commands import Command, Target
 from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, execute_async, open_cursor
-from langgraph.checkpoint.mongo._ttl import TTL_INDEX_NAME
+from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
 
 
 class _Cursor:

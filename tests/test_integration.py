@@ -55,7 +55,7 @@ def _explainable(saver: Any, command: Command) -> list[dict[str, Any]]:
         return [{"aggregate": name, "pipeline": args[0], "cursor": {}}]
     if command.method == "update_many":
         return [{"update": name, "updates": [{"q": args[0], "u": args[1], "multi": True}]}]
-    if command.method == "replace_one":
+    if command.method == "update_one":
         return [{"update": name, "updates": [{"q": args[0], "u": args[1], "upsert": True}]}]
     if command.method == "delete_many":
         return [{"delete": name, "deletes": [{"q": args[0], "limit": 0}]}]
@@ -105,7 +105,7 @@ async def test_every_query_uses_an_index(
             "find",
             "aggregate",
             "update_many",
-            "replace_one",
+            "update_one",
             "bulk_write",
             "delete_many",
         }
@@ -169,7 +169,7 @@ async def test_server_errors_keep_their_details(
                 await put(saver, new_thread())
             assert failed.value.code == expected_code
             assert any(
-                "put: checkpoints.replace_one failed" in r.getMessage() for r in caplog.records
+                "put: checkpoints.update_one failed" in r.getMessage() for r in caplog.records
             )
         finally:
             await maybe_await(client.drop_database(saver.db.name))

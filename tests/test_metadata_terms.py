@@ -19,12 +19,8 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from helpers import call, config, ids, listed, new_thread, put
-from langgraph.checkpoint.mongo._metadata import (
-    _canonical,
-    _equals_term,
-    metadata_filter,
-    metadata_terms,
-)
+from langgraph.checkpoint.mongo._metadata import _canonical, _equals_term, metadata_terms
+from langgraph.checkpoint.mongo._queries import metadata_filter
 
 UTC = dt.timezone.utc
 PLUS_ONE = dt.timezone(dt.timedelta(hours=1))

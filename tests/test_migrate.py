@@ -22,7 +22,7 @@ from pymongo.errors import AutoReconnect
 from conftest import Backend
 from graphs import Run, chat_graph, config, human, run_on
 from helpers import call, checkpoint, listed
-from langgraph.checkpoint.mongo import aio, migrate
+from langgraph.checkpoint.mongo import aio, migrate, sync
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo.migrate import (
     OfficialMongoDBSource,
@@ -210,13 +210,13 @@ def fail_bulk_writes_after(monkeypatch: pytest.MonkeyPatch, target: Any, allowed
             sent.append(command.target.value)
 
     if isinstance(target, migrate.MongoDBSaver):
-        execute = target._execute
+        execute_sync = sync.execute_sync
 
-        def failing(operation: str, command: Any) -> Any:
+        def failing(operation: str, collection: Any, command: Any) -> Any:
             check(command)
-            return execute(operation, command)
+            return execute_sync(operation, collection, command)
 
-        monkeypatch.setattr(target, "_execute", failing)
+        monkeypatch.setattr(sync, "execute_sync", failing)
     else:
         execute_async = aio.execute_async
 

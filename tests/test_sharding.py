@@ -100,16 +100,15 @@ async def test_plain_joins_for_services_without_the_concise_lookup(
         assert await listed(plain, config(thread)) == await listed(targeted, config(thread))
         history = await call(plain, "get_delta_channel_history", config=second, channels=["a"])
         assert history == {"a": {"writes": [("t", "a", 1)], "seed": [0]}}
-    if not backend.is_sync:  # the commands are recorded on AsyncMongoDBSaver
-        lookups = [
-            stage["$lookup"]
-            for command in sent_commands
-            if command.method == "aggregate"
-            for stage in command.args[0]
-            if "$lookup" in stage
-        ]
-        assert any("pipeline" in lookup for lookup in lookups)
-        assert any("pipeline" not in lookup for lookup in lookups)
+    lookups = [
+        stage["$lookup"]
+        for command in sent_commands
+        if command.method == "aggregate"
+        for stage in command.args[0]
+        if "$lookup" in stage
+    ]
+    assert any("pipeline" in lookup for lookup in lookups)
+    assert any("pipeline" not in lookup for lookup in lookups)
 
 
 def test_a_list_read_apart_resumes_exactly_where_it_stopped() -> None:

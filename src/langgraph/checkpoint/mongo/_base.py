@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import random
-from collections.abc import Awaitable, Callable, Collection, Generator
+from collections.abc import Awaitable, Callable, Collection, Generator, Mapping
 from datetime import timedelta
 from typing import Any, TypeVar
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
@@ -14,7 +16,7 @@ from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._channel_values import RecentValues
 from langgraph.checkpoint.mongo._codec import Codec, Compression, check_compression
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
-from langgraph.checkpoint.mongo._drivers import identify
+from langgraph.checkpoint.mongo._drivers import client_options, identify
 from langgraph.checkpoint.mongo._keys import require_str
 from langgraph.checkpoint.mongo._queries import WritesJoin
 from langgraph.checkpoint.mongo._ttl import ThreadExpiry, as_timedelta
@@ -82,6 +84,11 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
         targeted_joins: join pending writes with a `thread_id` match (MongoDB 5.0+), so
             reads target one shard of a sharded `checkpoint_writes`; `False` for services
             without MongoDB 5.0's `$lookup` (Azure Cosmos DB for MongoDB).
+
+    `from_conn_string(conn_string, *args, **options)` opens a client of its own, builds a
+    saver on it, runs `setup()`, and closes the client on exit: `args` and the keywords
+    above (all but `client`) go to the saver, every other keyword to the client
+    (`timeoutMS`, TLS options, `w`, ...).
     """
 
     def __init__(
@@ -132,6 +139,14 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
             return f"{counter + 1:032}.{random.random():016}"
         return super().get_next_version(current, channel)
 
+    @classmethod
+    def _split_options(cls, options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """`from_conn_string`'s keywords: the saver's (its constructor's parameters), and
+        the client's."""
+        own = inspect.signature(cls).parameters.keys() - {"client"}
+        saver = {k: v for k, v in options.items() if k in own}
+        return saver, client_options({k: v for k, v in options.items() if k not in own})
+
     def _collection(self, command: Command) -> Any:
         if command.target is Target.CHECKPOINTS:
             return self.checkpoint_collection
@@ -143,6 +158,17 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
     def codec(self) -> Codec:
         # Built per call: `with_allowlist` swaps `serde` on a shallow copy of the saver.
         return Codec(self.serde, self.compression)
+
+    def _list_read(
+        self,
+        config: RunnableConfig | None,
+        filter: dict[str, Any] | None,
+        before: RunnableConfig | None,
+        limit: int | None,
+    ) -> ops.ListRead | None:
+        return ops.list_read(
+            self.codec, self.join, config, filter=filter, before=before, limit=limit
+        )
 
     def _setup_plan(self, create_indexes: bool, skip_indexes: Collection[str]) -> Plan[None]:
         names = {

@@ -23,19 +23,16 @@ from typing import Any
 from langgraph.checkpoint.base import ChannelVersions
 
 from langgraph.checkpoint.mongo._codec import Codec
+from langgraph.checkpoint.mongo._keys import KeyFields
+from langgraph.checkpoint.mongo._schema import ChannelValue, F, StoredValue
 
-# The array of `{"channel", "version", "type", "data"[, "compression"]}` entries.
-CHANNEL_VALUES = "channel_values"
-
-# (thread_id, checkpoint_ns, checkpoint_id)
-CheckpointKey = tuple[str, str, str]
 # channel -> its stored entry (which carries the channel's version)
-StoredValues = dict[str, dict[str, Any]]
+StoredValues = dict[str, ChannelValue]
 
 
-def stored_values(entries: Iterable[Mapping[str, Any]]) -> StoredValues:
+def stored_values(entries: Iterable[ChannelValue]) -> StoredValues:
     """A document's `channel_values` array by channel name."""
-    return {entry["channel"]: dict(entry) for entry in entries}
+    return {entry[F.CHANNEL]: entry.copy() for entry in entries}
 
 
 def encode_channel_values(
@@ -43,7 +40,7 @@ def encode_channel_values(
     versions: Mapping[str, Any],
     new_versions: ChannelVersions | None,
     parent: StoredValues | None,
-    encode: Callable[[Any, str], dict[str, Any]],
+    encode: Callable[[Any, str], StoredValue],
 ) -> StoredValues:
     """Each channel's stored entry: the parent's, where the channel did not change since
     it and the parent holds it at the same version; freshly serialized otherwise.
@@ -59,15 +56,15 @@ def encode_channel_values(
             if parent is not None and new_versions is not None and channel not in new_versions
             else None
         )
-        if kept is not None and kept.get("version") == version:
+        if kept is not None and kept.get(F.VERSION) == version:
             result[channel] = kept
         else:
-            result[channel] = {"channel": channel, "version": version, **encode(value, channel)}
+            result[channel] = {F.CHANNEL: channel, F.VERSION: version, **encode(value, channel)}
     return result
 
 
-def decode_channel_values(codec: Codec, entries: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    return {entry["channel"]: codec.decode(entry) for entry in entries}
+def decode_channel_values(codec: Codec, entries: Iterable[ChannelValue]) -> dict[str, Any]:
+    return {entry[F.CHANNEL]: codec.decode(entry) for entry in entries}
 
 
 # What the cache may hold, in stored bytes (an entry's bytes are counted even where
@@ -81,11 +78,11 @@ class RecentValues:
 
     def __init__(self, max_bytes: int = RECENT_VALUES_BYTES) -> None:
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[CheckpointKey, tuple[StoredValues, int]] = OrderedDict()
+        self._entries: OrderedDict[KeyFields, tuple[StoredValues, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def get(self, key: CheckpointKey) -> StoredValues | None:
+    def get(self, key: KeyFields) -> StoredValues | None:
         with self._lock:
             found = self._entries.get(key)
             if found is None:
@@ -93,8 +90,8 @@ class RecentValues:
             self._entries.move_to_end(key)
             return found[0]
 
-    def put(self, key: CheckpointKey, values: StoredValues) -> None:
-        size = sum(len(entry["data"]) for entry in values.values())
+    def put(self, key: KeyFields, values: StoredValues) -> None:
+        size = sum(len(entry[F.DATA]) for entry in values.values())
         with self._lock:
             self._remove(key)
             if size > self.max_bytes:
@@ -112,7 +109,7 @@ class RecentValues:
             for key in [key for key in self._entries if key[0] in doomed]:
                 self._remove(key)
 
-    def _remove(self, key: CheckpointKey) -> None:
+    def _remove(self, key: KeyFields) -> None:
         found = self._entries.pop(key, None)
         if found is not None:
             self._bytes -= found[1]

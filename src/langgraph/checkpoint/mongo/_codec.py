@@ -1,6 +1,6 @@
 """How a value becomes stored bytes: the serializer, then optional compression.
 
-The stored form is `{"type": <serializer type>, "data": <bytes>}`, plus
+The stored form is a `StoredValue`: `{"type": <serializer type>, "data": <bytes>}`, plus
 `"compression": "zstd"` (or `"zlib"`) when the bytes are compressed, so data written with any
 setting stays readable with any other.
 """
@@ -8,12 +8,14 @@ setting stays readable with any other.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import zstandard
 from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from langgraph.checkpoint.mongo._schema import F, StoredValue
 
 Compression = Literal["zlib", "zstd"]
 COMPRESSIONS: tuple[Compression, ...] = ("zlib", "zstd")
@@ -44,18 +46,18 @@ class Codec:
     serde: SerializerProtocol
     compression: Compression | None = None
 
-    def encode(self, value: Any) -> dict[str, Any]:
+    def encode(self, value: Any) -> StoredValue:
         type_, data = self.serde.dumps_typed(value)
         if self.compression is not None and len(data) >= MIN_COMPRESSED_SIZE:
             compressed = _COMPRESS[self.compression](data)
             # Encrypted or already-compressed bytes do not shrink: keep them as they are.
             if len(compressed) < len(data):
-                return {"type": type_, "data": compressed, "compression": self.compression}
-        return {"type": type_, "data": data}
+                return {F.TYPE: type_, F.DATA: compressed, F.COMPRESSION: self.compression}
+        return {F.TYPE: type_, F.DATA: data}
 
-    def decode(self, stored: Mapping[str, Any]) -> Any:
-        data = bytes(stored["data"])
-        compression = stored.get("compression")
+    def decode(self, stored: StoredValue) -> Any:
+        data = bytes(stored[F.DATA])
+        compression = stored.get(F.COMPRESSION)
         if compression is not None:
             if compression not in _DECOMPRESS:
                 raise ValueError(
@@ -63,4 +65,4 @@ class Codec:
                     "langgraph-checkpoint-mongo cannot read"
                 )
             data = _DECOMPRESS[compression](data)
-        return self.serde.loads_typed((stored["type"], data))
+        return self.serde.loads_typed((stored[F.TYPE], data))

@@ -5,7 +5,8 @@ rebuilds it from the nearest ancestor snapshot plus the writes stored along the 
 chain. The base class walks that chain with one `get_tuple` per ancestor. Here one read
 fetches the *lineage* (ids, parent ids, and the names of the channels each checkpoint
 stores or replays: a few hundred bytes per checkpoint) and the chain is walked in memory;
-a second read fetches the writes of the chain and the serialized seed checkpoints.
+a second read fetches the writes of the chain and the serialized seed checkpoints
+(both queries are in `_queries`).
 
 The same walk tells `prune` and `delete_for_runs` which ancestors a surviving
 checkpoint still needs, so they never leave a thread that rebuilds to a wrong state.
@@ -16,52 +17,25 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite
-from pymongo import DESCENDING
 
-from langgraph.checkpoint.mongo._channel_values import CHANNEL_VALUES
 from langgraph.checkpoint.mongo._codec import Codec
-from langgraph.checkpoint.mongo._documents import (
-    JOINED_WRITES,
-    REPLAYED_CHANNELS,
-    STORED_CHANNELS,
-    pending_writes,
-)
-from langgraph.checkpoint.mongo._keys import CheckpointRef, checkpoint_key
-from langgraph.checkpoint.mongo._queries import WritesJoin
+from langgraph.checkpoint.mongo._documents import pending_writes
+from langgraph.checkpoint.mongo._keys import checkpoint_key
+from langgraph.checkpoint.mongo._schema import CheckpointKey, F, HistoryDocument, LineageDocument
 from langgraph.checkpoint.mongo.errors import CheckpointCycleError
 
-LINEAGE_PROJECTION = {
-    "_id": 0,
-    "thread_id": 1,
-    "checkpoint_ns": 1,
-    "checkpoint_id": 1,
-    "parent_checkpoint_id": 1,
-    STORED_CHANNELS: 1,
-    REPLAYED_CHANNELS: 1,
-}
-# Lineage documents are small (ids and channel names); one large batch keeps a lineage
-# read to one round trip up to the 16 MiB reply limit (some 50,000 checkpoints).
-LINEAGE_OPTIONS = {"sort": [("checkpoint_id", DESCENDING)], "batch_size": 100_000}
-# The history read returns one document per checkpoint of the chain: one batch too.
-HISTORY_OPTIONS = {"batchSize": 100_000}
-
-Lineage = Mapping[str, Mapping[str, Any]]  # checkpoint id -> lineage document, one namespace
+Lineage = Mapping[str, LineageDocument]  # checkpoint id -> lineage document, one namespace
 
 
-def lineage_query(ref: CheckpointRef) -> dict[str, Any]:
-    """The whole namespace: the walk follows parent ids, and nothing guarantees that an
-    ancestor's id sorts before its descendant's (another writer's clock, custom ids)."""
-    return {"thread_id": ref.thread_id, "checkpoint_ns": ref.checkpoint_ns}
-
-
-def by_namespace(docs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+def by_namespace(
+    docs: Iterable[LineageDocument],
+) -> dict[tuple[str, str], dict[str, LineageDocument]]:
     """Lineage documents grouped by (thread, namespace), each newest first."""
-    groups: dict[tuple[str, str], dict[str, Any]] = defaultdict(dict)
+    groups: dict[tuple[str, str], dict[str, LineageDocument]] = defaultdict(dict)
     for doc in docs:
-        groups[doc["thread_id"], doc["checkpoint_ns"]][doc["checkpoint_id"]] = doc
+        groups[doc[F.THREAD_ID], doc[F.CHECKPOINT_NS]][doc[F.CHECKPOINT_ID]] = doc
     return groups
 
 
@@ -83,22 +57,23 @@ def walk(lineage: Lineage, target_id: str | None, channels: Iterable[str]) -> Wa
     """Follow parent ids from the target until every channel has a seed or the root is
     reached; a chain that comes back to a checkpoint it passed raises, never loops."""
     result = Walk()
-    target = lineage.get(target_id) if target_id is not None else None
+    if target_id is None or target_id not in lineage:
+        return result
     remaining = set(channels)
-    current = target.get("parent_checkpoint_id") if target is not None else None
+    current = lineage[target_id].get(F.PARENT_CHECKPOINT_ID)
     seen = {target_id}
     while current is not None and remaining and current in lineage:
         doc = lineage[current]
         if current in seen:
             path = [target_id, *result.chain, current]
             cycle = path[path.index(current) :]
-            raise CheckpointCycleError(doc["thread_id"], doc["checkpoint_ns"], cycle)
+            raise CheckpointCycleError(doc[F.THREAD_ID], doc[F.CHECKPOINT_NS], cycle)
         seen.add(current)
         result.chain.append(current)
-        for channel in remaining.intersection(doc.get(STORED_CHANNELS, ())):
+        for channel in remaining.intersection(doc.get(F.STORED_CHANNELS, ())):
             result.seed_at[channel] = current
-        remaining.difference_update(doc.get(STORED_CHANNELS, ()))
-        current = doc.get("parent_checkpoint_id")
+        remaining.difference_update(doc.get(F.STORED_CHANNELS, ()))
+        current = doc.get(F.PARENT_CHECKPOINT_ID)
     return result
 
 
@@ -106,16 +81,16 @@ def needed_by(lineage: Lineage, survivors: Iterable[str]) -> set[str]:
     """Ancestors the `survivors` rebuild their delta channels from (seeds included)."""
     needed: set[str] = set()
     for checkpoint_id in survivors:
-        replayed = lineage[checkpoint_id].get(REPLAYED_CHANNELS, ())
+        replayed = lineage[checkpoint_id].get(F.REPLAYED_CHANNELS, ())
         if replayed:
             needed.update(walk(lineage, checkpoint_id, replayed).chain)
     return needed
 
 
-def prunable(lineage_docs: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+def prunable(lineage_docs: Iterable[LineageDocument]) -> list[CheckpointKey]:
     """What `prune(strategy="keep_latest")` deletes, of the checkpoints it has read: all
     but the newest of each namespace and the ancestors its delta channels rebuild from."""
-    doomed: list[dict[str, str]] = []
+    doomed: list[CheckpointKey] = []
     for (thread_id, ns), lineage in by_namespace(lineage_docs).items():
         latest = max(lineage)
         keep = {latest} | needed_by(lineage, [latest])
@@ -124,13 +99,13 @@ def prunable(lineage_docs: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
 
 
 def deletable(
-    lineage_docs: Iterable[Mapping[str, Any]], doomed: Iterable[Mapping[str, Any]]
-) -> list[dict[str, str]]:
+    lineage_docs: Iterable[LineageDocument], doomed: Iterable[CheckpointKey]
+) -> list[CheckpointKey]:
     """The `doomed` checkpoints (`_id`s) that no surviving checkpoint rebuilds from."""
     doomed_ids: dict[tuple[str, str], set[str]] = defaultdict(set)
     for key in doomed:
-        doomed_ids[key["thread_id"], key["checkpoint_ns"]].add(key["checkpoint_id"])
-    result: list[dict[str, str]] = []
+        doomed_ids[key[F.THREAD_ID], key[F.CHECKPOINT_NS]].add(key[F.CHECKPOINT_ID])
+    result: list[CheckpointKey] = []
     for (thread_id, ns), lineage in by_namespace(lineage_docs).items():
         ids = doomed_ids.get((thread_id, ns), set())
         kept_for_others = needed_by(lineage, [c for c in lineage if c not in ids])
@@ -138,51 +113,19 @@ def deletable(
     return result
 
 
-def history_pipeline(
-    ref: CheckpointRef, found: Walk, channels: Sequence[str], join: WritesJoin
-) -> list[dict[str, Any]]:
-    """The chain's checkpoints with their writes to `channels`; the stored values of
-    `channels` only for seeds."""
-    seeds = sorted(set(found.seed_at.values()))
-    is_seed = {"$in": ["$checkpoint_id", {"$literal": seeds}]}
-    wanted = {"$in": ["$$this.channel", {"$literal": list(channels)}]}
-    seed_values = {"$filter": {"input": f"${CHANNEL_VALUES}", "cond": wanted}}
-    return [
-        {
-            "$match": {
-                "thread_id": ref.thread_id,
-                "checkpoint_ns": ref.checkpoint_ns,
-                "checkpoint_id": {"$in": found.chain},
-            }
-        },
-        {
-            "$project": {
-                "checkpoint_id": 1,
-                CHANNEL_VALUES: {"$cond": [is_seed, seed_values, "$$REMOVE"]},
-            }
-        },
-        join.stage(ref.thread_id),
-        {
-            "$addFields": {
-                JOINED_WRITES: {"$filter": {"input": f"${JOINED_WRITES}", "cond": wanted}}
-            }
-        },
-    ]
-
-
 def assemble(
     codec: Codec,
     found: Walk,
-    docs: Sequence[Mapping[str, Any]],
+    docs: Sequence[HistoryDocument],
     channels: Sequence[str],
 ) -> dict[str, DeltaChannelHistory]:
     """The base class's result shape: writes oldest first, the seed where one was found."""
-    by_id = {doc["checkpoint_id"]: doc for doc in docs}
+    by_id = {doc[F.CHECKPOINT_ID]: doc for doc in docs}
     writes_at = {
-        cid: pending_writes(codec, doc.get(JOINED_WRITES, ())) for cid, doc in by_id.items()
+        cid: pending_writes(codec, doc.get(F.JOINED_WRITES, ())) for cid, doc in by_id.items()
     }
     seed_values = {
-        cid: {entry["channel"]: entry for entry in by_id[cid][CHANNEL_VALUES]}
+        cid: {entry[F.CHANNEL]: entry for entry in by_id[cid][F.CHANNEL_VALUES]}
         for cid in set(found.seed_at.values())
     }
     result: dict[str, DeltaChannelHistory] = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import bson
 from langgraph.checkpoint.base import (
@@ -24,7 +24,6 @@ from langgraph.checkpoint.base import (
 )
 
 from langgraph.checkpoint.mongo._channel_values import (
-    CHANNEL_VALUES,
     StoredValues,
     decode_channel_values,
     encode_channel_values,
@@ -37,28 +36,23 @@ from langgraph.checkpoint.mongo._keys import (
     shown,
     write_key,
 )
-from langgraph.checkpoint.mongo._metadata import TERMS_FIELD, metadata_terms, readable_metadata
-from langgraph.checkpoint.mongo._ttl import TOUCHED_AT
+from langgraph.checkpoint.mongo._metadata import metadata_terms, readable_metadata
+from langgraph.checkpoint.mongo._queries import upsert_filter
+from langgraph.checkpoint.mongo._schema import (
+    CheckpointDocument,
+    F,
+    JoinedCheckpoint,
+    WriteDocument,
+)
 from langgraph.checkpoint.mongo.errors import CheckpointTooLargeError
 
-# Name of the array that the read pipelines join a checkpoint's writes into.
-JOINED_WRITES = "pending_writes"
-# Channels whose value the checkpoint stores (a `DeltaChannel` only at its snapshots).
-STORED_CHANNELS = "stored_channels"
-# `DeltaChannel`s not snapshotted here, rebuilt from ancestors' writes on read.
-REPLAYED_CHANNELS = "replayed_channels"
-
+D = TypeVar("D", bound=Mapping[str, Any])
 
 # MongoDB's maxBsonObjectSize, the same on every current server and on Atlas.
 MAX_DOCUMENT_SIZE = 16 * 1024 * 1024
 
 
-def upsert_filter(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """An upsert's filter: the `_id`, and the shard key `thread_id` for sharded clusters."""
-    return {"_id": doc["_id"], "thread_id": doc["thread_id"]}
-
-
-def _within_size_limit(doc: dict[str, Any], what: str, ref: CheckpointRef) -> dict[str, Any]:
+def _within_size_limit(doc: D, what: str, ref: CheckpointRef) -> D:
     """Refuse a document the server would refuse, before anything is sent: the upsert
     that carries it repeats its key in the filter, so that counts too."""
     size = len(bson.encode(doc)) + len(bson.encode(upsert_filter(doc)))
@@ -124,7 +118,7 @@ def checkpoint_document(
     touched_at: datetime | None = None,
     new_versions: ChannelVersions | None = None,
     parent: StoredValues | None = None,
-) -> dict[str, Any]:
+) -> CheckpointDocument:
     """The document `put` stores; `ref.checkpoint_id` is the parent, if any.
 
     Channels not in `new_versions` keep the `parent`'s stored entries (see
@@ -150,23 +144,23 @@ def checkpoint_document(
             codec, value, f"checkpoint['channel_values'][{shown(channel)}]"
         ),
     )
-    doc = {
-        "_id": checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
-        "thread_id": ref.thread_id,
-        "checkpoint_ns": ref.checkpoint_ns,
-        "checkpoint_id": checkpoint_id,
-        "parent_checkpoint_id": ref.checkpoint_id,
+    doc: CheckpointDocument = {
+        F.ID: checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
+        F.THREAD_ID: ref.thread_id,
+        F.CHECKPOINT_NS: ref.checkpoint_ns,
+        F.CHECKPOINT_ID: checkpoint_id,
+        F.PARENT_CHECKPOINT_ID: ref.checkpoint_id,
         # The checkpoint without its values, which follow one entry per channel.
-        "checkpoint": _encoded(codec, {**checkpoint, "channel_values": {}}, "checkpoint"),
-        CHANNEL_VALUES: list(values.values()),
-        STORED_CHANNELS: sorted(channel_values),
-        REPLAYED_CHANNELS: _replayed_channels(full_metadata),
-        "metadata": readable_metadata(returned_metadata),
-        "serialized_metadata": serialized_metadata,
-        TERMS_FIELD: metadata_terms(returned_metadata),
+        F.CHECKPOINT: _encoded(codec, {**checkpoint, "channel_values": {}}, "checkpoint"),
+        F.CHANNEL_VALUES: list(values.values()),
+        F.STORED_CHANNELS: sorted(channel_values),
+        F.REPLAYED_CHANNELS: _replayed_channels(full_metadata),
+        F.METADATA: readable_metadata(returned_metadata),
+        F.SERIALIZED_METADATA: serialized_metadata,
+        F.METADATA_TERMS: metadata_terms(returned_metadata),
     }
     if touched_at is not None:
-        doc[TOUCHED_AT] = touched_at
+        doc[F.TOUCHED_AT] = touched_at
     stored_as = CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id)
     return _within_size_limit(doc, "Checkpoint", stored_as)
 
@@ -178,7 +172,7 @@ def write_documents(
     task_id: str,
     task_path: str,
     touched_at: datetime | None = None,
-) -> list[tuple[bool, dict[str, Any]]]:
+) -> list[tuple[bool, WriteDocument]]:
     """`(replace_on_conflict, document)` for each write, all serialized before any I/O.
 
     Special channels (errors, interrupts, resumes) have fixed negative indexes and a
@@ -206,38 +200,38 @@ def write_documents(
         channel, value = pair
         require_str(channel, f"writes[{position}] channel")
         idx = WRITES_IDX_MAP.get(channel, position)
-        document = {
-            "_id": write_key(ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id, task_id, idx),
-            "thread_id": ref.thread_id,
-            "checkpoint": join_key,
-            "task_id": task_id,
-            "task_path": task_path,
-            "idx": idx,
-            "channel": channel,
-            "value": _encoded(codec, value, f"writes[{position}] value (channel {shown(channel)})"),
+        document: WriteDocument = {
+            F.ID: write_key(ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id, task_id, idx),
+            F.THREAD_ID: ref.thread_id,
+            F.CHECKPOINT: join_key,
+            F.TASK_ID: task_id,
+            F.TASK_PATH: task_path,
+            F.IDX: idx,
+            F.CHANNEL: channel,
+            F.VALUE: _encoded(codec, value, f"writes[{position}] value (channel {shown(channel)})"),
         }
         if touched_at is not None:
-            document[TOUCHED_AT] = touched_at
+            document[F.TOUCHED_AT] = touched_at
         what = f"Write {position} (channel {shown(channel)}, task {shown(task_id)})"
         documents.append((idx < 0, _within_size_limit(document, what, ref)))
     return documents
 
 
-def pending_writes(codec: Codec, docs: Iterable[Mapping[str, Any]]) -> list[PendingWrite]:
-    ordered = sorted(docs, key=lambda d: writes_sort_key(d["task_path"], d["task_id"], d["idx"]))
-    return [(d["task_id"], d["channel"], codec.decode(d["value"])) for d in ordered]
+def pending_writes(codec: Codec, docs: Iterable[WriteDocument]) -> list[PendingWrite]:
+    ordered = sorted(docs, key=lambda d: writes_sort_key(d[F.TASK_PATH], d[F.TASK_ID], d[F.IDX]))
+    return [(d[F.TASK_ID], d[F.CHANNEL], codec.decode(d[F.VALUE])) for d in ordered]
 
 
-def _ours(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+def _ours(doc: D) -> D:
     """Refuse, by name, a document this package did not write.
 
     `langgraph-checkpoint-mongodb` uses the same default collection names, with
     `checkpoint` as raw bytes beside a top-level `type`.
     """
-    if isinstance(doc.get("checkpoint"), Mapping) and "serialized_metadata" in doc:
+    if isinstance(doc.get(F.CHECKPOINT), Mapping) and F.SERIALIZED_METADATA in doc:
         return doc
     raise ValueError(
-        f"checkpoint document {shown(doc.get('_id'))} was not written by "
+        f"checkpoint document {shown(doc.get(F.ID))} was not written by "
         "langgraph-checkpoint-mongo"
         + (" (it looks like langgraph-checkpoint-mongodb's format)" if "type" in doc else "")
         + ": give this saver its own collections (checkpoint_collection_name=..., "
@@ -246,40 +240,48 @@ def _ours(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     )
 
 
-def checkpoint_tuple(codec: Codec, doc: Mapping[str, Any]) -> CheckpointTuple:
+def checkpoint_tuple(codec: Codec, doc: JoinedCheckpoint) -> CheckpointTuple:
     """A checkpoint document (with its joined writes) as the tuple LangGraph reads."""
     doc = _ours(doc)
-    thread_id, checkpoint_ns = doc["thread_id"], doc["checkpoint_ns"]
-    parent_id = doc.get("parent_checkpoint_id")
-    checkpoint: Checkpoint = codec.decode(doc["checkpoint"])
-    checkpoint["channel_values"] = decode_channel_values(codec, doc[CHANNEL_VALUES])
+    thread_id, checkpoint_ns = doc[F.THREAD_ID], doc[F.CHECKPOINT_NS]
+    parent_id = doc.get(F.PARENT_CHECKPOINT_ID)
+    checkpoint: Checkpoint = codec.decode(doc[F.CHECKPOINT])
+    checkpoint["channel_values"] = decode_channel_values(codec, doc[F.CHANNEL_VALUES])
     return CheckpointTuple(
-        config=CheckpointRef(thread_id, checkpoint_ns, doc["checkpoint_id"]).config(),
+        config=CheckpointRef(thread_id, checkpoint_ns, doc[F.CHECKPOINT_ID]).config(),
         checkpoint=checkpoint,
-        metadata=codec.decode(doc["serialized_metadata"]),
+        metadata=codec.decode(doc[F.SERIALIZED_METADATA]),
         parent_config=(
             CheckpointRef(thread_id, checkpoint_ns, parent_id).config() if parent_id else None
         ),
-        pending_writes=pending_writes(codec, doc.get(JOINED_WRITES, ())),
+        pending_writes=pending_writes(codec, doc.get(F.JOINED_WRITES, ())),
     )
 
 
-def moved_checkpoint(doc: Mapping[str, Any], thread_id: str) -> dict[str, Any]:
+def moved_checkpoint(
+    doc: CheckpointDocument, thread_id: str, touched_at: datetime | None
+) -> CheckpointDocument:
     """A copy of a checkpoint document that belongs to another thread, ids kept."""
-    return {
+    moved: CheckpointDocument = {
         **doc,
-        "_id": checkpoint_key(thread_id, doc["checkpoint_ns"], doc["checkpoint_id"]),
-        "thread_id": thread_id,
+        F.ID: checkpoint_key(thread_id, doc[F.CHECKPOINT_NS], doc[F.CHECKPOINT_ID]),
+        F.THREAD_ID: thread_id,
     }
+    if touched_at is not None:
+        moved[F.TOUCHED_AT] = touched_at
+    return moved
 
 
-def moved_write(doc: Mapping[str, Any], thread_id: str) -> dict[str, Any]:
+def moved_write(doc: WriteDocument, thread_id: str, touched_at: datetime | None) -> WriteDocument:
     """A copy of a pending-write document that belongs to another thread."""
-    key = doc["_id"]
-    ns, checkpoint_id = key["checkpoint_ns"], key["checkpoint_id"]
-    return {
+    key = doc[F.ID]
+    ns, checkpoint_id = key[F.CHECKPOINT_NS], key[F.CHECKPOINT_ID]
+    moved: WriteDocument = {
         **doc,
-        "_id": write_key(thread_id, ns, checkpoint_id, key["task_id"], key["idx"]),
-        "thread_id": thread_id,
-        "checkpoint": checkpoint_key(thread_id, ns, checkpoint_id),
+        F.ID: write_key(thread_id, ns, checkpoint_id, key[F.TASK_ID], key[F.IDX]),
+        F.THREAD_ID: thread_id,
+        F.CHECKPOINT: checkpoint_key(thread_id, ns, checkpoint_id),
     }
+    if touched_at is not None:
+        moved[F.TOUCHED_AT] = touched_at
+    return moved

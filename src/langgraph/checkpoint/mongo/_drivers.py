@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
@@ -28,6 +28,12 @@ except Exception:  # pragma: no cover - running from a source tree without metad
     __version__ = "0"
 
 DRIVER_INFO = DriverInfo(name="langgraph-checkpoint-mongo", version=__version__)
+
+
+def client_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Keywords of a client we create: our `DriverInfo`, unless the caller passes their own
+    (`identify` still adds ours to it)."""
+    return {"driver": DRIVER_INFO, **options}
 
 
 def identify(client: Any) -> None:
@@ -87,6 +93,13 @@ async def execute_async(operation: str, collection: Any, command: Command) -> An
         if command.returns_cursor:
             return [doc async for doc in result]
         return result
+
+
+def execute_sync(operation: str, collection: Any, command: Command) -> Any:
+    """`execute_async` for the sync driver."""
+    with timed(operation, command):
+        result = call(collection, command)
+        return list(result) if command.returns_cursor else result
 
 
 @asynccontextmanager

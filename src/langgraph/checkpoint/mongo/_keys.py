@@ -15,6 +15,8 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
+from langgraph.checkpoint.mongo._schema import CheckpointKey, F, WriteKey
+
 
 @dataclass(frozen=True, slots=True)
 class CheckpointRef:
@@ -46,6 +48,11 @@ _SHOWN.maxstring = _SHOWN.maxother = 80
 def shown(value: Any) -> str:
     """`repr(value)`, cut to a readable length: error messages may quote hostile input."""
     return _SHOWN.repr(value)
+
+
+def where(thread_id: str, checkpoint_ns: str) -> str:
+    """A thread's namespace, as error messages name it."""
+    return f"thread {shown(thread_id)}, namespace {shown(checkpoint_ns)}"
 
 
 def require_str(value: Any, what: str) -> str:
@@ -129,24 +136,28 @@ def str_list(values: Any, what: str) -> list[str]:
     return [require_str(v, f"{what}[{i}]") for i, v in enumerate(values)]
 
 
-def checkpoint_key(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> dict[str, str]:
+# (thread_id, checkpoint_ns, checkpoint_id): a checkpoint key as a hashable tuple.
+KeyFields = tuple[str, str, str]
+
+
+def checkpoint_key(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> CheckpointKey:
     """`_id` of a checkpoint document, and the key its writes join on."""
-    return {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id}
+    return {F.THREAD_ID: thread_id, F.CHECKPOINT_NS: checkpoint_ns, F.CHECKPOINT_ID: checkpoint_id}
 
 
-def key_fields(key: Mapping[str, str]) -> tuple[str, str, str]:
+def key_fields(key: CheckpointKey) -> KeyFields:
     """A checkpoint key as a hashable tuple, whatever the field order it came back in."""
-    return key["thread_id"], key["checkpoint_ns"], key["checkpoint_id"]
+    return key[F.THREAD_ID], key[F.CHECKPOINT_NS], key[F.CHECKPOINT_ID]
 
 
 def write_key(
     thread_id: str, checkpoint_ns: str, checkpoint_id: str, task_id: str, idx: int
-) -> dict[str, Any]:
+) -> WriteKey:
     """`_id` of a pending-write document."""
     return {
-        "thread_id": thread_id,
-        "checkpoint_ns": checkpoint_ns,
-        "checkpoint_id": checkpoint_id,
-        "task_id": task_id,
-        "idx": idx,
+        F.THREAD_ID: thread_id,
+        F.CHECKPOINT_NS: checkpoint_ns,
+        F.CHECKPOINT_ID: checkpoint_id,
+        F.TASK_ID: task_id,
+        F.IDX: idx,
     }

@@ -15,6 +15,43 @@ entries; aware datetimes and times the UTC instant, naive ones their fields. Oth
 values fall back to their type and ``repr`` (``UUID``, ``date``, ``timedelta``, enum
 members...), which is right only for types whose ``repr`` is deterministic and tells
 unequal values apart.
+
+Stored format, version `METADATA_TERMS_VERSION` (pinned by tests/test_metadata_format.py).
+Each non-None metadata entry stores two terms in `metadata_terms`, each 17 bytes of BSON
+binary: a kind byte and the 16-byte BLAKE2b hash of UTF-8 text, where `<key>` is the key
+as JSON (``json.dumps``):
+
+- ``k`` + hash(``<key>``): the key is present (and not None);
+- ``v`` + hash(``<key>=<canonical value>``): the key holds that value.
+
+The canonical value starts with a tag that says what it encodes:
+
+| tag | encodes | example |
+|---|---|---|
+| `N` | None | ``N`` |
+| `i` | an integral number (int, bool, int enum, float, Decimal, Fraction) | ``i-7`` |
+| `e` | an integer of over 4,300 digits: digits (no trailing zeros), ``e``, exponent | ``e1e5000`` |
+| `f` | a fractional number equal to a float: the float's repr; NaN, infinities | ``f0.5`` |
+| `d` | a Decimal equal to no float: digits, ``e``, exponent | ``d1e-1`` |
+| `q` | a Fraction equal to no Decimal: numerator/denominator | ``q1/3`` |
+| `c` | a complex with an imaginary part (a real one encodes as its real part) | ``c(i1,i2)`` |
+| `"` | a str, as JSON (``json.dumps``, ASCII) | ``"h\\u00e9"`` |
+| `b` | bytes or bytearray, in hex | ``b00ff`` |
+| `[` | a list of canonical values | ``[i1,"a"]`` |
+| `(` | a tuple of canonical values | ``(i1,"a")`` |
+| `{` | a mapping: ``key:value`` pairs, sorted as text | ``{"a":N,"b":i1}`` |
+| `s{` | a set or frozenset: values sorted as text | ``s{i1,i2}`` |
+| `odatetime.datetime:` | a datetime's repr: naive as is, aware at its UTC instant (1) | |
+| `odatetime.datetime@utc:` | an aware datetime out of range in UTC: timedelta since the min | |
+| `odatetime.time:` | a time's repr: naive as is, aware in UTC | |
+| `odatetime.time@utc:` | an aware time that leaves the day in UTC: ``seconds,microseconds`` | |
+| `o` | anything else: ``o<module>.<qualname>:<repr>`` | ``ouuid.UUID:UUID('...')`` |
+
+(1) A repeated or skipped wall time (PEP 495) keeps its time zone instead.
+
+A checkpoint stored with one version of this format matches filters only under the same
+version: any change to it bumps `METADATA_TERMS_VERSION` and needs a migration that
+rewrites `metadata_terms` from `serialized_metadata`.
 """
 
 from __future__ import annotations
@@ -25,6 +62,7 @@ import json
 import math
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -33,7 +71,8 @@ from bson.decimal128 import Decimal128
 
 from langgraph.checkpoint.mongo._keys import require_str
 
-TERMS_FIELD = "metadata_terms"
+# The version of the stored terms' format described above.
+METADATA_TERMS_VERSION = 1
 
 # A BSON int is at most 64 bits; larger Python ints are kept readable as decimals.
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -217,13 +256,19 @@ def metadata_terms(metadata: Mapping[str, Any]) -> list[bytes]:
     return terms
 
 
-_MATCH_NOTHING: dict[str, Any] = {TERMS_FIELD: {"$in": []}}
+@dataclass(frozen=True, slots=True)
+class FilterTerms:
+    """What `list(filter=...)` asks of a checkpoint's terms: all of `required`, none of
+    `absent` (`_queries.metadata_filter` turns it into the query)."""
+
+    required: list[bytes]
+    absent: list[bytes]
 
 
-def metadata_filter(filter: Any) -> dict[str, Any]:
-    """The query for `list(filter=...)`: every value is data, never an operator."""
+def filter_terms(filter: Any) -> FilterTerms | None:
+    """The terms a `list(filter=...)` matches by; `None` when nothing can match."""
     if filter is None:
-        return {}
+        return FilterTerms([], [])
     if not isinstance(filter, Mapping):
         raise TypeError(f"filter must be a dict of metadata values, got {type(filter).__name__}")
     required: list[bytes] = []
@@ -238,14 +283,7 @@ def metadata_filter(filter: Any) -> dict[str, Any]:
             matches_nothing = True
         else:
             required.append(_equals_term(key, value))
-    if matches_nothing:
-        return dict(_MATCH_NOTHING)
-    condition: dict[str, Any] = {}
-    if required:
-        condition["$all"] = required
-    if absent:
-        condition["$nin"] = absent
-    return {TERMS_FIELD: condition} if condition else {}
+    return None if matches_nothing else FilterTerms(required, absent)
 
 
 def _safe_key(key: Any) -> bool:

@@ -34,17 +34,22 @@ from langgraph.checkpoint.base import (
 
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo import _queries
-from langgraph.checkpoint.mongo._channel_values import CHANNEL_VALUES, RecentValues, stored_values
+from langgraph.checkpoint.mongo._channel_values import RecentValues, stored_values
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import (
-    JOINED_WRITES,
     _ours,
     checkpoint_document,
     checkpoint_tuple,
     write_documents,
 )
-from langgraph.checkpoint.mongo._keys import CheckpointRef, key_fields
+from langgraph.checkpoint.mongo._keys import CheckpointRef, checkpoint_key, key_fields
+from langgraph.checkpoint.mongo._schema import (
+    CheckpointDocument,
+    CheckpointKey,
+    F,
+    WriteDocument,
+)
 from langgraph.checkpoint.mongo._ttl import ThreadExpiry
 
 T = TypeVar("T")
@@ -265,7 +270,7 @@ def _ids(item: SourceCheckpoint, thread_id: str) -> tuple[str, str, str | None]:
 
 def _write_document(
     codec: Codec, ref: CheckpointRef, write: SourceWrite, stamp: datetime | None
-) -> dict[str, Any]:
+) -> WriteDocument:
     """A write as `put_writes` stores it, under the source's own `idx`."""
     [(_, doc)] = write_documents(
         codec, ref, [(write.channel, write.value)], write.task_id, write.task_path, stamp
@@ -276,7 +281,7 @@ def _write_document(
 
 def documents(
     codec: Codec, thread_id: str, item: SourceCheckpoint, stamp: datetime | None = None
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+) -> tuple[CheckpointDocument, list[WriteDocument]]:
     """A source checkpoint as our checkpoint document and write documents.
 
     Every channel value is serialized from the tuple (no `new_versions` involved), and the
@@ -309,7 +314,7 @@ class _BadCheckpointError(Exception):
 
 def _built(
     codec: Codec, thread_id: str, batch: list[SourceCheckpoint], stamp: datetime | None
-) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+) -> list[tuple[CheckpointDocument, list[WriteDocument]]]:
     built = []
     for item in batch:
         try:
@@ -324,9 +329,7 @@ def _built(
 _STORED_PROJECTION = {"metadata": 0, "metadata_terms": 0}
 
 
-def _stored(
-    thread_id: str, keys: list[dict[str, str]]
-) -> Plan[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+def _stored(thread_id: str, keys: list[CheckpointKey]) -> Plan[tuple[list[Any], list[Any]]]:
     """The target's documents of these checkpoints and every write stored for them (also
     writes whose checkpoint is not there yet: an interrupted copy leaves those)."""
     checkpoints = yield Command(
@@ -338,11 +341,11 @@ def _stored(
     return checkpoints, writes
 
 
-def _write_fields(key: Mapping[str, Any]) -> tuple[str, str, str, str, int]:
+def _write_fields(key: Any) -> tuple[str, str, str, str, int]:
     return (*key_fields(key), key["task_id"], key["idx"])
 
 
-def _same_value(codec: Codec, stored: Mapping[str, Any], built: Mapping[str, Any]) -> bool:
+def _same_value(codec: Codec, stored: Any, built: Any) -> bool:
     """The same bytes, or (with a serializer that encrypts, or another compression) values
     that decode equal."""
     return dict(stored) == dict(built) or codec.decode(stored) == codec.decode(built)
@@ -357,16 +360,16 @@ def _values_differ(codec: Codec, stored: Any, built: Any) -> bool:
     )
 
 
-def _checkpoint_differs(codec: Codec, stored: Mapping[str, Any], built: Mapping[str, Any]) -> bool:
+def _checkpoint_differs(codec: Codec, stored: Any, built: CheckpointDocument) -> bool:
     return (
         stored.get("parent_checkpoint_id") != built["parent_checkpoint_id"]
         or not _same_value(codec, stored["checkpoint"], built["checkpoint"])
-        or _values_differ(codec, stored.get(CHANNEL_VALUES), built[CHANNEL_VALUES])
+        or _values_differ(codec, stored.get(F.CHANNEL_VALUES), built[F.CHANNEL_VALUES])
         or not _same_value(codec, stored["serialized_metadata"], built["serialized_metadata"])
     )
 
 
-def _write_differs(codec: Codec, stored: Mapping[str, Any], built: Mapping[str, Any]) -> bool:
+def _write_differs(codec: Codec, stored: Any, built: WriteDocument) -> bool:
     return (
         stored.get("channel") != built["channel"]
         or stored.get("task_path") != built["task_path"]
@@ -514,7 +517,7 @@ MAX_DIFFERENCES = 20
 
 
 def _target_tuples(
-    codec: Codec, thread_id: str, keys: list[dict[str, str]]
+    codec: Codec, thread_id: str, keys: list[CheckpointKey]
 ) -> Plan[dict[tuple[str, str, str], CheckpointTuple]]:
     checkpoints, writes = yield from _stored(thread_id, keys)
     joined: dict[tuple[str, str, str], list[Any]] = {}
@@ -523,7 +526,8 @@ def _target_tuples(
     found = {}
     for doc in checkpoints:
         key = key_fields(doc["_id"])
-        found[key] = checkpoint_tuple(codec, {**doc, JOINED_WRITES: joined.get(key, [])})
+        with_writes: Any = {**doc, F.JOINED_WRITES: joined.get(key, [])}
+        found[key] = checkpoint_tuple(codec, with_writes)
     return found
 
 
@@ -587,10 +591,7 @@ def verify_thread(
     while batch := (yield ReadCheckpoints(thread_id, batch_size, from_start)):
         from_start = False
         refs = [_ids(item, thread_id) for item in batch]
-        keys = [
-            {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}
-            for ns, cid, _ in refs
-        ]
+        keys = [checkpoint_key(thread_id, ns, cid) for ns, cid, _ in refs]
         stored = yield from _target_tuples(target.codec, thread_id, keys)
         for item, (ns, cid, _) in zip(batch, refs, strict=True):
             seen.add((ns, cid))

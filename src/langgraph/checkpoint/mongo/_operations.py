@@ -21,12 +21,11 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from pymongo import IndexModel, UpdateOne
+from pymongo import IndexModel
 from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import _delta, _queries
 from langgraph.checkpoint.mongo._channel_values import (
-    CHANNEL_VALUES,
     RecentValues,
     StoredValues,
     stored_values,
@@ -34,17 +33,16 @@ from langgraph.checkpoint.mongo._channel_values import (
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import (
-    JOINED_WRITES,
     checkpoint_document,
     checkpoint_tuple,
     moved_checkpoint,
     moved_write,
     unchanged_channels,
-    upsert_filter,
     write_documents,
 )
 from langgraph.checkpoint.mongo._keys import (
     CheckpointRef,
+    KeyFields,
     before_id_from_config,
     checkpoint_key,
     key_fields,
@@ -53,9 +51,20 @@ from langgraph.checkpoint.mongo._keys import (
     require_str,
     shown,
     str_list,
+    where,
 )
-from langgraph.checkpoint.mongo._metadata import metadata_filter
-from langgraph.checkpoint.mongo._ttl import TOUCHED_AT, TTL_INDEX_NAME, ThreadExpiry
+from langgraph.checkpoint.mongo._schema import (
+    CheckpointDocument,
+    CheckpointKey,
+    F,
+    HistoryDocument,
+    Joined,
+    JoinedCheckpoint,
+    LineageDocument,
+    MetadataDocument,
+    WriteDocument,
+)
+from langgraph.checkpoint.mongo._ttl import ThreadExpiry
 from langgraph.checkpoint.mongo.errors import IndexCreationError, ThreadChangedError
 
 T = TypeVar("T")
@@ -71,7 +80,7 @@ def setup(
     skip_indexes: Collection[str],
 ) -> Plan[None]:
     skip = set(str_list(list(skip_indexes), "skip_indexes"))
-    known = _queries.INDEX_NAMES | {TTL_INDEX_NAME}
+    known = _queries.INDEX_NAMES | {_queries.TTL_INDEX_NAME}
     unknown = skip - known
     if unknown:
         raise ValueError(
@@ -82,7 +91,7 @@ def setup(
     for target, index in _queries.indexes(join):
         if index.document["name"] not in skip:
             yield from _create_index(names[target], target, index)
-    if TTL_INDEX_NAME not in skip:
+    if _queries.TTL_INDEX_NAME not in skip:
         for target in (Target.CHECKPOINTS, Target.WRITES):
             yield from _set_thread_ttl(names[target], target, expiry)
 
@@ -100,12 +109,13 @@ def _set_thread_ttl(collection: str, target: Target, expiry: ThreadExpiry | None
     A saver without `ttl` (a script, a notebook) must not switch expiry off for the
     services that share the collections, so dropping the index is left to a person.
     """
-    existing = (yield Command(target, "index_information")).get(TTL_INDEX_NAME)
-    if existing is not None and [field for field, _ in existing.get("key", ())] != [TOUCHED_AT]:
+    name = _queries.TTL_INDEX_NAME
+    existing = (yield Command(target, "index_information")).get(name)
+    if existing is not None and not _queries.is_thread_ttl(existing):
         raise ValueError(
-            f"collection {collection!r} has an index named {TTL_INDEX_NAME!r} on "
-            f"{existing.get('key')}, not on {TOUCHED_AT!r}: drop or rename it, or call "
-            f"setup(skip_indexes={{{TTL_INDEX_NAME!r}}})"
+            f"collection {collection!r} has an index named {name!r} on "
+            f"{existing.get('key')}, not on {F.TOUCHED_AT!r}: drop or rename it, or call "
+            f"setup(skip_indexes={{{name!r}}})"
         )
     if expiry is None:
         if existing is not None:
@@ -113,37 +123,17 @@ def _set_thread_ttl(collection: str, target: Target, expiry: ThreadExpiry | None
                 "collection %r has the TTL index %r but this saver has ttl=None: threads "
                 "stamped by savers with a ttl still expire; drop the index to stop that",
                 collection,
-                TTL_INDEX_NAME,
+                name,
             )
     elif existing is None:
         yield from _create_index(collection, target, _queries.ttl_index(expiry.seconds))
     elif existing.get("expireAfterSeconds") != expiry.seconds:
-        change = {"name": TTL_INDEX_NAME, "expireAfterSeconds": expiry.seconds}
-        yield Command(Target.DATABASE, "command", ("collMod", collection), {"index": change})
-
-
-def _upsert(doc: Mapping[str, Any], *, keep_existing: bool = False) -> dict[str, Any]:
-    """The update that stores `doc` by its `_id` (insert, or overwrite unless
-    `keep_existing`), so a retried write leaves exactly one document.
-
-    The TTL stamp only ever moves forward (`$max`): a retry, or a writer whose clock
-    lags, never gives a document an older stamp than it has, so no document of a live
-    thread expires before the rest of it.
-    """
-    fields = {k: v for k, v in doc.items() if k not in ("_id", TOUCHED_AT)}
-    update: dict[str, Any] = {"$setOnInsert" if keep_existing else "$set": fields}
-    if TOUCHED_AT in doc:
-        update["$max"] = {TOUCHED_AT: doc[TOUCHED_AT]}
-    return update
+        yield Command(Target.DATABASE, "command", *_queries.ttl_retimed(collection, expiry.seconds))
 
 
 def _upserts(target: Target, docs: Sequence[tuple[bool, Mapping[str, Any]]]) -> Command:
     """One unordered bulk write of `(keep_existing, document)` upserts."""
-    requests = [
-        UpdateOne(upsert_filter(doc), _upsert(doc, keep_existing=keep), upsert=True)
-        for keep, doc in docs
-    ]
-    return Command(target, "bulk_write", (requests,), {"ordered": False})
+    return Command(target, "bulk_write", (_queries.upserts(docs),), _queries.UNORDERED)
 
 
 def _touch_thread(
@@ -160,9 +150,8 @@ def _touch_thread(
     now = expiry.stamp()
     if now == written and not expiry.needs_move(thread_id, now):
         return
-    query = {"thread_id": thread_id, TOUCHED_AT: {"$not": {"$gte": now}}}
     for target in (Target.CHECKPOINTS, Target.WRITES):
-        yield Command(target, "update_many", (query, {"$set": {TOUCHED_AT: now}}))
+        yield Command(target, "update_many", _queries.touch_thread(thread_id, now))
     expiry.moved(thread_id, now)
 
 
@@ -179,7 +168,7 @@ def _parent_values(
         docs = yield Command(Target.CHECKPOINTS, "find", _queries.channel_values_of(key))
         if not docs:
             return None
-        values = stored_values(docs[0][CHANNEL_VALUES])
+        values = stored_values(docs[0][F.CHANNEL_VALUES])
         recent.put(key_fields(key), values)
     return values
 
@@ -207,11 +196,9 @@ def put(
     doc = checkpoint_document(
         codec, ref, checkpoint, metadata, config, stamp, new_versions=new_versions, parent=parent
     )
-    yield Command(
-        Target.CHECKPOINTS, "update_one", (upsert_filter(doc), _upsert(doc)), {"upsert": True}
-    )
+    yield Command(Target.CHECKPOINTS, "update_one", _queries.upsert(doc), _queries.UPSERT)
     recent.put(
-        (ref.thread_id, ref.checkpoint_ns, checkpoint_id), stored_values(doc[CHANNEL_VALUES])
+        (ref.thread_id, ref.checkpoint_ns, checkpoint_id), stored_values(doc[F.CHANNEL_VALUES])
     )
     yield from _touch_thread(expiry, ref.thread_id, stamp)
     return CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id).config()
@@ -247,18 +234,18 @@ def join_too_large(error: BaseException) -> bool:
 
 def _read_apart(
     pipeline: list[dict[str, Any]], channels: list[str] | None = None
-) -> Plan[list[dict[str, Any]]]:
+) -> Plan[list[Any]]:
     """The checkpoints of a read pipeline, then their writes in one `find`: two round
     trips instead of one, for checkpoints too large to return with their writes."""
-    docs: list[dict[str, Any]] = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
+    docs: list[Joined] = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
     if docs:
-        query = _queries.writes_of([d["_id"] for d in docs], channels)
-        writes = yield Command(Target.WRITES, "find", (query,))
-        joined: dict[tuple[str, str, str], list[Any]] = {}
+        query = _queries.writes_of([d[F.ID] for d in docs], channels)
+        writes: list[WriteDocument] = yield Command(Target.WRITES, "find", (query,))
+        joined: dict[KeyFields, list[WriteDocument]] = {}
         for write in writes:
-            joined.setdefault(key_fields(write["checkpoint"]), []).append(write)
+            joined.setdefault(key_fields(write[F.CHECKPOINT]), []).append(write)
         for doc in docs:
-            doc[JOINED_WRITES] = joined.get(key_fields(doc["_id"]), [])
+            doc[F.JOINED_WRITES] = joined.get(key_fields(doc[F.ID]), [])
     return docs
 
 
@@ -266,11 +253,11 @@ def _read_joined(
     pipeline: list[dict[str, Any]],
     options: Mapping[str, Any] | None = None,
     channels: list[str] | None = None,
-) -> Plan[list[dict[str, Any]]]:
-    """A read pipeline's documents with their writes: one aggregation, or read apart
-    when the server refuses a joined document over 16 MiB."""
+) -> Plan[list[Any]]:
+    """A read pipeline's documents (`Joined`) with their writes: one aggregation, or read
+    apart when the server refuses a joined document over 16 MiB."""
     try:
-        docs: list[dict[str, Any]] = yield Command(
+        docs: list[Joined] = yield Command(
             Target.CHECKPOINTS, "aggregate", (pipeline,), options or {}
         )
     except OperationFailure as exc:
@@ -284,12 +271,12 @@ def get_tuple(
     codec: Codec, join: _queries.WritesJoin, recent: RecentValues, config: RunnableConfig
 ) -> Plan[CheckpointTuple | None]:
     pipeline = _queries.get_tuple_pipeline(ref_from_config(config), join)
-    docs = yield from _read_joined(pipeline)
+    docs: list[JoinedCheckpoint] = yield from _read_joined(pipeline)
     if not docs:
         return None
     found = checkpoint_tuple(codec, docs[0])
     # A graph's next `put` names this checkpoint as its parent: keep its stored values.
-    recent.put(key_fields(docs[0]["_id"]), stored_values(docs[0][CHANNEL_VALUES]))
+    recent.put(key_fields(docs[0][F.ID]), stored_values(docs[0][F.CHANNEL_VALUES]))
     return found
 
 
@@ -299,32 +286,51 @@ MAX_LIMIT = 2**63 - 1
 LIST_APART_PAGE = 25
 
 
-def list_apart(
-    codec: Codec, command: Command, last: Mapping[str, Any] | None, read: int
-) -> Plan[list[CheckpointTuple]]:
-    """The next page of a `list` whose joined stream failed on `join_too_large`, after
-    `read` results (`last` the final one), read apart; `[]` when the list is done."""
-    pipeline = _queries.apart(command.args[0], last, read, page=LIST_APART_PAGE)
-    if any(stage.get("$limit", 1) <= 0 for stage in pipeline):
-        return []
-    return [checkpoint_tuple(codec, doc) for doc in (yield from _read_apart(pipeline))]
+class ListRead:
+    """A `list` in progress, for the saver's loop: it streams `command` (one aggregation)
+    and hands each document to `streamed`. When the server refuses a joined document over
+    16 MiB (`join_too_large`), the saver runs `list_apart` until it returns `[]`: the rest
+    of the list, in pages read apart, from where the stream stopped."""
+
+    def __init__(self, codec: Codec, command: Command) -> None:
+        self.codec = codec
+        self.command = command
+        self._read = 0
+        self._last: JoinedCheckpoint | None = None
+
+    def streamed(self, doc: JoinedCheckpoint) -> CheckpointTuple:
+        self._read += 1
+        self._last = doc
+        return checkpoint_tuple(self.codec, doc)
+
+    def list_apart(self) -> Plan[list[CheckpointTuple]]:
+        """The next page, after what was read; `[]` when the list is done."""
+        pipeline = _queries.apart(self.command.args[0], self._last, self._read, LIST_APART_PAGE)
+        if _queries.limit_reached(pipeline):
+            return []
+        docs: list[JoinedCheckpoint] = yield from _read_apart(pipeline)
+        if docs:
+            self._read += len(docs)
+            self._last = docs[-1]
+        return [checkpoint_tuple(self.codec, doc) for doc in docs]
 
 
-def list_command(
+def list_read(
+    codec: Codec,
     join: _queries.WritesJoin,
     config: RunnableConfig | None,
     *,
     filter: dict[str, Any] | None,
     before: RunnableConfig | None,
     limit: int | None,
-) -> Command | None:
-    """The one aggregation `list` streams from; `None` when nothing can match."""
+) -> ListRead | None:
+    """A `list` ready to stream its one aggregation; `None` when nothing can match."""
     # Every argument is checked before deciding that nothing can match.
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
         raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
     if limit is not None and limit > MAX_LIMIT:
         raise ValueError(f"limit must be at most 2**63 - 1 (a BSON int64), got {limit}")
-    metadata_match = metadata_filter(filter)
+    metadata_match = _queries.metadata_filter(filter)
     before_id = before_id_from_config(before)
     thread_id, checkpoint_ns, checkpoint_id = (
         list_scope(config) if config is not None else (None, None, None)
@@ -340,12 +346,12 @@ def list_command(
         limit=limit,
         join=join,
     )
-    return Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
+    return ListRead(codec, Command(Target.CHECKPOINTS, "aggregate", (pipeline,)))
 
 
 def _lineage(query: dict[str, Any]) -> Command:
     return Command(
-        Target.CHECKPOINTS, "find", (query, _delta.LINEAGE_PROJECTION), _delta.LINEAGE_OPTIONS
+        Target.CHECKPOINTS, "find", (query, _queries.LINEAGE_PROJECTION), _queries.LINEAGE_OPTIONS
     )
 
 
@@ -370,22 +376,23 @@ def delta_history(
         return {}
     ref = ref_from_config(config)
     for _ in range(DELTA_READ_ATTEMPTS):
-        docs = yield _lineage(_delta.lineage_query(ref))
-        lineage = {doc["checkpoint_id"]: doc for doc in docs}
+        lineage_docs: list[LineageDocument] = yield _lineage(_queries.lineage_of(ref))
+        lineage = {doc[F.CHECKPOINT_ID]: doc for doc in lineage_docs}
         target_id = (
             ref.checkpoint_id if ref.checkpoint_id is not None else next(iter(lineage), None)
         )
         found = _delta.walk(lineage, target_id, wanted)
-        docs = []
+        docs: list[HistoryDocument] = []
         if found.chain:
-            pipeline = _delta.history_pipeline(ref, found, wanted, join)
-            docs = yield from _read_joined(pipeline, _delta.HISTORY_OPTIONS, wanted)
-        if {doc["checkpoint_id"] for doc in docs} == set(found.chain):
+            seeds = found.seed_at.values()
+            pipeline = _queries.history_pipeline(ref, found.chain, seeds, wanted, join)
+            docs = yield from _read_joined(pipeline, _queries.HISTORY_OPTIONS, wanted)
+        if {doc[F.CHECKPOINT_ID] for doc in docs} == set(found.chain):
             return _delta.assemble(codec, found, docs, wanted)
     raise ThreadChangedError(
-        f"get_delta_channel_history: thread {shown(ref.thread_id)}, namespace "
-        f"{shown(ref.checkpoint_ns)} lost checkpoints of the chain it was reading, "
-        f"{DELTA_READ_ATTEMPTS} times in a row (a concurrent delete or prune); try again"
+        f"get_delta_channel_history: {where(ref.thread_id, ref.checkpoint_ns)} lost checkpoints "
+        f"of the chain it was reading, {DELTA_READ_ATTEMPTS} times in a row (a concurrent "
+        "delete or prune); try again"
     )
 
 
@@ -394,8 +401,8 @@ def delete_thread(recent: RecentValues, thread_id: str) -> Plan[None]:
     recent.forget_threads([thread_id])
     # Checkpoints go first: if the second step fails, what is left are writes that no
     # checkpoint joins, never a checkpoint that silently lost its writes.
-    yield Command(Target.CHECKPOINTS, "delete_many", ({"thread_id": thread_id},))
-    yield Command(Target.WRITES, "delete_many", ({"thread_id": thread_id},))
+    yield Command(Target.CHECKPOINTS, "delete_many", (_queries.of_thread(thread_id),))
+    yield Command(Target.WRITES, "delete_many", (_queries.of_thread(thread_id),))
 
 
 def delete_for_runs(codec: Codec, recent: RecentValues, run_ids: Sequence[str]) -> Plan[None]:
@@ -404,18 +411,16 @@ def delete_for_runs(codec: Codec, recent: RecentValues, run_ids: Sequence[str]) 
     runs = str_list(run_ids, "run_ids")
     if not runs:
         return
-    found = yield Command(
-        Target.CHECKPOINTS,
-        "find",
-        ({"metadata.run_id": {"$in": runs}}, {"_id": 1, "serialized_metadata": 1}),
+    found: list[MetadataDocument] = yield Command(
+        Target.CHECKPOINTS, "find", _queries.of_runs(runs)
     )
     # The index narrows; the exact metadata decides, as Python compares it: an array
     # that contains a run id, or another type that prints like one, is not that run.
-    doomed = [doc["_id"] for doc in found if _run_id(codec, doc) in runs]
+    doomed = [doc[F.ID] for doc in found if _run_id(codec, doc) in runs]
     if not doomed:
         return
-    threads = sorted({key["thread_id"] for key in doomed})
-    lineage = yield _lineage({"thread_id": {"$in": threads}})
+    threads = sorted({key[F.THREAD_ID] for key in doomed})
+    lineage: list[LineageDocument] = yield _lineage(_queries.of_threads(threads))
     recent.forget_threads(threads)
     yield from _delete_checkpoints(_delta.deletable(lineage, doomed))
 
@@ -424,7 +429,7 @@ def delete_for_runs(codec: Codec, recent: RecentValues, run_ids: Sequence[str]) 
 DELETE_BATCH = 10_000
 
 
-def _delete_checkpoints(keys: Sequence[Mapping[str, str]]) -> Plan[None]:
+def _delete_checkpoints(keys: Sequence[CheckpointKey]) -> Plan[None]:
     """Delete these checkpoints (`_id`s) and their writes, a batch of keys per command.
 
     Per batch the writes go first. A failure in between leaves checkpoints that are
@@ -435,14 +440,12 @@ def _delete_checkpoints(keys: Sequence[Mapping[str, str]]) -> Plan[None]:
     """
     for start in range(0, len(keys), DELETE_BATCH):
         batch = list(keys[start : start + DELETE_BATCH])
-        # The batch's threads: the shard key, so each delete targets the shards holding them.
-        in_threads = {"thread_id": {"$in": sorted({key["thread_id"] for key in batch})}}
-        yield Command(Target.WRITES, "delete_many", ({**in_threads, "checkpoint": {"$in": batch}},))
-        yield Command(Target.CHECKPOINTS, "delete_many", ({**in_threads, "_id": {"$in": batch}},))
+        yield Command(Target.WRITES, "delete_many", (_queries.writes_of(batch),))
+        yield Command(Target.CHECKPOINTS, "delete_many", (_queries.checkpoints_of(batch),))
 
 
-def _run_id(codec: Codec, doc: Mapping[str, Any]) -> str | None:
-    run_id = codec.decode(doc["serialized_metadata"]).get("run_id")
+def _run_id(codec: Codec, doc: MetadataDocument) -> str | None:
+    run_id = codec.decode(doc[F.SERIALIZED_METADATA]).get("run_id")
     return run_id if isinstance(run_id, str) else None
 
 
@@ -451,25 +454,28 @@ def copy_thread(
 ) -> Plan[None]:
     source = require_str(source_thread_id, "source_thread_id")
     target = require_str(target_thread_id, "target_thread_id")
-    checkpoints = yield Command(Target.CHECKPOINTS, "find", ({"thread_id": source},))
+    checkpoints: list[CheckpointDocument] = yield Command(
+        Target.CHECKPOINTS, "find", (_queries.of_thread(source),)
+    )
     if not checkpoints:
         return
-    copied_ids = {key_fields(doc["_id"]) for doc in checkpoints}
-    writes = yield Command(Target.WRITES, "find", ({"thread_id": source},))
+    copied_ids = {key_fields(doc[F.ID]) for doc in checkpoints}
+    writes: list[WriteDocument] = yield Command(
+        Target.WRITES, "find", (_queries.of_thread(source),)
+    )
     stamp = expiry.stamp() if expiry else None
-    fresh = {TOUCHED_AT: stamp} if stamp else {}
     # Writes first: a copy that fails half way leaves no checkpoint without its writes,
     # and upserting by `_id` makes running the copy again converge. Only the writes of
     # the copied checkpoints: a write no checkpoint joins (left by an interrupted
     # delete) must not land in the target thread.
     copied_writes = [
-        (False, {**moved_write(doc, target), **fresh})
+        (False, moved_write(doc, target, stamp))
         for doc in writes
-        if key_fields(doc["checkpoint"]) in copied_ids
+        if key_fields(doc[F.CHECKPOINT]) in copied_ids
     ]
     if copied_writes:
         yield _upserts(Target.WRITES, copied_writes)
-    copied = [(False, {**moved_checkpoint(doc, target), **fresh}) for doc in checkpoints]
+    copied = [(False, moved_checkpoint(doc, target, stamp)) for doc in checkpoints]
     yield _upserts(Target.CHECKPOINTS, copied)
     yield from _touch_thread(expiry, target, stamp)
 
@@ -484,7 +490,7 @@ def prune(recent: RecentValues, thread_ids: Sequence[str], strategy: str) -> Pla
     if not threads:
         return
     recent.forget_threads(threads)
-    in_threads = {"thread_id": {"$in": threads}}
+    in_threads = _queries.of_threads(threads)
     if strategy == "delete":
         yield Command(Target.CHECKPOINTS, "delete_many", (in_threads,))
         yield Command(Target.WRITES, "delete_many", (in_threads,))

@@ -1,33 +1,113 @@
-"""Every filter, pipeline and index the savers send, as plain data.
+"""Every filter, projection, pipeline, update, option and index the savers send, as
+plain data: `_operations` only decides which to send when.
 
 Reads are one aggregation each: `$match` the checkpoints, `$sort` newest first,
 `$limit`, then `$lookup` their pending writes by the composite key, so `get_tuple`
-and `list` cost one round trip (plus `getMore` batches for long lists).
+and `list` cost one round trip (plus `getMore` batches for long lists). Every command
+of a thread's operations names `thread_id`, the shard key, so a sharded cluster sends
+it to the shards that hold the thread.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from pymongo import ASCENDING, DESCENDING, IndexModel
+from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
 
-from langgraph.checkpoint.mongo._channel_values import CHANNEL_VALUES
 from langgraph.checkpoint.mongo._commands import Target
-from langgraph.checkpoint.mongo._documents import JOINED_WRITES, REPLAYED_CHANNELS, STORED_CHANNELS
 from langgraph.checkpoint.mongo._keys import CheckpointRef
-from langgraph.checkpoint.mongo._metadata import TERMS_FIELD
-from langgraph.checkpoint.mongo._ttl import TOUCHED_AT, TTL_INDEX_NAME
+from langgraph.checkpoint.mongo._metadata import filter_terms
+from langgraph.checkpoint.mongo._schema import CheckpointKey, F
+
+# Writes.
+
+
+def upsert_filter(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """An upsert's filter: the `_id`, and the shard key `thread_id` for sharded clusters."""
+    return {F.ID: doc[F.ID], F.THREAD_ID: doc[F.THREAD_ID]}
+
+
+def upsert(
+    doc: Mapping[str, Any], *, keep_existing: bool = False
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Filter and update that store `doc` by its `_id` (insert, or overwrite unless
+    `keep_existing`), so a retried write leaves exactly one document.
+
+    The TTL stamp only ever moves forward (`$max`): a retry, or a writer whose clock
+    lags, never gives a document an older stamp than it has, so no document of a live
+    thread expires before the rest of it.
+    """
+    fields = {k: v for k, v in doc.items() if k not in (F.ID, F.TOUCHED_AT)}
+    update: dict[str, Any] = {"$setOnInsert" if keep_existing else "$set": fields}
+    if F.TOUCHED_AT in doc:
+        update["$max"] = {F.TOUCHED_AT: doc[F.TOUCHED_AT]}
+    return upsert_filter(doc), update
+
+
+# Options of `update_one(*upsert(doc), **UPSERT)`.
+UPSERT = {"upsert": True}
+
+
+def upserts(docs: Sequence[tuple[bool, Mapping[str, Any]]]) -> list[UpdateOne]:
+    """The requests of one bulk write of `(keep_existing, document)` upserts."""
+    return [UpdateOne(*upsert(doc, keep_existing=keep), upsert=True) for keep, doc in docs]
+
+
+# Options of a bulk write: one failed request does not stop the others.
+UNORDERED = {"ordered": False}
+
+
+# Threads, and checkpoints by key.
+
+
+def of_thread(thread_id: str) -> dict[str, Any]:
+    """Every document of a thread (both collections)."""
+    return {F.THREAD_ID: thread_id}
+
+
+def of_threads(thread_ids: Sequence[str]) -> dict[str, Any]:
+    """Every document of these threads (both collections)."""
+    return {F.THREAD_ID: {"$in": list(thread_ids)}}
+
+
+def _threads_of(keys: Iterable[CheckpointKey]) -> dict[str, Any]:
+    """The keys' threads: the shard key, so a command targets the shards holding them."""
+    return {F.THREAD_ID: {"$in": sorted({k[F.THREAD_ID] for k in keys})}}
+
+
+def checkpoints_of(keys: list[CheckpointKey]) -> dict[str, Any]:
+    """These checkpoints (`_id`s), in the threads' shards."""
+    return {**_threads_of(keys), F.ID: {"$in": keys}}
+
+
+def channel_values_of(key: CheckpointKey) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`find` filter and projection: the stored channel entries of one checkpoint."""
+    return {F.ID: key, F.THREAD_ID: key[F.THREAD_ID]}, {F.ID: 0, F.CHANNEL_VALUES: 1}
+
+
+def writes_of(keys: list[CheckpointKey], channels: list[str] | None = None) -> dict[str, Any]:
+    """The pending writes of these checkpoints (`_id`s; to these channels), in the
+    threads' shards."""
+    query: dict[str, Any] = {**_threads_of(keys), F.CHECKPOINT: {"$in": keys}}
+    if channels is not None:
+        query[F.CHANNEL] = {"$in": channels}
+    return query
+
+
+# Reads.
 
 # Fields a read never needs: the readable metadata and the filter terms.
 _READ_PROJECTION = {
-    "metadata": 0,
-    TERMS_FIELD: 0,
-    STORED_CHANNELS: 0,
-    REPLAYED_CHANNELS: 0,
+    F.METADATA: 0,
+    F.METADATA_TERMS: 0,
+    F.STORED_CHANNELS: 0,
+    F.REPLAYED_CHANNELS: 0,
 }
 
-NEWEST_FIRST = {"checkpoint_id": DESCENDING, "thread_id": ASCENDING, "checkpoint_ns": ASCENDING}
+NEWEST_FIRST = {F.CHECKPOINT_ID: DESCENDING, F.THREAD_ID: ASCENDING, F.CHECKPOINT_NS: ASCENDING}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,27 +127,41 @@ class WritesJoin:
     def stage(self, thread_id: str | None) -> dict[str, Any]:
         lookup: dict[str, Any] = {
             "from": self.collection,
-            "localField": "_id",
-            "foreignField": "checkpoint",
-            "as": JOINED_WRITES,
+            "localField": F.ID,
+            "foreignField": F.CHECKPOINT,
+            "as": F.JOINED_WRITES,
         }
         if self.by_thread and thread_id is not None:
-            lookup["pipeline"] = [{"$match": {"thread_id": thread_id}}]
+            lookup["pipeline"] = [{"$match": {F.THREAD_ID: thread_id}}]
         return {"$lookup": lookup}
 
 
 def get_tuple_pipeline(ref: CheckpointRef, join: WritesJoin) -> list[dict[str, Any]]:
     """The checkpoint `ref` names, or the newest of its thread and namespace."""
-    match: dict[str, Any] = {"thread_id": ref.thread_id, "checkpoint_ns": ref.checkpoint_ns}
+    match: dict[str, Any] = {F.THREAD_ID: ref.thread_id, F.CHECKPOINT_NS: ref.checkpoint_ns}
     if ref.checkpoint_id is not None:
-        match["checkpoint_id"] = ref.checkpoint_id
+        match[F.CHECKPOINT_ID] = ref.checkpoint_id
     return [
         {"$match": match},
-        {"$sort": {"checkpoint_id": DESCENDING}},
+        {"$sort": {F.CHECKPOINT_ID: DESCENDING}},
         {"$limit": 1},
         {"$project": _READ_PROJECTION},
         join.stage(ref.thread_id),
     ]
+
+
+def metadata_filter(filter: Any) -> dict[str, Any]:
+    """The condition of `list(filter=...)`: membership of opaque terms (see `_metadata`),
+    so every value is data, never an operator."""
+    terms = filter_terms(filter)
+    if terms is None:  # nothing can match
+        return {F.METADATA_TERMS: {"$in": []}}
+    condition: dict[str, Any] = {}
+    if terms.required:
+        condition["$all"] = terms.required
+    if terms.absent:
+        condition["$nin"] = terms.absent
+    return {F.METADATA_TERMS: condition} if condition else {}
 
 
 def list_pipeline(
@@ -83,16 +177,16 @@ def list_pipeline(
     """Checkpoints newest first across threads and namespaces, as `PostgresSaver` orders them."""
     match: dict[str, Any] = dict(metadata_match)
     if thread_id is not None:
-        match["thread_id"] = thread_id
+        match[F.THREAD_ID] = thread_id
     if checkpoint_ns is not None:
-        match["checkpoint_ns"] = checkpoint_ns
+        match[F.CHECKPOINT_NS] = checkpoint_ns
     id_condition: dict[str, Any] = {}
     if checkpoint_id is not None:
         id_condition["$eq"] = checkpoint_id
     if before_id is not None:
         id_condition["$lt"] = before_id
     if id_condition:
-        match["checkpoint_id"] = id_condition
+        match[F.CHECKPOINT_ID] = id_condition
     pipeline: list[dict[str, Any]] = [{"$match": match}, {"$sort": NEWEST_FIRST}]
     if limit is not None:
         pipeline.append({"$limit": limit})
@@ -110,11 +204,11 @@ def apart(
     stages = [dict(stage) for stage in pipeline[:cut]]
     if after is not None:
         # The next documents in `NEWEST_FIRST` order.
-        cid, thread, ns = after["checkpoint_id"], after["thread_id"], after["checkpoint_ns"]
+        cid, thread, ns = after[F.CHECKPOINT_ID], after[F.THREAD_ID], after[F.CHECKPOINT_NS]
         later = [
-            {"checkpoint_id": {"$lt": cid}},
-            {"checkpoint_id": cid, "thread_id": {"$gt": thread}},
-            {"checkpoint_id": cid, "thread_id": thread, "checkpoint_ns": {"$gt": ns}},
+            {F.CHECKPOINT_ID: {"$lt": cid}},
+            {F.CHECKPOINT_ID: cid, F.THREAD_ID: {"$gt": thread}},
+            {F.CHECKPOINT_ID: cid, F.THREAD_ID: thread, F.CHECKPOINT_NS: {"$gt": ns}},
         ]
         stages[0] = {"$match": {"$and": [stages[0]["$match"], {"$or": later}]}}
     for stage in stages:
@@ -125,21 +219,82 @@ def apart(
     return stages
 
 
-def channel_values_of(key: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """`find` filter and projection: the stored channel entries of one checkpoint."""
-    return {"_id": key, "thread_id": key["thread_id"]}, {"_id": 0, CHANNEL_VALUES: 1}
+def limit_reached(pipeline: list[dict[str, Any]]) -> bool:
+    """A resumed pipeline (`apart`) whose `$limit` is used up: it has nothing left to read."""
+    return any(stage.get("$limit", 1) <= 0 for stage in pipeline)
 
 
-def writes_of(keys: list[dict[str, str]], channels: list[str] | None = None) -> dict[str, Any]:
-    """The pending writes of these checkpoints (`_id`s; to these channels), in the
-    threads' shards."""
-    query: dict[str, Any] = {
-        "thread_id": {"$in": sorted({k["thread_id"] for k in keys})},
-        "checkpoint": {"$in": keys},
-    }
-    if channels is not None:
-        query["channel"] = {"$in": channels}
-    return query
+# The delta-channel history (see `_delta`).
+
+LINEAGE_PROJECTION = {
+    F.ID: 0,
+    F.THREAD_ID: 1,
+    F.CHECKPOINT_NS: 1,
+    F.CHECKPOINT_ID: 1,
+    F.PARENT_CHECKPOINT_ID: 1,
+    F.STORED_CHANNELS: 1,
+    F.REPLAYED_CHANNELS: 1,
+}
+# Lineage documents are small (ids and channel names); one large batch keeps a lineage
+# read to one round trip up to the 16 MiB reply limit (some 50,000 checkpoints).
+LINEAGE_OPTIONS = {"sort": [(F.CHECKPOINT_ID, DESCENDING)], "batch_size": 100_000}
+# The history read returns one document per checkpoint of the chain: one batch too.
+HISTORY_OPTIONS = {"batchSize": 100_000}
+
+
+def lineage_of(ref: CheckpointRef) -> dict[str, Any]:
+    """The lineage of `ref`'s whole namespace: the walk follows parent ids, and nothing
+    guarantees that an ancestor's id sorts before its descendant's (another writer's
+    clock, custom ids)."""
+    return {F.THREAD_ID: ref.thread_id, F.CHECKPOINT_NS: ref.checkpoint_ns}
+
+
+def history_pipeline(
+    ref: CheckpointRef,
+    chain: list[str],
+    seeds: Iterable[str],
+    channels: Sequence[str],
+    join: WritesJoin,
+) -> list[dict[str, Any]]:
+    """The `chain`'s checkpoints with their writes to `channels`; the stored values of
+    `channels` only for `seeds`."""
+    is_seed = {"$in": [f"${F.CHECKPOINT_ID}", {"$literal": sorted(set(seeds))}]}
+    wanted = {"$in": [f"$$this.{F.CHANNEL}", {"$literal": list(channels)}]}
+    seed_values = {"$filter": {"input": f"${F.CHANNEL_VALUES}", "cond": wanted}}
+    return [
+        {
+            "$match": {
+                F.THREAD_ID: ref.thread_id,
+                F.CHECKPOINT_NS: ref.checkpoint_ns,
+                F.CHECKPOINT_ID: {"$in": chain},
+            }
+        },
+        {
+            "$project": {
+                F.CHECKPOINT_ID: 1,
+                F.CHANNEL_VALUES: {"$cond": [is_seed, seed_values, "$$REMOVE"]},
+            }
+        },
+        join.stage(ref.thread_id),
+        {
+            "$addFields": {
+                F.JOINED_WRITES: {"$filter": {"input": f"${F.JOINED_WRITES}", "cond": wanted}}
+            }
+        },
+    ]
+
+
+# `delete_for_runs`: LangGraph's `run_id` in the readable metadata (indexed).
+RUN_ID_PATH = f"{F.METADATA}.run_id"
+
+
+def of_runs(run_ids: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`find` filter and projection: the checkpoints these runs may have written, with
+    their exact metadata (the index narrows; the exact metadata decides)."""
+    return {RUN_ID_PATH: {"$in": run_ids}}, {F.ID: 1, F.SERIALIZED_METADATA: 1}
+
+
+# Indexes.
 
 
 def indexes(join: WritesJoin) -> list[tuple[Target, IndexModel]]:
@@ -150,9 +305,9 @@ def indexes(join: WritesJoin) -> list[tuple[Target, IndexModel]]:
             Target.CHECKPOINTS,
             IndexModel(
                 [
-                    ("thread_id", ASCENDING),
-                    ("checkpoint_ns", ASCENDING),
-                    ("checkpoint_id", DESCENDING),
+                    (F.THREAD_ID, ASCENDING),
+                    (F.CHECKPOINT_NS, ASCENDING),
+                    (F.CHECKPOINT_ID, DESCENDING),
                 ],
                 name="thread_ns_checkpoint",
             ),
@@ -160,20 +315,20 @@ def indexes(join: WritesJoin) -> list[tuple[Target, IndexModel]]:
         # delete_for_runs.
         (
             Target.CHECKPOINTS,
-            IndexModel([("metadata.run_id", ASCENDING)], name="metadata_run_id", sparse=True),
+            IndexModel([(RUN_ID_PATH, ASCENDING)], name="metadata_run_id", sparse=True),
         ),
         # The targeted $lookup of a checkpoint's writes, reading them apart, and by its
         # prefix delete_thread, copy_thread, prune and the TTL stamp of a thread.
         (
             Target.WRITES,
             IndexModel(
-                [("thread_id", ASCENDING), ("checkpoint", ASCENDING)], name="thread_checkpoint"
+                [(F.THREAD_ID, ASCENDING), (F.CHECKPOINT, ASCENDING)], name="thread_checkpoint"
             ),
         ),
     ]
     if not join.by_thread:
         # The plain $lookup matches `checkpoint` alone.
-        found.append((Target.WRITES, IndexModel([("checkpoint", ASCENDING)], name="checkpoint")))
+        found.append((Target.WRITES, IndexModel([(F.CHECKPOINT, ASCENDING)], name="checkpoint")))
     return found
 
 
@@ -184,8 +339,33 @@ INDEX_NAMES = frozenset(
 )
 
 
+# Whole-thread expiry (see `_ttl`).
+
+TTL_INDEX_NAME = "thread_ttl"
+
+
 def ttl_index(seconds: int) -> IndexModel:
     """Whole-thread expiry: every document of a thread carries the same stamp."""
     return IndexModel(
-        [(TOUCHED_AT, ASCENDING)], name=TTL_INDEX_NAME, expireAfterSeconds=seconds, sparse=True
+        [(F.TOUCHED_AT, ASCENDING)], name=TTL_INDEX_NAME, expireAfterSeconds=seconds, sparse=True
+    )
+
+
+def is_thread_ttl(index_information: Mapping[str, Any]) -> bool:
+    """Whether an existing index (as `index_information()` describes it) is on our stamp."""
+    return [field for field, _ in index_information.get("key", ())] == [F.TOUCHED_AT]
+
+
+def ttl_retimed(collection: str, seconds: int) -> tuple[tuple[str, str], dict[str, Any]]:
+    """Arguments of the database command (collMod) that changes the TTL of the index."""
+    change = {"name": TTL_INDEX_NAME, "expireAfterSeconds": seconds}
+    return ("collMod", collection), {"index": change}
+
+
+def touch_thread(thread_id: str, now: datetime) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Filter and update that move a thread's older documents to the stamp `now`, never
+    backwards (`$not: {$gte: now}` also catches documents without a stamp)."""
+    return (
+        {F.THREAD_ID: thread_id, F.TOUCHED_AT: {"$not": {"$gte": now}}},
+        {"$set": {F.TOUCHED_AT: now}},
     )

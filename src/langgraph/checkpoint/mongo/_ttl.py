@@ -1,7 +1,7 @@
 """Whole-thread expiry (`ttl=`): a thread expires as a unit, never half-way.
 
-Every document of a thread carries the same `thread_touched_at`: the time of the
-thread's last write rounded *up* to a bucket of `ttl / 16`. A TTL index with
+Every document of a thread carries the same `thread_touched_at` (`F.TOUCHED_AT`): the
+time of the thread's last write rounded *up* to a bucket of `ttl / 16`. A TTL index with
 `expireAfterSeconds = ttl` on that field deletes all of them in the same pass once the
 thread has been idle for between `ttl` and `ttl * 17/16`. A write stamps its own
 document, and the first write of a thread in each new bucket (per process) also moves
@@ -20,8 +20,6 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-TOUCHED_AT = "thread_touched_at"
-TTL_INDEX_NAME = "thread_ttl"
 BUCKETS_PER_TTL = 16
 _CACHE_SIZE = 10_000
 

@@ -15,7 +15,6 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import asynccontextmanager
-from datetime import timedelta
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -26,28 +25,13 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from langgraph.checkpoint.serde.base import SerializerProtocol
 from pymongo import AsyncMongoClient
 from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._base import (
-    DEFAULT_CHECKPOINT_COLLECTION,
-    DEFAULT_DB_NAME,
-    DEFAULT_WRITES_COLLECTION,
-    MongoDBSaverBase,
-    arun_plan,
-)
-from langgraph.checkpoint.mongo._codec import Compression
+from langgraph.checkpoint.mongo._base import MongoDBSaverBase, arun_plan
 from langgraph.checkpoint.mongo._commands import Command, Plan
-from langgraph.checkpoint.mongo._documents import checkpoint_tuple
-from langgraph.checkpoint.mongo._drivers import (
-    DRIVER_INFO,
-    close_client,
-    execute_async,
-    open_cursor,
-    plan_name,
-)
+from langgraph.checkpoint.mongo._drivers import close_client, execute_async, open_cursor, plan_name
 
 T = TypeVar("T")
 
@@ -77,36 +61,14 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
     @classmethod
     @asynccontextmanager
     async def from_conn_string(
-        cls,
-        conn_string: str,
-        db_name: str = DEFAULT_DB_NAME,
-        checkpoint_collection_name: str = DEFAULT_CHECKPOINT_COLLECTION,
-        writes_collection_name: str = DEFAULT_WRITES_COLLECTION,
-        *,
-        serde: SerializerProtocol | None = None,
-        compression: Compression | None = None,
-        ttl: float | timedelta | None = None,
-        targeted_joins: bool = True,
-        **client_kwargs: Any,
+        cls, conn_string: str, *args: Any, **options: Any
     ) -> AsyncIterator[AsyncMongoDBSaver]:
-        """A saver on a new `AsyncMongoClient`, set up, and closed on exit.
-
-        `client_kwargs` go to `AsyncMongoClient` (timeouts, TLS, `w`, ...).
-        """
-        client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(
-            conn_string, **{"driver": DRIVER_INFO, **client_kwargs}
-        )
+        """A saver on a new `AsyncMongoClient`, set up, and closed on exit (arguments: see
+        `MongoDBSaverBase`)."""
+        saver_options, client_options = cls._split_options(options)
+        client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(conn_string, **client_options)
         try:
-            saver = cls(
-                client,
-                db_name,
-                checkpoint_collection_name,
-                writes_collection_name,
-                serde=serde,
-                compression=compression,
-                ttl=ttl,
-                targeted_joins=targeted_joins,
-            )
+            saver = cls(client, *args, **saver_options)
             await saver.setup()
             yield saver
         finally:
@@ -146,22 +108,19 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         self._bind_loop()
-        command = ops.list_command(self.join, config, filter=filter, before=before, limit=limit)
-        if command is None:
+        if (listing := self._list_read(config, filter, before, limit)) is None:
             return
-        read, last = 0, None
+        command = listing.command
         try:
             async with open_cursor("list", self._collection(command), command) as documents:
-                async for last in documents:
-                    read += 1
-                    yield checkpoint_tuple(self.codec, last)
+                async for doc in documents:
+                    yield listing.streamed(doc)
         except OperationFailure as error:
             if not ops.join_too_large(error):
                 raise
-            while page := await self._run(ops.list_apart(self.codec, command, last, read)):
+            while page := await self._run(listing.list_apart()):
                 for item in page:
                     yield item
-                read, last = read + len(page), page[-1].config["configurable"]
 
     async def aput(
         self,

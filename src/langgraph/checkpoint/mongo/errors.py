@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from langgraph.checkpoint.mongo._keys import shown
+from langgraph.checkpoint.mongo._keys import shown, where
 
 
 class CheckpointTooLargeError(ValueError):
@@ -26,16 +26,13 @@ class CheckpointTooLargeError(ValueError):
         size: int,
         limit: int,
     ) -> None:
-        self.thread_id = thread_id
-        self.checkpoint_ns = checkpoint_ns
-        self.checkpoint_id = checkpoint_id
-        self.size = size
-        self.limit = limit
+        self.thread_id, self.checkpoint_ns = thread_id, checkpoint_ns
+        self.checkpoint_id, self.size, self.limit = checkpoint_id, size, limit
         super().__init__(
-            f"{what} of thread {shown(thread_id)}, namespace {shown(checkpoint_ns)}, checkpoint "
-            f"{shown(checkpoint_id)} encodes to {size} bytes, over MongoDB's limit of {limit} "
-            "bytes per document; nothing was written. Enable compression='zstd' or keep "
-            "large payloads out of the graph state."
+            f"{what} of {where(thread_id, checkpoint_ns)}, checkpoint {shown(checkpoint_id)} "
+            f"encodes to {size} bytes, over MongoDB's limit of {limit} bytes per document; "
+            "nothing was written. Enable compression='zstd' or keep large payloads out of the "
+            "graph state."
         )
 
 
@@ -68,12 +65,10 @@ class CheckpointCycleError(ValueError):
     """
 
     def __init__(self, thread_id: str, checkpoint_ns: str, cycle: list[str]) -> None:
-        self.thread_id = thread_id
-        self.checkpoint_ns = checkpoint_ns
-        self.cycle = cycle
+        self.thread_id, self.checkpoint_ns, self.cycle = thread_id, checkpoint_ns, cycle
         super().__init__(
-            f"the parent chain of thread {shown(thread_id)}, namespace {shown(checkpoint_ns)} "
-            f"loops: {' -> '.join(shown(c) for c in cycle)}; the stored data is inconsistent "
+            f"the parent chain of {where(thread_id, checkpoint_ns)} loops: "
+            f"{' -> '.join(shown(c) for c in cycle)}; the stored data is inconsistent "
             "(a checkpoint cannot be its own ancestor). Delete the thread or repair its "
             "parent_checkpoint_id fields."
         )

@@ -136,10 +136,12 @@ def _thread_list(thread_ids: Sequence[str] | None) -> list[str] | None:
 def _run(plan: MigrationPlan[T], requests: Requests, target: MongoDBSaver) -> T:
     operation = plan_name(plan)
 
+    execute_command = target._executor(operation)
+
     def execute(request: Command | SourceRead) -> Any:
         if isinstance(request, SourceRequest):
             return requests.answer(request)
-        return target._execute(operation, request)
+        return execute_command(request)
 
     try:
         return run_plan(plan, execute)
@@ -153,8 +155,10 @@ def _command_executor(
     if isinstance(target, AsyncMongoDBSaver):
         return target._executor(operation)
 
+    execute = target._executor(operation)
+
     async def in_a_thread(command: Command) -> Any:
-        return await asyncio.to_thread(target._execute, operation, command)
+        return await asyncio.to_thread(execute, command)
 
     return in_a_thread
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import timedelta
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -16,28 +15,13 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from langgraph.checkpoint.serde.base import SerializerProtocol
 from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._base import (
-    DEFAULT_CHECKPOINT_COLLECTION,
-    DEFAULT_DB_NAME,
-    DEFAULT_WRITES_COLLECTION,
-    MongoDBSaverBase,
-    run_plan,
-)
-from langgraph.checkpoint.mongo._codec import Compression
+from langgraph.checkpoint.mongo._base import MongoDBSaverBase, run_plan
 from langgraph.checkpoint.mongo._commands import Command, Plan
-from langgraph.checkpoint.mongo._documents import checkpoint_tuple
-from langgraph.checkpoint.mongo._drivers import (
-    DRIVER_INFO,
-    call,
-    open_cursor_sync,
-    plan_name,
-    timed,
-)
+from langgraph.checkpoint.mongo._drivers import execute_sync, open_cursor_sync, plan_name
 
 T = TypeVar("T")
 
@@ -56,46 +40,25 @@ class MongoDBSaver(MongoDBSaverBase):
     @classmethod
     @contextmanager
     def from_conn_string(
-        cls,
-        conn_string: str,
-        db_name: str = DEFAULT_DB_NAME,
-        checkpoint_collection_name: str = DEFAULT_CHECKPOINT_COLLECTION,
-        writes_collection_name: str = DEFAULT_WRITES_COLLECTION,
-        *,
-        serde: SerializerProtocol | None = None,
-        compression: Compression | None = None,
-        ttl: float | timedelta | None = None,
-        targeted_joins: bool = True,
-        **client_kwargs: Any,
+        cls, conn_string: str, *args: Any, **options: Any
     ) -> Iterator[MongoDBSaver]:
-        """A saver on a new `MongoClient`, set up, and closed on exit."""
-        client: MongoClient[dict[str, Any]] = MongoClient(
-            conn_string, **{"driver": DRIVER_INFO, **client_kwargs}
-        )
+        """A saver on a new `MongoClient`, set up, and closed on exit (arguments: see
+        `MongoDBSaverBase`)."""
+        saver_options, client_options = cls._split_options(options)
+        client: MongoClient[dict[str, Any]] = MongoClient(conn_string, **client_options)
         try:
-            saver = cls(
-                client,
-                db_name,
-                checkpoint_collection_name,
-                writes_collection_name,
-                serde=serde,
-                compression=compression,
-                ttl=ttl,
-                targeted_joins=targeted_joins,
-            )
+            saver = cls(client, *args, **saver_options)
             saver.setup()
             yield saver
         finally:
             client.close()
 
-    def _execute(self, operation: str, command: Command) -> Any:
-        with timed(operation, command):
-            result = call(self._collection(command), command)
-            return list(result) if command.returns_cursor else result
-
     def _run(self, plan: Plan[T]) -> T:
-        operation = plan_name(plan)
-        return run_plan(plan, lambda command: self._execute(operation, command))
+        return run_plan(plan, self._executor(plan_name(plan)))
+
+    def _executor(self, operation: str) -> Callable[[Command], Any]:
+        """Runs one command of `operation` on this saver's collections."""
+        return lambda command: execute_sync(operation, self._collection(command), command)
 
     def setup(self, *, create_indexes: bool = True, skip_indexes: Collection[str] = ()) -> None:
         """Create the indexes every query uses and set the TTL index; idempotent.
@@ -116,21 +79,18 @@ class MongoDBSaver(MongoDBSaverBase):
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        command = ops.list_command(self.join, config, filter=filter, before=before, limit=limit)
-        if command is None:
+        if (listing := self._list_read(config, filter, before, limit)) is None:
             return
-        read, last = 0, None
+        command = listing.command
         try:
             with open_cursor_sync("list", self._collection(command), command) as documents:
-                for last in documents:
-                    read += 1
-                    yield checkpoint_tuple(self.codec, last)
+                for doc in documents:
+                    yield listing.streamed(doc)
         except OperationFailure as error:
             if not ops.join_too_large(error):
                 raise
-            while page := self._run(ops.list_apart(self.codec, command, last, read)):
+            while page := self._run(listing.list_apart()):
                 yield from page
-                read, last = read + len(page), page[-1].config["configurable"]
 
     def put(
         self,

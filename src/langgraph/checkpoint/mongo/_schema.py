@@ -1,0 +1,168 @@
+"""The stored format: every field name, and the shape of every document, in one place.
+
+Code that builds or reads a document types it with these `TypedDict`s and names its
+fields with `F`, so mypy refuses a misspelled field (`doc[F.THREAD_ID]` and
+`doc["thread_id"]` are both checked against the document's type). Keys that belong to
+LangGraph (a config's `configurable`, a checkpoint's `channel_values`, metadata keys such
+as `run_id`) are LangGraph's names, not fields of ours, and are not listed here.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Final, TypedDict
+
+
+class F:
+    """Stored field names (`F` for field)."""
+
+    ID: Final = "_id"
+    THREAD_ID: Final = "thread_id"
+    CHECKPOINT_NS: Final = "checkpoint_ns"
+    CHECKPOINT_ID: Final = "checkpoint_id"
+    # Checkpoint documents.
+    PARENT_CHECKPOINT_ID: Final = "parent_checkpoint_id"
+    # The serialized checkpoint without its channel values; in a write: its checkpoint's key.
+    CHECKPOINT: Final = "checkpoint"
+    # One `ChannelValue` per channel.
+    CHANNEL_VALUES: Final = "channel_values"
+    # Channels whose value the checkpoint stores (a `DeltaChannel` only at its snapshots).
+    STORED_CHANNELS: Final = "stored_channels"
+    # `DeltaChannel`s not snapshotted here, rebuilt from ancestors' writes on read.
+    REPLAYED_CHANNELS: Final = "replayed_channels"
+    # The metadata three ways: readable BSON, the serializer's exact copy, filter terms.
+    METADATA: Final = "metadata"
+    SERIALIZED_METADATA: Final = "serialized_metadata"
+    METADATA_TERMS: Final = "metadata_terms"
+    # The whole-thread TTL stamp (see `_ttl`), on both kinds of document.
+    TOUCHED_AT: Final = "thread_touched_at"
+    # Write documents (and write keys).
+    TASK_ID: Final = "task_id"
+    TASK_PATH: Final = "task_path"
+    IDX: Final = "idx"
+    CHANNEL: Final = "channel"
+    VALUE: Final = "value"
+    # A stored value (see `_codec`); a channel value adds `CHANNEL` and `VERSION`.
+    TYPE: Final = "type"
+    DATA: Final = "data"
+    COMPRESSION: Final = "compression"
+    VERSION: Final = "version"
+    # Not stored: the array the reads join a checkpoint's pending writes into.
+    JOINED_WRITES: Final = "pending_writes"
+
+
+# Optional fields are declared in `total=False` bases (`NotRequired` needs Python 3.11).
+
+
+class CheckpointKey(TypedDict):
+    """`_id` of a checkpoint document, and the key its writes join on (field order
+    matters to a server: built only by `_keys.checkpoint_key`)."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+
+
+class WriteKey(CheckpointKey):
+    """`_id` of a pending-write document (built only by `_keys.write_key`)."""
+
+    task_id: str
+    idx: int
+
+
+class _Compressed(TypedDict, total=False):
+    compression: str
+
+
+class StoredValue(_Compressed):
+    """A serialized value: the serializer's type and bytes, maybe compressed."""
+
+    type: str
+    data: bytes
+
+
+class ChannelValue(StoredValue):
+    """One entry of a checkpoint's `channel_values` array."""
+
+    channel: str
+    version: str | int | float | None
+
+
+class _Stamped(TypedDict, total=False):
+    thread_touched_at: datetime
+
+
+class WriteDocument(_Stamped):
+    """A pending write, as `put_writes` stores it."""
+
+    _id: WriteKey
+    thread_id: str
+    checkpoint: CheckpointKey
+    task_id: str
+    task_path: str
+    idx: int
+    channel: str
+    value: StoredValue
+
+
+class _CheckpointRead(_Stamped):
+    """The fields of a checkpoint document that a read returns."""
+
+    _id: CheckpointKey
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    checkpoint: StoredValue
+    channel_values: list[ChannelValue]
+    serialized_metadata: StoredValue
+
+
+class CheckpointDocument(_CheckpointRead):
+    """A checkpoint, as `put` stores it."""
+
+    stored_channels: list[str]
+    replayed_channels: list[str]
+    metadata: Any
+    metadata_terms: list[bytes]
+
+
+class Joined(TypedDict):
+    """What every read that joins writes returns: a checkpoint's key, and its writes."""
+
+    _id: CheckpointKey
+    pending_writes: list[WriteDocument]
+
+
+class JoinedCheckpoint(_CheckpointRead, Joined):
+    """A checkpoint as `get_tuple` and `list` read it: with its pending writes."""
+
+
+class MetadataDocument(TypedDict):
+    """A checkpoint's key and exact metadata: what `delete_for_runs` reads to find runs."""
+
+    _id: CheckpointKey
+    serialized_metadata: StoredValue
+
+
+class LineageDocument(TypedDict):
+    """The few fields of a checkpoint that the delta-history walk reads for every
+    checkpoint of a namespace."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    stored_channels: list[str]
+    replayed_channels: list[str]
+
+
+class _SeedValues(TypedDict, total=False):
+    channel_values: list[ChannelValue]
+
+
+class HistoryDocument(_SeedValues, Joined):
+    """A checkpoint of a delta-history chain: its writes, and channel values only where
+    it is a channel's seed."""
+
+    checkpoint_id: str
