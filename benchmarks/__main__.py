@@ -19,13 +19,13 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from benchmarks import scenarios
+from benchmarks import cpu, scenarios
 from benchmarks.contenders import OFFICIAL_SKIP_REASON, OFFICIAL_VERSION_ERROR
 from benchmarks.report import Environment, Results, markdown, plot, tables
 from benchmarks.server import ServerProcess
 
 HERE = Path(__file__).resolve().parent
-MEASUREMENTS = ("round_trips", "latency", "throughput", "storage", "compression")
+MEASUREMENTS = ("round_trips", "latency", "throughput", "storage", "compression", "cpu")
 PACKAGES = (
     "langgraph-checkpoint-mongo",
     "langgraph-checkpoint-mongodb",
@@ -59,6 +59,14 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         type=float,
         default=None,
         help="server delay (s) during the throughput measurement (default 0.020)",
+    )
+    parser.add_argument(
+        "--cpu-rounds",
+        type=int,
+        nargs=2,
+        metavar=("PER_CALL", "PER_TURN"),
+        default=None,
+        help="rounds of the cpu measurement (default 100 400): more narrow its intervals",
     )
     parser.add_argument(
         "--out", type=Path, default=None, help="directory for results.md and results.png"
@@ -118,6 +126,12 @@ def _settings(settings: scenarios.Settings) -> list[tuple[str, str]]:
             f"{', '.join(map(str, settings.compression_turns))} chat turns (add_messages list); "
             f"median of {settings.compression_repeats}",
         ),
+        (
+            "cpu",
+            f"delay 0; client process CPU; {', '.join(map(str, settings.cpu_histories))} turns "
+            f"of history; {settings.cpu_call_rounds} rounds per call, "
+            f"{settings.cpu_turn_rounds} per turn",
+        ),
     ]
 
 
@@ -136,6 +150,7 @@ async def _run(args: argparse.Namespace, settings: scenarios.Settings, results: 
         "throughput": scenarios.throughput,
         "storage": scenarios.storage,
         "compression": scenarios.compression,
+        "cpu": cpu.client_cpu,
     }
     with ServerProcess() as server:
         for name in MEASUREMENTS:
@@ -158,6 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.concurrency_delay is not None:
         settings = scenarios.Settings(
             **{**settings.__dict__, "concurrency_delay": args.concurrency_delay}
+        )
+    if args.cpu_rounds is not None:
+        per_call, per_turn = args.cpu_rounds
+        settings = scenarios.Settings(
+            **{**settings.__dict__, "cpu_call_rounds": per_call, "cpu_turn_rounds": per_turn}
         )
     command = " ".join(["python -m benchmarks", *(argv if argv is not None else sys.argv[1:])])
     results = Results(

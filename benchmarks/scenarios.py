@@ -79,6 +79,9 @@ class Settings:
     storage_segment_turns: int = 100
     compression_turns: tuple[int, ...] = (100, 500)
     compression_repeats: int = 21
+    cpu_histories: tuple[int, ...] = (5, 30)
+    cpu_call_rounds: int = 100
+    cpu_turn_rounds: int = 400
 
     @classmethod
     def quick(cls) -> Settings:
@@ -92,6 +95,9 @@ class Settings:
             storage_turns=(5, 20),
             compression_turns=(5, 20),
             compression_repeats=3,
+            cpu_histories=(3, 5),
+            cpu_call_rounds=3,
+            cpu_turn_rounds=3,
         )
 
 
