@@ -391,6 +391,7 @@ async def test_every_composite_key_has_one_field_order(saver: Any) -> None:
         for write in writes:
             assert list(write["checkpoint"]) == checkpoint_fields
             assert list(write["_id"]) == [*checkpoint_fields, "task_id", "idx"]
+            assert {"task_id", "idx"}.isdisjoint(write)  # only in `_id`
             assert write["checkpoint"]["thread_id"] == write["_id"]["thread_id"] == owner
     [got] = await listed(saver, config(copy_))
     assert len(got.pending_writes) == 2

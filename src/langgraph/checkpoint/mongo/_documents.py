@@ -211,9 +211,7 @@ def write_documents(
             F.ID: write_key(ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id, task_id, idx),
             F.THREAD_ID: ref.thread_id,
             F.CHECKPOINT: join_key,
-            F.TASK_ID: task_id,
             F.TASK_PATH: task_path,
-            F.IDX: idx,
             F.CHANNEL: channel,
             F.VALUE: _encoded(codec, value, _write_label(position, channel)),
         }
@@ -232,8 +230,13 @@ def _write_label(position: int, channel: str, task_id: str | None = None) -> Lab
 
 
 def pending_writes(codec: Codec, docs: Iterable[WriteDocument]) -> list[PendingWrite]:
-    ordered = sorted(docs, key=lambda d: writes_sort_key(d[F.TASK_PATH], d[F.TASK_ID], d[F.IDX]))
-    return [(d[F.TASK_ID], d[F.CHANNEL], codec.decode(d[F.VALUE])) for d in ordered]
+    """A checkpoint's writes in LangGraph's order; `task_id` and `idx` are read from `_id`
+    (documents stored by earlier versions also have copies beside it, unused)."""
+    ordered = sorted(
+        docs,
+        key=lambda d: writes_sort_key(d[F.TASK_PATH], d[F.ID][F.TASK_ID], d[F.ID][F.IDX]),
+    )
+    return [(d[F.ID][F.TASK_ID], d[F.CHANNEL], codec.decode(d[F.VALUE])) for d in ordered]
 
 
 def _ours(doc: D) -> D:

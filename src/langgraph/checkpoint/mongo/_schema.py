@@ -98,9 +98,7 @@ class WriteDocument(_Stamped):
     _id: WriteKey
     thread_id: str
     checkpoint: CheckpointKey
-    task_id: str
     task_path: str
-    idx: int
     channel: str
     value: StoredValue
 
