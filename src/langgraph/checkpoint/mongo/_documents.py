@@ -160,7 +160,6 @@ def checkpoint_document(
         # The checkpoint without its values, which follow one entry per channel.
         F.CHECKPOINT: _encoded(codec, {**checkpoint, "channel_values": {}}, lambda: "checkpoint"),
         F.CHANNEL_VALUES: list(values.values()),
-        F.STORED_CHANNELS: sorted(channel_values),
         F.REPLAYED_CHANNELS: _replayed_channels(full_metadata),
         F.METADATA: readable_metadata(returned_metadata),
         F.SERIALIZED_METADATA: serialized_metadata,
