@@ -143,7 +143,12 @@ def test_delta_history_gives_up_on_a_thread_that_keeps_changing() -> None:
     """Every attempt finds chain checkpoints gone: a clear error, not a wrong answer."""
     lineage = [
         {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "2", "parent_checkpoint_id": "1"},
-        {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "1", "stored_channels": ["a"]},
+        {
+            "thread_id": "t",
+            "checkpoint_ns": "",
+            "checkpoint_id": "1",
+            "channel_values": [{"channel": "a"}],
+        },
     ]
     saver = AsyncMongoDBSaver(AsyncMongoMockClient())
     plan = ops.delta_history(saver.codec, saver.join, config("t", "", "2"), ["a"])

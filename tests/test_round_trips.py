@@ -38,6 +38,8 @@ async def test_commands_per_operation(counting: Backend) -> None:
         assert await sent("put", config(thread), *_checkpoint_args()) == ["update"]
         writes = [("a", 1), ("b", 2), ("__error__", "x")]
         assert await sent("put_writes", stored, writes, "task") == ["update"]
+        # One write goes as a single update_one: the same one command on the wire.
+        assert await sent("put_writes", stored, [("c", 3)], "task-2") == ["update"]
         assert await sent("get_tuple", config(thread)) == ["aggregate"]
         assert await sent("get_tuple", stored) == ["aggregate"]
         log.reset()

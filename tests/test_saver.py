@@ -47,6 +47,15 @@ async def test_regular_writes_keep_first_value_special_writes_replace(saver: Any
     got = await call(saver, "get_tuple", stored)
     assert sorted(got.pending_writes) == [("t1", INTERRUPT, "i2"), ("t1", "ch", "first")]
     assert WRITES_IDX_MAP[INTERRUPT] < 0
+    # The same, one write per call (sent as a single update_one, not a bulk write).
+    for value in ("first", "second"):
+        await call(saver, "put_writes", stored, [("ch", value)], "t2")
+        await call(saver, "put_writes", stored, [(INTERRUPT, value)], "t2")
+    got = await call(saver, "get_tuple", stored)
+    assert sorted(w for w in got.pending_writes if w[0] == "t2") == [
+        ("t2", INTERRUPT, "second"),
+        ("t2", "ch", "first"),
+    ]
 
 
 async def test_retried_put_and_put_writes_leave_one_copy(saver: Any) -> None:
@@ -382,6 +391,7 @@ async def test_every_composite_key_has_one_field_order(saver: Any) -> None:
         for write in writes:
             assert list(write["checkpoint"]) == checkpoint_fields
             assert list(write["_id"]) == [*checkpoint_fields, "task_id", "idx"]
+            assert {"task_id", "idx"}.isdisjoint(write)  # only in `_id`
             assert write["checkpoint"]["thread_id"] == write["_id"]["thread_id"] == owner
     [got] = await listed(saver, config(copy_))
     assert len(got.pending_writes) == 2

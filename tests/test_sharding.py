@@ -44,6 +44,7 @@ async def test_thread_operations_name_their_thread(sent_commands: list[Command])
     first = await put(saver, thread, metadata={"run_id": "r1"})
     second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
     await call(saver, "put_writes", second, [("a", 1), ("__error__", "x")], "task")
+    await call(saver, "put_writes", second, [("b", 2)], "task-2")  # one write: update_one
     await call(saver, "get_tuple", config(thread))
     await call(saver, "get_tuple", second)
     await listed(saver, config(thread), limit=5)

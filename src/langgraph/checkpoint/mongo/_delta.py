@@ -70,9 +70,10 @@ def walk(lineage: Lineage, target_id: str | None, channels: Iterable[str]) -> Wa
             raise CheckpointCycleError(doc[F.THREAD_ID], doc[F.CHECKPOINT_NS], cycle)
         seen.add(current)
         result.chain.append(current)
-        for channel in remaining.intersection(doc.get(F.STORED_CHANNELS, ())):
+        stored = {entry[F.CHANNEL] for entry in doc.get(F.CHANNEL_VALUES, ())}
+        for channel in remaining.intersection(stored):
             result.seed_at[channel] = current
-        remaining.difference_update(doc.get(F.STORED_CHANNELS, ()))
+        remaining.difference_update(stored)
         current = doc.get(F.PARENT_CHECKPOINT_ID)
     return result
 

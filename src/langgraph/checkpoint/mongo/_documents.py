@@ -7,7 +7,7 @@ whole) and keeps the metadata three ways: readable BSON, filter terms
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
@@ -48,17 +48,21 @@ from langgraph.checkpoint.mongo.errors import CheckpointTooLargeError
 
 D = TypeVar("D", bound=Mapping[str, Any])
 
+# What a document or value is called in an error message, built only when one is raised
+# (quoting user input on every successful call cost about 1 µs per name).
+Label = Callable[[], str]
+
 # MongoDB's maxBsonObjectSize, the same on every current server and on Atlas.
 MAX_DOCUMENT_SIZE = 16 * 1024 * 1024
 
 
-def _within_size_limit(doc: D, what: str, ref: CheckpointRef) -> D:
+def _within_size_limit(doc: D, what: Label, ref: CheckpointRef) -> D:
     """Refuse a document the server would refuse, before anything is sent: the upsert
     that carries it repeats its key in the filter, so that counts too."""
     size = len(bson.encode(doc)) + len(bson.encode(upsert_filter(doc)))
     if size > MAX_DOCUMENT_SIZE:
         raise CheckpointTooLargeError(
-            what,
+            what(),
             thread_id=ref.thread_id,
             checkpoint_ns=ref.checkpoint_ns,
             checkpoint_id=str(ref.checkpoint_id),
@@ -68,21 +72,22 @@ def _within_size_limit(doc: D, what: str, ref: CheckpointRef) -> D:
     return doc
 
 
-def _encoded(codec: Codec, value: Any, what: str, parts: tuple[str, Any] | None = None) -> Any:
+def _encoded(codec: Codec, value: Any, what: Label, parts: tuple[str, Any] | None = None) -> Any:
     """Serialize `value`; a value the serializer refuses is named, down to the key that
     holds it when `parts` (`(name, mapping)`) has one, and nothing has been sent yet."""
     try:
         return codec.encode(value)
     except (TypeError, ValueError) as exc:
-        name, mapping = parts or (what, None)
+        name, mapping = parts or (what(), None)
+        label = name
         for key, part in (mapping if isinstance(mapping, Mapping) else {}).items():
             try:
                 codec.encode(part)
             except (TypeError, ValueError):
-                what = f"{name}[{shown(key)}]"
+                label = f"{name}[{shown(key)}]"
                 break
         error = TypeError if isinstance(exc, TypeError) else ValueError
-        raise error(f"{what} cannot be serialized: {exc}; nothing was written") from exc
+        raise error(f"{label} cannot be serialized: {exc}; nothing was written") from exc
 
 
 def _require_mapping(value: Any, what: str) -> Mapping[str, Any]:
@@ -131,7 +136,9 @@ def checkpoint_document(
         checkpoint.get("channel_values", {}), "checkpoint['channel_values']"
     )
     full_metadata = get_checkpoint_metadata(cast(Any, config), metadata)
-    serialized_metadata = _encoded(codec, full_metadata, "metadata", ("metadata", full_metadata))
+    serialized_metadata = _encoded(
+        codec, full_metadata, lambda: "metadata", ("metadata", full_metadata)
+    )
     # Terms and the readable copy describe what `get_tuple` will return, which is the
     # metadata after a serializer round trip (tuples come back as lists, for example).
     returned_metadata = codec.decode(serialized_metadata)
@@ -141,7 +148,7 @@ def checkpoint_document(
         new_versions,
         parent,
         lambda value, channel: _encoded(
-            codec, value, f"checkpoint['channel_values'][{shown(channel)}]"
+            codec, value, lambda: f"checkpoint['channel_values'][{shown(channel)}]"
         ),
     )
     doc: CheckpointDocument = {
@@ -151,9 +158,8 @@ def checkpoint_document(
         F.CHECKPOINT_ID: checkpoint_id,
         F.PARENT_CHECKPOINT_ID: ref.checkpoint_id,
         # The checkpoint without its values, which follow one entry per channel.
-        F.CHECKPOINT: _encoded(codec, {**checkpoint, "channel_values": {}}, "checkpoint"),
+        F.CHECKPOINT: _encoded(codec, {**checkpoint, "channel_values": {}}, lambda: "checkpoint"),
         F.CHANNEL_VALUES: list(values.values()),
-        F.STORED_CHANNELS: sorted(channel_values),
         F.REPLAYED_CHANNELS: _replayed_channels(full_metadata),
         F.METADATA: readable_metadata(returned_metadata),
         F.SERIALIZED_METADATA: serialized_metadata,
@@ -162,7 +168,7 @@ def checkpoint_document(
     if touched_at is not None:
         doc[F.TOUCHED_AT] = touched_at
     stored_as = CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id)
-    return _within_size_limit(doc, "Checkpoint", stored_as)
+    return _within_size_limit(doc, lambda: "Checkpoint", stored_as)
 
 
 def write_documents(
@@ -204,22 +210,32 @@ def write_documents(
             F.ID: write_key(ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id, task_id, idx),
             F.THREAD_ID: ref.thread_id,
             F.CHECKPOINT: join_key,
-            F.TASK_ID: task_id,
             F.TASK_PATH: task_path,
-            F.IDX: idx,
             F.CHANNEL: channel,
-            F.VALUE: _encoded(codec, value, f"writes[{position}] value (channel {shown(channel)})"),
+            F.VALUE: _encoded(codec, value, _write_label(position, channel)),
         }
         if touched_at is not None:
             document[F.TOUCHED_AT] = touched_at
-        what = f"Write {position} (channel {shown(channel)}, task {shown(task_id)})"
+        what = _write_label(position, channel, task_id)
         documents.append((idx < 0, _within_size_limit(document, what, ref)))
     return documents
 
 
+def _write_label(position: int, channel: str, task_id: str | None = None) -> Label:
+    """A write's value (without `task_id`) or whole document (with it) in an error."""
+    if task_id is None:
+        return lambda: f"writes[{position}] value (channel {shown(channel)})"
+    return lambda: f"Write {position} (channel {shown(channel)}, task {shown(task_id)})"
+
+
 def pending_writes(codec: Codec, docs: Iterable[WriteDocument]) -> list[PendingWrite]:
-    ordered = sorted(docs, key=lambda d: writes_sort_key(d[F.TASK_PATH], d[F.TASK_ID], d[F.IDX]))
-    return [(d[F.TASK_ID], d[F.CHANNEL], codec.decode(d[F.VALUE])) for d in ordered]
+    """A checkpoint's writes in LangGraph's order; `task_id` and `idx` are read from `_id`
+    (documents stored by earlier versions also have copies beside it, unused)."""
+    ordered = sorted(
+        docs,
+        key=lambda d: writes_sort_key(d[F.TASK_PATH], d[F.ID][F.TASK_ID], d[F.ID][F.IDX]),
+    )
+    return [(d[F.ID][F.TASK_ID], d[F.CHANNEL], codec.decode(d[F.VALUE])) for d in ordered]
 
 
 def _ours(doc: D) -> D:

@@ -53,27 +53,40 @@ async def maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-@contextmanager
-def timed(operation: str, command: Command) -> Iterator[None]:
+class Timed:
     """Log a command at DEBUG with the saver operation it serves and its duration; name
-    both when it fails (the exception itself propagates untouched)."""
-    started = time.perf_counter()
-    try:
-        yield
-    except Exception:
+    both when it fails (the exception itself propagates untouched).
+
+    A class, not `@contextmanager`: it runs around every command, and a generator-based
+    one cost about 2 µs more per command with DEBUG off.
+    """
+
+    __slots__ = ("command", "operation", "started")
+
+    def __init__(self, operation: str, command: Command) -> None:
+        self.operation = operation
+        self.command = command
+
+    def __enter__(self) -> None:
+        self.started = time.perf_counter()
+
+    def __exit__(self, error_type: type[BaseException] | None, *_: object) -> None:
+        if error_type is None:
+            if not logger.isEnabledFor(logging.DEBUG):
+                return
+            outcome = "took"
+        elif issubclass(error_type, Exception):
+            outcome = "failed after"
+        else:
+            return
         logger.debug(
-            "%s: %s.%s failed after %.2f ms",
-            operation,
-            command.target.value,
-            command.method,
-            (time.perf_counter() - started) * 1000,
-            exc_info=True,
-        )
-        raise
-    if logger.isEnabledFor(logging.DEBUG):
-        elapsed = (time.perf_counter() - started) * 1000
-        logger.debug(
-            "%s: %s.%s took %.2f ms", operation, command.target.value, command.method, elapsed
+            "%s: %s.%s %s %.2f ms",
+            self.operation,
+            self.command.target.value,
+            self.command.method,
+            outcome,
+            (time.perf_counter() - self.started) * 1000,
+            exc_info=error_type is not None,
         )
 
 
@@ -88,7 +101,7 @@ def plan_name(plan: Any) -> str:
 
 async def execute_async(operation: str, collection: Any, command: Command) -> Any:
     """Run one command; a read is drained into a list (use `open_cursor` to stream)."""
-    with timed(operation, command):
+    with Timed(operation, command):
         result = await maybe_await(call(collection, command))
         if command.returns_cursor:
             return [doc async for doc in result]
@@ -97,7 +110,7 @@ async def execute_async(operation: str, collection: Any, command: Command) -> An
 
 def execute_sync(operation: str, collection: Any, command: Command) -> Any:
     """`execute_async` for the sync driver."""
-    with timed(operation, command):
+    with Timed(operation, command):
         result = call(collection, command)
         return list(result) if command.returns_cursor else result
 
@@ -111,7 +124,7 @@ async def open_cursor(
     command only then. A failing `getMore` is logged like the command."""
     cursor = None
     try:
-        with timed(operation, command):
+        with Timed(operation, command):
             cursor = await maybe_await(call(collection, command))
             first = await anext(cursor, None)
 
@@ -134,7 +147,7 @@ def open_cursor_sync(operation: str, collection: Any, command: Command) -> Itera
     """`open_cursor` for the sync driver."""
     cursor = None
     try:
-        with timed(operation, command):
+        with Timed(operation, command):
             cursor = call(collection, command)
             first = next(cursor, None)
 

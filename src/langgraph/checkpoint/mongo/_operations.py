@@ -132,7 +132,13 @@ def _set_thread_ttl(collection: str, target: Target, expiry: ThreadExpiry | None
 
 
 def _upserts(target: Target, docs: Sequence[tuple[bool, Mapping[str, Any]]]) -> Command:
-    """One unordered bulk write of `(keep_existing, document)` upserts."""
+    """`(keep_existing, document)` upserts in one command: an unordered bulk write, or for
+    a single document an `update_one`, which the driver dispatches for less client CPU."""
+    if len(docs) == 1:
+        [(keep, doc)] = docs
+        return Command(
+            target, "update_one", _queries.upsert(doc, keep_existing=keep), _queries.UPSERT
+        )
     return Command(target, "bulk_write", (_queries.upserts(docs),), _queries.UNORDERED)
 
 

@@ -103,7 +103,6 @@ def writes_of(keys: list[CheckpointKey], channels: list[str] | None = None) -> d
 _READ_PROJECTION = {
     F.METADATA: 0,
     F.METADATA_TERMS: 0,
-    F.STORED_CHANNELS: 0,
     F.REPLAYED_CHANNELS: 0,
 }
 
@@ -232,7 +231,8 @@ LINEAGE_PROJECTION = {
     F.CHECKPOINT_NS: 1,
     F.CHECKPOINT_ID: 1,
     F.PARENT_CHECKPOINT_ID: 1,
-    F.STORED_CHANNELS: 1,
+    # The stored channels' names, not their values.
+    f"{F.CHANNEL_VALUES}.{F.CHANNEL}": 1,
     F.REPLAYED_CHANNELS: 1,
 }
 # Lineage documents are small (ids and channel names); one large batch keeps a lineage

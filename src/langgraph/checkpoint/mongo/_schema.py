@@ -26,8 +26,6 @@ class F:
     CHECKPOINT: Final = "checkpoint"
     # One `ChannelValue` per channel.
     CHANNEL_VALUES: Final = "channel_values"
-    # Channels whose value the checkpoint stores (a `DeltaChannel` only at its snapshots).
-    STORED_CHANNELS: Final = "stored_channels"
     # `DeltaChannel`s not snapshotted here, rebuilt from ancestors' writes on read.
     REPLAYED_CHANNELS: Final = "replayed_channels"
     # The metadata three ways: readable BSON, the serializer's exact copy, filter terms.
@@ -98,9 +96,7 @@ class WriteDocument(_Stamped):
     _id: WriteKey
     thread_id: str
     checkpoint: CheckpointKey
-    task_id: str
     task_path: str
-    idx: int
     channel: str
     value: StoredValue
 
@@ -121,7 +117,6 @@ class _CheckpointRead(_Stamped):
 class CheckpointDocument(_CheckpointRead):
     """A checkpoint, as `put` stores it."""
 
-    stored_channels: list[str]
     replayed_channels: list[str]
     metadata: Any
     metadata_terms: list[bytes]
@@ -145,6 +140,10 @@ class MetadataDocument(TypedDict):
     serialized_metadata: StoredValue
 
 
+class ChannelName(TypedDict):
+    channel: str
+
+
 class LineageDocument(TypedDict):
     """The few fields of a checkpoint that the delta-history walk reads for every
     checkpoint of a namespace."""
@@ -153,7 +152,8 @@ class LineageDocument(TypedDict):
     checkpoint_ns: str
     checkpoint_id: str
     parent_checkpoint_id: str | None
-    stored_channels: list[str]
+    # Each stored channel's name alone (a projection of `channel_values.channel`).
+    channel_values: list[ChannelName]
     replayed_channels: list[str]
 
 
