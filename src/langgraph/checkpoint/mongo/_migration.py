@@ -275,7 +275,7 @@ def _write_document(
     [(_, doc)] = write_documents(
         codec, ref, [(write.channel, write.value)], write.task_id, write.task_path, stamp
     )
-    doc["_id"]["idx"] = doc["idx"] = write.idx
+    doc["_id"]["idx"] = write.idx
     return doc
 
 
@@ -411,7 +411,7 @@ def _compare(
                 if old is not None:
                     if _write_differs(codec, old, write):
                         return _Comparison(
-                            f"a pending write of task {write['task_id']!r} (channel "
+                            f"a pending write of task {write['_id']['task_id']!r} (channel "
                             f"{write['channel']!r}) of {_where(item)} differs in the target"
                         )
                     matched[1] += 1
