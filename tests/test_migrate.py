@@ -133,10 +133,8 @@ async def test_pending_writes_keep_task_ids_and_order(backend: Backend, saver: A
     got = await call(saver, "get_tuple", at)
     assert got.pending_writes == want.pending_writes
     # The tuple has no task paths: ordinal paths keep the order, indexes are rebuilt.
-    docs = await maybe_await(
-        saver.writes_collection.find({}, {"task_path": 1, "idx": 1}).to_list(None)
-    )
-    assert sorted((d["_id"]["task_id"], d["task_path"], d["idx"]) for d in docs) == [
+    docs = await maybe_await(saver.writes_collection.find({}, {"task_path": 1}).to_list(None))
+    assert sorted((d["_id"]["task_id"], d["task_path"], d["_id"]["idx"]) for d in docs) == [
         ("task-a", "00000002", -3),
         ("task-a", "00000002", 0),
         ("task-a", "00000002", 1),
@@ -164,7 +162,10 @@ async def test_official_collections_keep_task_paths_and_indexes(
         finally:
             client.drop_database("official_paths")
     docs = await maybe_await(saver.writes_collection.find({}).to_list(None))
-    assert sorted((d["task_id"], d["task_path"], d["idx"], d["channel"]) for d in docs) == theirs
+    ours = sorted(
+        (d["_id"]["task_id"], d["task_path"], d["_id"]["idx"], d["channel"]) for d in docs
+    )
+    assert ours == theirs
     got = await call(saver, "get_tuple", at)
     # Our order is LangGraph's `writes_sort_key` (task path first); the official saver
     # returns writes in insertion order.
@@ -200,11 +201,12 @@ async def test_official_threads_come_from_one_aggregation(backend: Backend) -> N
 
 
 def fail_bulk_writes_after(monkeypatch: pytest.MonkeyPatch, target: Any, allowed: int) -> list[str]:
-    """Let `allowed` bulk writes of a copy through, then fail each as a lost connection."""
+    """Let `allowed` batch writes of a copy through (a bulk write, or an `update_one` for a
+    batch of one document), then fail each as a lost connection."""
     sent: list[str] = []
 
     def check(command: Any) -> None:
-        if command.method == "bulk_write":
+        if command.method in ("bulk_write", "update_one"):
             if len(sent) >= allowed:
                 raise AutoReconnect("injected: connection lost")
             sent.append(command.target.value)
