@@ -14,10 +14,10 @@ from pymongo import AsyncMongoClient, MongoClient
 from pymongo.errors import PyMongoError
 from typing_extensions import TypedDict
 
-from conftest import Backend
-from helpers import call, config, listed, new_thread, put
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 from langgraph.checkpoint.mongo._drivers import maybe_await
+from support.backends import Backend
+from support.helpers import call, config, listed, new_thread, put
 
 
 def _append(left: list[str], right: list[str]) -> list[str]:

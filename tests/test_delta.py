@@ -16,9 +16,9 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.message import _messages_delta_reducer
 from typing_extensions import TypedDict
 
-from conftest import Backend, CommandLog
-from helpers import call, checkpoint, config, new_thread
 from langgraph.checkpoint.mongo import MongoDBSaver
+from support.backends import Backend, CommandLog
+from support.helpers import call, checkpoint, config, new_thread
 
 _versions = itertools.count(1)
 

@@ -17,8 +17,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from typing_extensions import TypedDict
 
-from conftest import Backend, CommandLog
-from helpers import call, checkpoint, config, new_thread
+from support.backends import Backend, CommandLog
+from support.helpers import call, checkpoint, config, new_thread
 
 TURNS = 4
 CONVERSATIONS = 3

@@ -18,9 +18,9 @@ from zoneinfo import ZoneInfo
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from helpers import call, config, ids, listed, new_thread, put
 from langgraph.checkpoint.mongo._metadata import _canonical, _equals_term, metadata_terms
 from langgraph.checkpoint.mongo._queries import metadata_filter
+from support.helpers import call, config, ids, listed, new_thread, put
 
 UTC = dt.timezone.utc
 PLUS_ONE = dt.timezone(dt.timedelta(hours=1))

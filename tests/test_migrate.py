@@ -19,9 +19,6 @@ from langgraph.checkpoint.base import ERROR, INTERRUPT
 from langgraph.checkpoint.memory import InMemorySaver
 from pymongo.errors import AutoReconnect
 
-from conftest import Backend
-from graphs import Run, chat_graph, config, human, run_on
-from helpers import call, checkpoint, listed
 from langgraph.checkpoint.mongo import aio, migrate, sync
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo.migrate import (
@@ -30,7 +27,10 @@ from langgraph.checkpoint.mongo.migrate import (
     copy_threads,
     source_thread_ids,
 )
-from migration_sources import Source, copy, official_client, official_saver_class, verify
+from support.backends import Backend
+from support.graphs import Run, chat_graph, config, human, run_on
+from support.helpers import call, checkpoint, listed
+from support.migration_sources import Source, copy, official_client, official_saver_class, verify
 
 
 async def chat(saver: Any, thread_id: str, turns: range, *, sync: bool = True) -> None:

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from langgraph.types import Command
 
-from conftest import Backend
-from graphs import (
+from langgraph.checkpoint.mongo.migrate import ThreadStatus
+from support.backends import Backend
+from support.graphs import (
     CHANNELS,
     FlakyWork,
     Run,
@@ -30,8 +31,7 @@ from graphs import (
     run_on,
     subgraph_parent,
 )
-from langgraph.checkpoint.mongo.migrate import ThreadStatus
-from migration_sources import SOURCES, copy, open_source, verify
+from support.migration_sources import SOURCES, copy, open_source, verify
 
 
 async def copied_and_continued(

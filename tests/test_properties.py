@@ -30,9 +30,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple, get_checkpoint_metadata
 from langgraph.checkpoint.memory import InMemorySaver
 
-from conftest import Backend, CommandLog
-from helpers import call, checkpoint, config, ids, listed
 from langgraph.checkpoint.mongo._drivers import maybe_await
+from support.backends import Backend, CommandLog
+from support.helpers import call, checkpoint, config, ids, listed
 
 # Examples per property: many in process, fewer over a socket.
 MOCK_EXAMPLES = 150

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from conftest import Backend, CommandLog
-from helpers import call, config, listed, new_thread, put
 from langgraph.checkpoint.mongo import MongoDBSaver
+from support.backends import Backend, CommandLog
+from support.helpers import call, config, listed, new_thread, put
 
 
 @pytest.fixture
@@ -49,7 +49,7 @@ async def test_commands_per_operation(counting: Backend) -> None:
 
 
 def _checkpoint_args() -> tuple[Any, ...]:
-    from helpers import checkpoint
+    from support.helpers import checkpoint
 
     cp = checkpoint({"x": 1})
     return cp, {"source": "loop", "step": 1, "parents": {}}, cp["channel_versions"]

@@ -10,11 +10,11 @@ from langgraph.checkpoint.base import WRITES_IDX_MAP
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT
 
-from conftest import Backend
-from helpers import call, checkpoint, config, ids, listed, new_thread, put
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._commands import Plan
 from langgraph.checkpoint.mongo._drivers import maybe_await
+from support.backends import Backend
+from support.helpers import call, checkpoint, config, ids, listed, new_thread, put
 
 
 async def test_pending_writes_come_back_in_writes_sort_key_order(saver: Any) -> None:

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from conftest import MONGODB_URI, Backend, CommandLog
-from helpers import call, config, listed, new_thread, put
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
 from langgraph.checkpoint.mongo._schema import F
+from support.backends import MONGODB_URI, Backend, CommandLog
+from support.helpers import call, config, listed, new_thread, put
 
 
 class Clock:

@@ -36,7 +36,7 @@ from pymongo.errors import (
     WriteError,
 )
 
-from wire_server import WireServer
+from support.wire import WireServer
 
 ASYNC_DRIVERS = ["pymongo-async", "motor"]
 

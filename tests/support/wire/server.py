@@ -93,11 +93,11 @@ from bson.int64 import Int64
 from bson.raw_bson import RawBSONDocument
 from mongomock.filtering import filter_applies
 
-import _mongomock_patch
+from .. import mongomock_patch
 
 # The same mongomock fixes as the in-process backend (also when the benchmarks run
 # this server in a process of their own).
-_mongomock_patch.apply()
+mongomock_patch.apply()
 
 __all__ = ["WireServer"]
 
