@@ -21,7 +21,8 @@ from pymongo import MongoClient
 
 from langgraph.checkpoint.mongo import MongoDBSaver
 from support.backends import MONGODB_URI
-from support.graphs import Run, chat_graph, config, human, run_on
+from support.graphs import Run, chat_graph, human, run_on
+from support.helpers import config
 from support.migration_sources import official_saver_class
 
 COMMAND = [sys.executable, "-m", "langgraph.checkpoint.mongo", "copy-threads"]

@@ -22,7 +22,6 @@ from support.graphs import (
     Run,
     Scenario,
     chat_graph,
-    config,
     fan_out_graph,
     human,
     in_memory,
@@ -31,6 +30,7 @@ from support.graphs import (
     run_on,
     subgraph_parent,
 )
+from support.helpers import config
 
 
 async def compare(backend: Backend, scenario: Scenario) -> dict[str, Any]:

@@ -23,7 +23,6 @@ from support.graphs import (
     Run,
     Scenario,
     chat_graph,
-    config,
     fan_out_graph,
     human,
     linear_graph,
@@ -31,6 +30,7 @@ from support.graphs import (
     run_on,
     subgraph_parent,
 )
+from support.helpers import config
 from support.migration_sources import SOURCES, copy, open_source, verify
 
 

@@ -280,11 +280,6 @@ async def put_both(
     return stored
 
 
-def thread_config(thread_id: str) -> RunnableConfig:
-    """All namespaces of a thread."""
-    return {"configurable": {"thread_id": thread_id}}
-
-
 # ------------------------------------------------------------- A: metadata round trips
 
 CONFIG_EXTRAS = st.dictionaries(
@@ -447,8 +442,8 @@ def test_list_filters_match_in_memory(backend: Backend) -> None:
                             assert ids(got) == ids(want), (flt, bounded)
                         # Every namespace of a thread, and every thread: same set,
                         # newest first.
-                        want = list(memory.list(thread_config(thread), filter=copy.deepcopy(flt)))
-                        got = await listed(saver, thread_config(thread), filter=copy.deepcopy(flt))
+                        want = list(memory.list(config(thread, None), filter=copy.deepcopy(flt)))
+                        got = await listed(saver, config(thread, None), filter=copy.deepcopy(flt))
                         assert sorted(ids(got)) == sorted(ids(want)), flt
                         assert ids(got) == sorted(ids(got), reverse=True)
                     want = list(memory.list(None, filter=copy.deepcopy(flt)))
@@ -645,18 +640,18 @@ def test_operator_looking_ids_only_see_their_own_data(backend: Backend) -> None:
                     for g, w in zip(got_list, want_list, strict=True):
                         assert_same_tuple(g, w)
                 for t in dict.fromkeys([thread, probe_id, victim]):
-                    got_list = await listed(saver, thread_config(t))
+                    got_list = await listed(saver, config(t, None))
                     assert {ref(x) for x in got_list} == {
-                        ref(x) for x in memory.list(thread_config(t))
+                        ref(x) for x in memory.list(config(t, None))
                     }
                     assert {x.checkpoint["channel_values"]["v"] for x in got_list} <= {t}
 
-                victim_before = await listed(saver, thread_config(victim))
+                victim_before = await listed(saver, config(victim, None))
                 if thread != victim:
                     copy_to = probe_id if probe_id not in (thread, victim) else thread + "-copy"
                     await call(saver, "copy_thread", thread, copy_to)
-                    copied = await listed(saver, thread_config(copy_to))
-                    original = await listed(saver, thread_config(thread))
+                    copied = await listed(saver, config(copy_to, None))
+                    original = await listed(saver, config(thread, None))
                     assert ids(copied) == ids(original)
                     assert [t.pending_writes for t in copied] == [
                         t.pending_writes for t in original
@@ -664,16 +659,16 @@ def test_operator_looking_ids_only_see_their_own_data(backend: Backend) -> None:
                     # A newer checkpoint in the copy: `keep_latest` keeps one per namespace.
                     newest = await put_both(saver, memory, config(copy_to), {}, {"v": copy_to})
                     await call(saver, "prune", [copy_to], strategy="keep_latest")
-                    kept = await listed(saver, thread_config(copy_to))
+                    kept = await listed(saver, config(copy_to, None))
                     assert len(kept) == len({"", ns})
                     assert ids(kept)[0] == newest["configurable"]["checkpoint_id"]
-                    assert ids(await listed(saver, thread_config(thread))) == ids(original)
+                    assert ids(await listed(saver, config(thread, None))) == ids(original)
                     await call(saver, "delete_thread", thread)
                     memory.delete_thread(thread)
-                    assert await listed(saver, thread_config(thread)) == []
+                    assert await listed(saver, config(thread, None)) == []
                     await call(saver, "prune", [copy_to], strategy="delete")
-                    assert await listed(saver, thread_config(copy_to)) == []
-                    victim_after = await listed(saver, thread_config(victim))
+                    assert await listed(saver, config(copy_to, None)) == []
+                    victim_after = await listed(saver, config(victim, None))
                     assert [ref(t) for t in victim_after] == [ref(t) for t in victim_before]
                     for g, w in zip(victim_after, victim_before, strict=True):
                         assert_same_tuple(g, w)
