@@ -75,12 +75,14 @@ async def test_history_matches_base_walk_and_in_memory(saver: Any) -> None:
     thread = new_thread()
     ids = await build_tree(saver, thread)
     memory = InMemorySaver()
-    assert await build_tree(memory, thread) is not None  # same shape, other ids
+    memory_ids = await build_tree(memory, thread)  # same shape, other ids
 
     for name in ("c4", "f3", "c2", "c1", "root"):
         cfg = config(thread, "", ids[name])
         got = await delta(saver, cfg, CHANNELS)
         assert got == await base_delta(saver, cfg, CHANNELS), name
+        in_memory = config(thread, "", memory_ids[name])
+        assert got == memory.get_delta_channel_history(config=in_memory, channels=CHANNELS), name
     latest = await delta(saver, config(thread), CHANNELS)
     assert latest == await delta(saver, config(thread, "", ids["c4"]), CHANNELS)
 
