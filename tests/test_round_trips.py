@@ -1,7 +1,9 @@
 """Commands sent per operation, counted where a network would see them.
 
-On the wire backends the count comes from the driver's command monitoring of a real
-socket connection (`getMore` and `killCursors` included); on a real server, likewise.
+On the wire backends the wire server counts the commands it receives on its sockets
+(`getMore` and `killCursors` included, handshakes not: `CommandLog` reads its list);
+against a real server (`MONGODB_URI`) the driver's command monitoring counts them. The
+in-process mock has no wire: these tests skip it.
 """
 
 from __future__ import annotations
