@@ -25,7 +25,7 @@ DEPLOYMENTS = {
 def tests(session: nox.Session) -> None:
     """The test suite on the embedded backends (no server needed)."""
     session.install("-e", ".[test]")
-    # `None` removes the variable: tests/conftest.py would otherwise switch to a real server.
+    # `None` removes the variable: tests/support/backends.py would otherwise pick a server.
     session.run("pytest", *session.posargs, env={"MONGODB_URI": None})
 
 

@@ -1,6 +1,6 @@
 """The wire server in a process of its own.
 
-`tests/wire_server.py` is a threaded server; run in the benchmark's process it would
+`tests/support/wire/` is a threaded server; run in the benchmark's process it would
 share the GIL with the clients being measured, so the mock's work would be billed to
 the savers. `ServerProcess` starts it in a child process and forwards the few public
 calls the benchmark uses (`uri`, `delay`, `reset()`, `count()`) over a pipe.
@@ -22,8 +22,8 @@ _TESTS = Path(__file__).resolve().parents[1] / "tests"
 
 def _serve(conn: Connection) -> None:
     if str(_TESTS) not in sys.path:
-        sys.path.insert(0, str(_TESTS))  # for `wire_server` only
-    from wire_server import WireServer
+        sys.path.insert(0, str(_TESTS))  # for `support.wire` only
+    from support.wire import WireServer
 
     with WireServer() as server:
         conn.send(server.uri)

@@ -47,9 +47,9 @@ def embedded_client() -> Any:
 
     # mongomock 4.3 rejects the bulk writes of pymongo >= 4.11; the tests' shim fixes it.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    import _mongomock_patch
+    from support import mongomock_patch
 
-    _mongomock_patch.apply()
+    mongomock_patch.apply()
     return AsyncMongoMockClient()
 
 

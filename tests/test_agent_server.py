@@ -16,10 +16,10 @@ import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from pymongo.errors import InvalidOperation
 
-from conftest import Backend
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo.agent_server import Settings, checkpointer
+from support.backends import Backend
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "agent_server"
 

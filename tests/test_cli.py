@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 from pymongo import MongoClient
 
-from conftest import MONGODB_URI
-from graphs import Run, chat_graph, config, human, run_on
 from langgraph.checkpoint.mongo import MongoDBSaver
-from migration_sources import official_saver_class
+from support.backends import MONGODB_URI
+from support.graphs import Run, chat_graph, human, run_on
+from support.helpers import config
+from support.migration_sources import official_saver_class
 
 COMMAND = [sys.executable, "-m", "langgraph.checkpoint.mongo", "copy-threads"]
 

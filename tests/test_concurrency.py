@@ -14,10 +14,11 @@ from pymongo import AsyncMongoClient, MongoClient
 from pymongo.errors import PyMongoError
 from typing_extensions import TypedDict
 
-from conftest import Backend
-from helpers import call, config, listed, new_thread, put
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 from langgraph.checkpoint.mongo._drivers import maybe_await
+from support.backends import Backend
+from support.graphs import Driver
+from support.helpers import call, config, listed, new_thread, put
 
 
 def _append(left: list[str], right: list[str]) -> list[str]:
@@ -77,17 +78,9 @@ async def test_200_concurrent_runs_each_end_with_their_own_state(backend: Backen
         for owner, state in zip(owners, states, strict=True):
             assert state.values == {"owner": owner, "log": expected(owner)}
         for owner in owners[:5]:
-            history = [s async for s in _history(graph, cfg(owner), backend.is_sync)]
-            assert {s.values.get("owner") for s in history} <= {owner, None}
-
-
-async def _history(graph: Any, cfg: Any, sync: bool) -> Any:
-    if sync:
-        for snapshot in await asyncio.to_thread(lambda: list(graph.get_state_history(cfg))):
-            yield snapshot
-    else:
-        async for snapshot in graph.aget_state_history(cfg):
-            yield snapshot
+            history = await Driver(graph, backend.is_sync).history(cfg(owner))
+            # Newest first: steps 2, 1, 0 carry the owner, the input checkpoint (-1) none.
+            assert [s.values.get("owner") for s in history] == [owner, owner, owner, None]
 
 
 async def test_every_stored_document_is_valid_bson_under_the_limit(backend: Backend) -> None:

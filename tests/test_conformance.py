@@ -8,7 +8,7 @@ from typing import Any
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 
-from conftest import Backend
+from support.backends import Backend
 
 
 async def test_conformance_full(backend: Backend) -> None:

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.channels.delta import DeltaChannel
+from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
-from langgraph.graph import START, StateGraph
-from langgraph.graph.message import _messages_delta_reducer
-from typing_extensions import TypedDict
 
-from conftest import Backend, CommandLog
-from helpers import call, checkpoint, config, new_thread
 from langgraph.checkpoint.mongo import MongoDBSaver
+from support.backends import Backend, CommandLog
+from support.graphs import Driver, chat_graph
+from support.helpers import call, checkpoint, config, new_thread
 
 _versions = itertools.count(1)
 
@@ -79,12 +75,14 @@ async def test_history_matches_base_walk_and_in_memory(saver: Any) -> None:
     thread = new_thread()
     ids = await build_tree(saver, thread)
     memory = InMemorySaver()
-    assert await build_tree(memory, thread) is not None  # same shape, other ids
+    memory_ids = await build_tree(memory, thread)  # same shape, other ids
 
     for name in ("c4", "f3", "c2", "c1", "root"):
         cfg = config(thread, "", ids[name])
         got = await delta(saver, cfg, CHANNELS)
         assert got == await base_delta(saver, cfg, CHANNELS), name
+        in_memory = config(thread, "", memory_ids[name])
+        assert got == memory.get_delta_channel_history(config=in_memory, channels=CHANNELS), name
     latest = await delta(saver, config(thread), CHANNELS)
     assert latest == await delta(saver, config(thread, "", ids["c4"]), CHANNELS)
 
@@ -159,46 +157,29 @@ async def test_history_follows_parents_whatever_their_ids(saver: Any) -> None:
     assert got["a"] == {"writes": [("t", "a", "z-root"), ("t", "a", "m-mid")], "seed": ["seed"]}
 
 
-class ChatState(TypedDict):
-    messages: Annotated[list, DeltaChannel(_messages_delta_reducer, snapshot_frequency=15)]
+def delta_chat(checkpointer: Any, sync: bool) -> Driver:
+    """The chat graph with its messages a `DeltaChannel` snapshotted every 15 updates."""
+    graph = chat_graph("delta", snapshot_frequency=15).compile(checkpointer=checkpointer)
+    return Driver(graph, sync)
 
 
-def chat_graph(checkpointer: Any) -> Any:
-    def bot(state: ChatState) -> dict[str, Any]:
-        n = len(state["messages"])
-        return {"messages": [AIMessage(content=f"reply to #{n}", id=f"ai-{n}")]}
-
-    builder = StateGraph(ChatState)
-    builder.add_node("bot", bot)
-    builder.add_edge(START, "bot")
-    return builder.compile(checkpointer=checkpointer)
-
-
-async def run_chat(graph: Any, thread: str, turns: int, sync: bool) -> None:
+async def run_chat(graph: Driver, thread: str, turns: int) -> None:
     for turn in range(turns):
         cfg = {**config(thread), "metadata": {"run_id": f"run-{turn:03d}"}}
-        message = {"messages": [HumanMessage(content=f"turn {turn}", id=f"h-{turn}")]}
-        if sync:
-            await asyncio.to_thread(graph.invoke, message, cfg)
-        else:
-            await graph.ainvoke(message, cfg)
-
-
-async def get_state(graph: Any, cfg: Any, sync: bool) -> Any:
-    return await asyncio.to_thread(graph.get_state, cfg) if sync else await graph.aget_state(cfg)
+        await graph.invoke({"messages": [HumanMessage(f"turn {turn}", id=f"h-{turn}")]}, cfg)
 
 
 async def test_forty_turn_delta_chat_matches_memory(backend: Backend) -> None:
     log = CommandLog()
     thread = new_thread()
-    memory_graph = chat_graph(InMemorySaver())
-    await run_chat(memory_graph, thread, 40, sync=False)
-    expected = await memory_graph.aget_state(config(thread))
+    memory_graph = delta_chat(InMemorySaver(), sync=False)
+    await run_chat(memory_graph, thread, 40)
+    expected = await memory_graph.state(config(thread))
     async with backend.saver(log) as saver:
-        graph = chat_graph(saver)
-        await run_chat(graph, thread, 40, backend.is_sync)
+        graph = delta_chat(saver, backend.is_sync)
+        await run_chat(graph, thread, 40)
         log.reset()
-        state = await get_state(graph, config(thread), backend.is_sync)
+        state = await graph.state(config(thread))
         assert state.values == expected.values
         assert len(state.values["messages"]) == 80
         assert state.next == expected.next
@@ -207,40 +188,34 @@ async def test_forty_turn_delta_chat_matches_memory(backend: Backend) -> None:
             assert log.count() <= 3, log.names
 
 
-async def history(graph: Any, cfg: Any, sync: bool) -> list[Any]:
-    if sync:
-        return await asyncio.to_thread(lambda: list(graph.get_state_history(cfg)))
-    return [s async for s in graph.aget_state_history(cfg)]
-
-
-async def states_by_id(graph: Any, thread: str, sync: bool) -> dict[str, Any]:
+async def states_by_id(graph: Driver, thread: str) -> dict[str, Any]:
     """Every checkpoint of the thread, rebuilt one by one through `get_state`."""
     found = {}
-    for snapshot in await history(graph, config(thread), sync):
-        rebuilt = await get_state(graph, snapshot.config, sync)
+    for snapshot in await graph.history(config(thread)):
+        rebuilt = await graph.state(snapshot.config)
         found[snapshot.config["configurable"]["checkpoint_id"]] = rebuilt.values
     return found
 
 
 async def test_prune_delete_for_runs_and_copy_keep_delta_threads_whole(backend: Backend) -> None:
     async with backend.saver() as saver:
-        graph = chat_graph(saver)
+        graph = delta_chat(saver, backend.is_sync)
         thread = new_thread()
-        await run_chat(graph, thread, 20, backend.is_sync)  # snapshots every 15 updates
-        before = await states_by_id(graph, thread, backend.is_sync)
-        latest = await get_state(graph, config(thread), backend.is_sync)
+        await run_chat(graph, thread, 20)  # snapshots every 15 updates
+        before = await states_by_id(graph, thread)
+        latest = await graph.state(config(thread))
         assert len(latest.values["messages"]) == 40
 
         copy = new_thread()
         await call(saver, "copy_thread", thread, copy)
-        assert await states_by_id(graph, copy, backend.is_sync) == before
+        assert await states_by_id(graph, copy) == before
 
         # Delete the runs of turns 5..9: later checkpoints still rebuild from them.
-        snapshots = await history(graph, config(thread), backend.is_sync)
+        snapshots = await graph.history(config(thread))
         runs = sorted({s.metadata["run_id"] for s in snapshots})
         assert len(runs) == 20
         await call(saver, "delete_for_runs", runs[5:10])
-        after = await states_by_id(graph, thread, backend.is_sync)
+        after = await states_by_id(graph, thread)
         assert after, "nothing survived"
         for checkpoint_id, values in after.items():
             assert values == before[checkpoint_id]
@@ -248,7 +223,7 @@ async def test_prune_delete_for_runs_and_copy_keep_delta_threads_whole(backend: 
         assert set(after) < set(before)
 
         await call(saver, "prune", [copy], strategy="keep_latest")
-        pruned = await get_state(graph, config(copy), backend.is_sync)
+        pruned = await graph.state(config(copy))
         assert pruned.values == latest.values
-        remaining = await history(graph, config(copy), backend.is_sync)
+        remaining = await graph.history(config(copy))
         assert 1 < len(remaining) < len(before)  # ancestors back to the snapshot only

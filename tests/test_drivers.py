@@ -12,12 +12,12 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pymongo import AsyncMongoClient, MongoClient
 from pymongo.driver_info import DriverInfo
 
-from conftest import Backend
-from helpers import call, config, listed, new_thread, put
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 from langgraph.checkpoint.mongo._commands import Command, Target
 from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, execute_async, open_cursor
 from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
+from support.backends import Backend
+from support.helpers import call, config, listed, new_thread, put
 
 
 class _Cursor:
@@ -131,7 +131,7 @@ async def test_sync_saver_async_methods_run_in_a_thread(backend: Backend) -> Non
 
 
 def _args() -> tuple[Any, ...]:
-    from helpers import checkpoint
+    from support.helpers import checkpoint
 
     cp = checkpoint({"x": 1})
     return cp, {"source": "input", "step": -1, "parents": {}}, cp["channel_versions"]

@@ -16,14 +16,14 @@ import pytest
 from mongomock_motor import AsyncMongoMockClient
 from pymongo.errors import PyMongoError
 
-from conftest import Backend
-from helpers import call, config, ids, listed, new_thread, put
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._commands import Command, Plan
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._schema import F
 from langgraph.checkpoint.mongo.errors import ThreadChangedError
+from support.backends import Backend
+from support.helpers import call, config, ids, listed, new_thread, put
 
 
 def hang_up_on(name: str, nth: int = 1) -> Callable[[str, dict[str, Any]], bool]:

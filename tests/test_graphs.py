@@ -1,7 +1,7 @@
 """Real `StateGraph`s on both savers, against the same scenario on `InMemorySaver`.
 
-Each test writes its scenario once, as a function of a `Run` (see `graphs.py`): it runs
-on the backend's saver (through the sync graph API for `MongoDBSaver`, the async one for
+Each test writes its scenario once, as a function of a `Run` (see `support/graphs.py`): it
+runs on the backend's saver (through the sync graph API for `MongoDBSaver`, the async one for
 `AsyncMongoDBSaver`), then on an `InMemorySaver` through the same API, and the two
 transcripts must be equal: values, `next`, tasks (names, paths, errors, results,
 interrupts, subgraph states), metadata, and every config with checkpoint, task and
@@ -15,14 +15,13 @@ from typing import Any
 import pytest
 from langgraph.types import Command
 
-from conftest import Backend
-from graphs import (
+from support.backends import Backend
+from support.graphs import (
     CHANNELS,
     FlakyWork,
     Run,
     Scenario,
     chat_graph,
-    config,
     fan_out_graph,
     human,
     in_memory,
@@ -31,6 +30,7 @@ from graphs import (
     run_on,
     subgraph_parent,
 )
+from support.helpers import config
 
 
 async def compare(backend: Backend, scenario: Scenario) -> dict[str, Any]:

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from helpers import call, checkpoint, config, listed, new_thread, put
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._keys import MAX_ID_BYTES
 from langgraph.checkpoint.mongo.errors import CheckpointCycleError
+from support.helpers import call, checkpoint, config, listed, new_thread, put
 
 LONE_SURROGATE = json.loads('"thread-\\ud800"')
 

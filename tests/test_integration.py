@@ -21,12 +21,12 @@ import pytest
 from pymongo import WriteConcern
 from pymongo.errors import OperationFailure
 
-from conftest import MONGODB_URI, Backend
-from helpers import call, config, listed, new_thread, put
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, IndexCreationError, MongoDBSaver
 from langgraph.checkpoint.mongo._commands import Command, Target
 from langgraph.checkpoint.mongo._drivers import maybe_await
-from real_server import INDEX_STAGES, INDEXED_JOINS, Plan, deployment
+from support.backends import MONGODB_URI, Backend
+from support.helpers import call, config, listed, new_thread, put
+from support.real_server import INDEX_STAGES, INDEXED_JOINS, Plan, deployment
 
 pytestmark = pytest.mark.integration
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from conftest import Backend
-from helpers import call, config, listed, new_thread, put
 from langgraph.checkpoint.mongo import CheckpointTooLargeError
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._drivers import maybe_await
+from support.backends import Backend
+from support.helpers import call, config, listed, new_thread, put
 
 MIB = 1024 * 1024
 

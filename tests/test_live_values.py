@@ -17,8 +17,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from typing_extensions import TypedDict
 
-from conftest import Backend, CommandLog
-from helpers import call, checkpoint, config, new_thread
+from support.backends import Backend, CommandLog
+from support.graphs import Driver
+from support.helpers import call, checkpoint, config, new_thread
 
 TURNS = 4
 CONVERSATIONS = 3
@@ -49,17 +50,6 @@ def join_graph(checkpointer: Any) -> Any:
 
 def expected_done(turns: int) -> list[str]:
     return [f"join{i}:{3 * (i + 1)}" for i in range(turns)]
-
-
-async def states(graph: Any, cfg: Any, sync: bool) -> list[Any]:
-    """The thread's stored checkpoints as LangGraph reads them back, newest first."""
-    if sync:
-        return list(graph.get_state_history(cfg))
-    return [s async for s in graph.aget_state_history(cfg)]
-
-
-async def invoke(graph: Any, value: Any, cfg: Any, sync: bool) -> Any:
-    return graph.invoke(value, cfg) if sync else await graph.ainvoke(value, cfg)
 
 
 def shape(history: list[Any]) -> list[tuple[Any, ...]]:
@@ -110,10 +100,10 @@ async def test_concurrent_joins_store_each_step_as_it_was(backend: Backend) -> N
             if backend.wire is not None:
                 backend.wire.delay = 0.0
         for thread in threads:
-            history = await states(graph, config(thread), sync)
+            history = await Driver(graph, sync).history(config(thread))
             assert shape(history) == expected, thread
             before_last_join = next(s for s in history if s.next == ("join",))
-            replayed = await invoke(graph, None, before_last_join.config, sync)
+            replayed = await Driver(graph, sync).invoke(None, before_last_join.config)
             assert replayed["done"] == expected_done(TURNS), thread
 
 
@@ -176,6 +166,6 @@ async def test_a_graph_turn_sends_no_extra_read_for_parents(backend: Backend) ->
         thread = new_thread()
         await _run_conversations(graph, [thread], backend.is_sync)
         log.reset()
-        await invoke(graph, {"count": 0}, config(thread), backend.is_sync)
+        await Driver(graph, backend.is_sync).invoke({"count": 0}, config(thread))
         assert log.names.count("aggregate") == 1  # the turn's get_tuple
         assert "find" not in log.names

@@ -19,9 +19,6 @@ from langgraph.checkpoint.base import ERROR, INTERRUPT
 from langgraph.checkpoint.memory import InMemorySaver
 from pymongo.errors import AutoReconnect
 
-from conftest import Backend
-from graphs import Run, chat_graph, config, human, run_on
-from helpers import call, checkpoint, listed
 from langgraph.checkpoint.mongo import aio, migrate, sync
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo.migrate import (
@@ -30,7 +27,10 @@ from langgraph.checkpoint.mongo.migrate import (
     copy_threads,
     source_thread_ids,
 )
-from migration_sources import Source, copy, official_client, official_saver_class, verify
+from support.backends import Backend
+from support.graphs import Run, chat_graph, human, run_on
+from support.helpers import call, checkpoint, config, listed
+from support.migration_sources import Source, copy, official_client, official_saver_class, verify
 
 
 async def chat(saver: Any, thread_id: str, turns: range, *, sync: bool = True) -> None:
@@ -77,7 +77,7 @@ async def test_ids_metadata_and_versions_arrive_unchanged(backend: Backend, save
         stored_at, second, {"source": "loop", "step": 0, "parents": {}}, second["channel_versions"]
     )
     sub = checkpoint({"b": [1]})
-    memory.put(config_in("t", "child:1"), sub, {"source": "loop", "step": 1}, {})
+    memory.put(config("t", "child:1"), sub, {"source": "loop", "step": 1}, {})
 
     report = await copy(backend, memory_source(memory), saver)
     assert [(t.thread_id, t.status, t.checkpoints) for t in report.threads] == [
@@ -98,10 +98,6 @@ async def test_ids_metadata_and_versions_arrive_unchanged(backend: Backend, save
     assert isinstance(ours[("", second["id"])].checkpoint["channel_versions"]["a"], str)
 
 
-def config_in(thread_id: str, ns: str) -> Any:
-    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}
-
-
 def ids_of(t: Any) -> tuple[str, str]:
     return t.config["configurable"]["checkpoint_ns"], t.config["configurable"]["checkpoint_id"]
 
@@ -117,7 +113,7 @@ def pending_writes_fixture(put_writes: Any) -> None:
 async def test_pending_writes_keep_task_ids_and_order(backend: Backend, saver: Any) -> None:
     memory = InMemorySaver()
     cp = checkpoint({"a": 1})
-    at = memory.put(config_in("t", ""), cp, {"source": "loop", "step": 0}, {})
+    at = memory.put(config("t", ""), cp, {"source": "loop", "step": 0}, {})
     pending_writes_fixture(lambda w, task, path: memory.put_writes(at, w, task, path))
     want = memory.get_tuple(at)
     assert want is not None
@@ -151,7 +147,7 @@ async def test_official_collections_keep_task_paths_and_indexes(
         source = official(client, "official_paths")
         try:
             cp = checkpoint({"a": 1})
-            at = source.put(config_in("t", ""), cp, {"source": "loop", "step": 0}, {})
+            at = source.put(config("t", ""), cp, {"source": "loop", "step": 0}, {})
             pending_writes_fixture(lambda w, task, path: source.put_writes(at, w, task, path))
             report = await copy(backend, Source("official", source), saver)
             assert report.ok
@@ -330,7 +326,7 @@ async def test_a_dry_run_writes_nothing(backend: Backend, saver: Any) -> None:
 async def test_a_checkpoint_too_large_fails_its_thread_only(backend: Backend, saver: Any) -> None:
     memory = InMemorySaver()
     big = checkpoint({"blob": os.urandom(17 * 1024 * 1024)})
-    memory.put(config_in("big", ""), big, {"source": "input", "step": -1}, {"blob": 1})
+    memory.put(config("big", ""), big, {"source": "input", "step": -1}, {"blob": 1})
     await chat(memory, "small", range(1))
     report = await copy(backend, memory_source(memory), saver)
     found = {t.thread_id: t for t in report.threads}

@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 from langgraph.types import Command
 
-from conftest import Backend
-from graphs import (
+from langgraph.checkpoint.mongo.migrate import ThreadStatus
+from support.backends import Backend
+from support.graphs import (
     CHANNELS,
     FlakyWork,
     Run,
     Scenario,
     chat_graph,
-    config,
     fan_out_graph,
     human,
     linear_graph,
@@ -30,8 +30,8 @@ from graphs import (
     run_on,
     subgraph_parent,
 )
-from langgraph.checkpoint.mongo.migrate import ThreadStatus
-from migration_sources import SOURCES, copy, open_source, verify
+from support.helpers import config
+from support.migration_sources import SOURCES, copy, open_source, verify
 
 
 async def copied_and_continued(

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from real_server import Plan
+from support.real_server import Plan
 
 TESTS = Path(__file__).resolve().parent
 
@@ -107,8 +107,9 @@ def run_gated(
         env.pop(name, None)
         if value is not None:
             env[name] = value
+    plugins = ["-p", "support.real_server", "-p", "no:cacheprovider"]
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "real_server", "-p", "no:cacheprovider", *args],
+        [sys.executable, "-m", "pytest", *plugins, *args],
         cwd=tmp_path,
         env=env,
         capture_output=True,

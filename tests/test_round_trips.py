@@ -1,7 +1,9 @@
 """Commands sent per operation, counted where a network would see them.
 
-On the wire backends the count comes from the driver's command monitoring of a real
-socket connection (`getMore` and `killCursors` included); on a real server, likewise.
+On the wire backends the wire server counts the commands it receives on its sockets
+(`getMore` and `killCursors` included, handshakes not: `CommandLog` reads its list);
+against a real server (`MONGODB_URI`) the driver's command monitoring counts them. The
+in-process mock has no wire: these tests skip it.
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from conftest import Backend, CommandLog
-from helpers import call, config, listed, new_thread, put
 from langgraph.checkpoint.mongo import MongoDBSaver
+from support.backends import Backend, CommandLog
+from support.helpers import call, config, listed, new_thread, put
 
 
 @pytest.fixture
@@ -49,7 +51,7 @@ async def test_commands_per_operation(counting: Backend) -> None:
 
 
 def _checkpoint_args() -> tuple[Any, ...]:
-    from helpers import checkpoint
+    from support.helpers import checkpoint
 
     cp = checkpoint({"x": 1})
     return cp, {"source": "loop", "step": 1, "parents": {}}, cp["channel_versions"]

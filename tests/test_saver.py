@@ -10,11 +10,11 @@ from langgraph.checkpoint.base import WRITES_IDX_MAP
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT
 
-from conftest import Backend
-from helpers import call, checkpoint, config, ids, listed, new_thread, put
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._commands import Plan
 from langgraph.checkpoint.mongo._drivers import maybe_await
+from support.backends import Backend
+from support.helpers import call, checkpoint, config, ids, listed, new_thread, put
 
 
 async def test_pending_writes_come_back_in_writes_sort_key_order(saver: Any) -> None:
@@ -46,7 +46,13 @@ async def test_regular_writes_keep_first_value_special_writes_replace(saver: Any
     await call(saver, "put_writes", stored, [("ch", "second"), (INTERRUPT, "i2")], "t1")
     got = await call(saver, "get_tuple", stored)
     assert sorted(got.pending_writes) == [("t1", INTERRUPT, "i2"), ("t1", "ch", "first")]
-    assert WRITES_IDX_MAP[INTERRUPT] < 0
+    # One document per channel: the interrupt is stored at LangGraph's fixed index for
+    # its channel, not at its position, which is what makes a retry replace it.
+    docs = await maybe_await(saver.writes_collection.find({"thread_id": thread}).to_list(None))
+    assert sorted((d["channel"], d["_id"]["idx"]) for d in docs) == [
+        (INTERRUPT, WRITES_IDX_MAP[INTERRUPT]),
+        ("ch", 0),
+    ]
     # The same, one write per call (sent as a single update_one, not a bulk write).
     for value in ("first", "second"):
         await call(saver, "put_writes", stored, [("ch", value)], "t2")

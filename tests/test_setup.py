@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from conftest import Backend
-from helpers import config, listed, new_thread, put
 from langgraph.checkpoint.mongo import IndexCreationError
 from langgraph.checkpoint.mongo._drivers import maybe_await
+from support.backends import Backend
+from support.helpers import config, listed, new_thread, put
 
 
 async def run_setup(saver: Any, **kwargs: Any) -> None:

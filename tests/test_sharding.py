@@ -11,10 +11,10 @@ from typing import Any
 
 from mongomock_motor import AsyncMongoMockClient
 
-from conftest import Backend
-from helpers import call, config, listed, new_thread, put
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver
 from langgraph.checkpoint.mongo._commands import Command
+from support.backends import Backend
+from support.helpers import call, config, listed, new_thread, put
 
 
 def _names_thread(query: Any, thread: str) -> bool:

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from conftest import MONGODB_URI, Backend, CommandLog
-from helpers import call, config, listed, new_thread, put
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
 from langgraph.checkpoint.mongo._schema import F
+from support.backends import MONGODB_URI, Backend, CommandLog
+from support.helpers import call, config, listed, new_thread, put
 
 
 class Clock:
@@ -138,11 +138,10 @@ async def test_setup_creates_retimes_and_keeps_the_ttl_index(
     async with backend.saver(ttl=3600) as saver:
         assert await index_ttl(saver.checkpoint_collection) == 3600
         assert await index_ttl(saver.writes_collection) == 3600
-        if backend.name == "mock":
-            return  # mongomock has no collMod; the wire server and real servers do
-        async with backend.saver(db_name=saver.db.name, ttl=timedelta(days=2)) as retimed:
-            assert await index_ttl(retimed.checkpoint_collection) == 2 * 86400
-            assert await index_ttl(retimed.writes_collection) == 2 * 86400
+        if backend.name != "mock":  # mongomock has no collMod; the wire server and servers do
+            async with backend.saver(db_name=saver.db.name, ttl=timedelta(days=2)) as retimed:
+                assert await index_ttl(retimed.checkpoint_collection) == 2 * 86400
+                assert await index_ttl(retimed.writes_collection) == 2 * 86400
 
     # A saver without ttl (a script, a notebook) leaves the services' expiry as it is,
     # and says so.

@@ -49,9 +49,12 @@ def checkpoint(
 
 
 def config(
-    thread_id: str, checkpoint_ns: str = "", checkpoint_id: str | None = None
+    thread_id: str, checkpoint_ns: str | None = "", checkpoint_id: str | None = None
 ) -> RunnableConfig:
-    configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns}
+    """`checkpoint_ns=None` leaves the namespace out: `list` then reads every namespace."""
+    configurable: dict[str, Any] = {"thread_id": thread_id}
+    if checkpoint_ns is not None:
+        configurable["checkpoint_ns"] = checkpoint_ns
     if checkpoint_id is not None:
         configurable["checkpoint_id"] = checkpoint_id
     return {"configurable": configurable}

@@ -24,13 +24,14 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from pymongo import MongoClient
 
-from conftest import Backend
 from langgraph.checkpoint.mongo.migrate import (
     acopy_threads,
     averify_threads,
     copy_threads,
     verify_threads,
 )
+
+from .backends import Backend
 
 SOURCES = ["memory", "sqlite", "official", "official-public"]
 

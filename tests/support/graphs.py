@@ -199,13 +199,6 @@ async def in_memory(sync: bool, scenario: Scenario) -> Run:
     return await run_on(saver, sync, lambda: _itself(saver), scenario)
 
 
-def config(thread_id: str, checkpoint_ns: str | None = None) -> dict[str, Any]:
-    configurable: dict[str, Any] = {"thread_id": thread_id}
-    if checkpoint_ns is not None:
-        configurable["checkpoint_ns"] = checkpoint_ns
-    return {"configurable": configurable}
-
-
 # The graphs.
 
 
@@ -218,14 +211,14 @@ class ChatState(TypedDict):
     messages: Annotated[list[AnyMessage], add_messages]
 
 
-class DeltaChatState(TypedDict):
-    messages: Annotated[
-        list[AnyMessage], DeltaChannel(_messages_delta_reducer, snapshot_frequency=5)
-    ]
+def _delta_chat_state(snapshot_frequency: int) -> Any:
+    messages = DeltaChannel(_messages_delta_reducer, snapshot_frequency=snapshot_frequency)
+    return TypedDict("DeltaChatState", {"messages": Annotated[list[AnyMessage], messages]})
 
 
-def chat_graph(channel: str = "reducer") -> StateGraph:
-    """A deterministic bot answering each human message."""
+def chat_graph(channel: str = "reducer", snapshot_frequency: int = 5) -> StateGraph:
+    """A deterministic bot answering each human message; with `channel="delta"` its
+    messages are a `DeltaChannel` snapshotted every `snapshot_frequency` updates."""
 
     # Nodes take `Any`: a TypedDict annotation would declare its channels in the graph.
     def bot(state: Any) -> dict[str, Any]:
@@ -234,7 +227,8 @@ def chat_graph(channel: str = "reducer") -> StateGraph:
         reply = f"#{len(humans)} ({len(state['messages'])} so far): you said {last.content!r}"
         return {"messages": [AIMessage(reply, id=f"ai-{len(humans)}")]}
 
-    builder = StateGraph(DeltaChatState if channel == "delta" else ChatState)
+    state = _delta_chat_state(snapshot_frequency) if channel == "delta" else ChatState
+    builder = StateGraph(state)
     builder.add_node("bot", bot)
     builder.add_edge(START, "bot")
     builder.add_edge("bot", END)
