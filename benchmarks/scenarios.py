@@ -803,9 +803,16 @@ async def _compression_of(
         docs = list(raw_db[saver.checkpoint_collection.name].find({}))
         result.document_bytes[turns][name] = sum(len(doc.raw) for doc in docs)
         label = f"compression {name}, {turns} turns"
-        stored_as = [doc["checkpoint"].get("compression") for doc in docs]
+        # Each channel's value is stored (and compressed) apart: the messages are the
+        # channel large enough to compress.
+        stored_as = [
+            entry.get("compression")
+            for doc in docs
+            for entry in doc["channel_values"]
+            if entry["channel"] == "messages"
+        ]
         if stored_as != [None if name == "none" else name]:
-            checks.append(f"{label}: the checkpoint documents store compression={stored_as}")
+            checks.append(f"{label}: the messages channel is stored with compression={stored_as}")
         got = await backend.get_tuple(saver, stored)
         messages = got.checkpoint["channel_values"].get("messages", []) if got else []
         if len(messages) != 2 * turns or messages[-1].content != ai_text(turns - 1):
