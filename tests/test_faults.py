@@ -56,7 +56,7 @@ async def three_checkpoints_with_writes(saver: Any, thread: str) -> list[str]:
 async def assert_every_write_has_its_checkpoint(saver: Any, thread: str) -> None:
     checkpoints = {d["checkpoint_id"] for d in await documents(saver.checkpoint_collection, thread)}
     writes = await documents(saver.writes_collection, thread)
-    assert {w["_id"]["checkpoint_id"] for w in writes} <= checkpoints
+    assert {w["_id"]["checkpoint"]["checkpoint_id"] for w in writes} <= checkpoints
 
 
 @pytest.mark.parametrize(
@@ -93,9 +93,8 @@ async def test_copy_thread_copies_only_the_writes_of_copied_checkpoints(saver: A
     stored = await put(saver, source)
     await call(saver, "put_writes", stored, [("a", "source")], "task")
     [write] = await documents(saver.writes_collection, source)
-    orphan_key = {**write["_id"], "checkpoint_id": "deleted-checkpoint"}
-    orphan = {**write, "_id": orphan_key, "checkpoint": {**write["checkpoint"]}}
-    orphan["checkpoint"]["checkpoint_id"] = "deleted-checkpoint"
+    orphan_checkpoint = {**write["_id"]["checkpoint"], "checkpoint_id": "deleted-checkpoint"}
+    orphan = {**write, "_id": {**write["_id"], "checkpoint": orphan_checkpoint}}
     await maybe_await(saver.writes_collection.insert_one(orphan))
     # The target already has a live checkpoint with that id, and a write of its own.
     live = await put(saver, target, id="deleted-checkpoint")

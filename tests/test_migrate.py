@@ -360,7 +360,7 @@ async def test_verify_names_every_kind_of_difference(backend: Backend, saver: An
     assert latest is not None
     # One write of the first checkpoint gone, one checkpoint added, metadata changed.
     [oldest] = [t for t in memory.list(config("t")) if t.metadata["step"] == -1]
-    gone = {"checkpoint.checkpoint_id": oldest.config["configurable"]["checkpoint_id"]}
+    gone = {"_id.checkpoint.checkpoint_id": oldest.config["configurable"]["checkpoint_id"]}
     await maybe_await(saver.writes_collection.delete_one(gone))
     extra = checkpoint({"x": 1})
     await call(saver, "put", latest.config, extra, {"source": "update", "step": 9}, {})

@@ -395,10 +395,10 @@ async def test_every_composite_key_has_one_field_order(saver: Any) -> None:
         assert len(writes) == 2
         assert [list(doc["_id"]) for doc in checkpoints] == [checkpoint_fields]
         for write in writes:
-            assert list(write["checkpoint"]) == checkpoint_fields
-            assert list(write["_id"]) == [*checkpoint_fields, "task_id", "idx"]
-            assert {"task_id", "idx"}.isdisjoint(write)  # only in `_id`
-            assert write["checkpoint"]["thread_id"] == write["_id"]["thread_id"] == owner
+            assert list(write["_id"]) == ["checkpoint", "task_id", "idx"]
+            assert list(write["_id"]["checkpoint"]) == checkpoint_fields
+            assert write["_id"]["checkpoint"] == checkpoints[0]["_id"]
+            assert write["_id"]["checkpoint"]["thread_id"] == write["thread_id"] == owner
     [got] = await listed(saver, config(copy_))
     assert len(got.pending_writes) == 2
 

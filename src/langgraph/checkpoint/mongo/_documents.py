@@ -207,9 +207,8 @@ def write_documents(
         require_str(channel, f"writes[{position}] channel")
         idx = WRITES_IDX_MAP.get(channel, position)
         document: WriteDocument = {
-            F.ID: write_key(ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id, task_id, idx),
+            F.ID: write_key(join_key, task_id, idx),
             F.THREAD_ID: ref.thread_id,
-            F.CHECKPOINT: join_key,
             F.TASK_PATH: task_path,
             F.CHANNEL: channel,
             F.VALUE: _encoded(codec, value, _write_label(position, channel)),
@@ -229,8 +228,7 @@ def _write_label(position: int, channel: str, task_id: str | None = None) -> Lab
 
 
 def pending_writes(codec: Codec, docs: Iterable[WriteDocument]) -> list[PendingWrite]:
-    """A checkpoint's writes in LangGraph's order; `task_id` and `idx` are read from `_id`
-    (documents stored by earlier versions also have copies beside it, unused)."""
+    """A checkpoint's writes in LangGraph's order (`task_id` and `idx` are in `_id`)."""
     ordered = sorted(
         docs,
         key=lambda d: writes_sort_key(d[F.TASK_PATH], d[F.ID][F.TASK_ID], d[F.ID][F.IDX]),
@@ -290,13 +288,12 @@ def moved_checkpoint(
 
 def moved_write(doc: WriteDocument, thread_id: str, touched_at: datetime | None) -> WriteDocument:
     """A copy of a pending-write document that belongs to another thread."""
-    key = doc[F.ID]
-    ns, checkpoint_id = key[F.CHECKPOINT_NS], key[F.CHECKPOINT_ID]
+    key, checkpoint = doc[F.ID], doc[F.ID][F.CHECKPOINT]
+    moved_key = checkpoint_key(thread_id, checkpoint[F.CHECKPOINT_NS], checkpoint[F.CHECKPOINT_ID])
     moved: WriteDocument = {
         **doc,
-        F.ID: write_key(thread_id, ns, checkpoint_id, key[F.TASK_ID], key[F.IDX]),
+        F.ID: write_key(moved_key, key[F.TASK_ID], key[F.IDX]),
         F.THREAD_ID: thread_id,
-        F.CHECKPOINT: checkpoint_key(thread_id, ns, checkpoint_id),
     }
     if touched_at is not None:
         moved[F.TOUCHED_AT] = touched_at

@@ -150,14 +150,6 @@ def key_fields(key: CheckpointKey) -> KeyFields:
     return key[F.THREAD_ID], key[F.CHECKPOINT_NS], key[F.CHECKPOINT_ID]
 
 
-def write_key(
-    thread_id: str, checkpoint_ns: str, checkpoint_id: str, task_id: str, idx: int
-) -> WriteKey:
-    """`_id` of a pending-write document."""
-    return {
-        F.THREAD_ID: thread_id,
-        F.CHECKPOINT_NS: checkpoint_ns,
-        F.CHECKPOINT_ID: checkpoint_id,
-        F.TASK_ID: task_id,
-        F.IDX: idx,
-    }
+def write_key(checkpoint: CheckpointKey, task_id: str, idx: int) -> WriteKey:
+    """`_id` of a pending-write document; `checkpoint` comes from `checkpoint_key`."""
+    return {F.CHECKPOINT: checkpoint, F.TASK_ID: task_id, F.IDX: idx}

@@ -342,7 +342,7 @@ def _stored(thread_id: str, keys: list[CheckpointKey]) -> Plan[tuple[list[Any], 
 
 
 def _write_fields(key: Any) -> tuple[str, str, str, str, int]:
-    return (*key_fields(key), key["task_id"], key["idx"])
+    return (*key_fields(key[F.CHECKPOINT]), key[F.TASK_ID], key[F.IDX])
 
 
 def _same_value(codec: Codec, stored: Any, built: Any) -> bool:
@@ -522,7 +522,7 @@ def _target_tuples(
     checkpoints, writes = yield from _stored(thread_id, keys)
     joined: dict[tuple[str, str, str], list[Any]] = {}
     for write in writes:
-        joined.setdefault(key_fields(write["checkpoint"]), []).append(write)
+        joined.setdefault(key_fields(write[F.ID][F.CHECKPOINT]), []).append(write)
     found = {}
     for doc in checkpoints:
         key = key_fields(doc["_id"])

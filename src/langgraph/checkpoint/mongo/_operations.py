@@ -249,7 +249,7 @@ def _read_apart(
         writes: list[WriteDocument] = yield Command(Target.WRITES, "find", (query,))
         joined: dict[KeyFields, list[WriteDocument]] = {}
         for write in writes:
-            joined.setdefault(key_fields(write[F.CHECKPOINT]), []).append(write)
+            joined.setdefault(key_fields(write[F.ID][F.CHECKPOINT]), []).append(write)
         for doc in docs:
             doc[F.JOINED_WRITES] = joined.get(key_fields(doc[F.ID]), [])
     return docs
@@ -477,7 +477,7 @@ def copy_thread(
     copied_writes = [
         (False, moved_write(doc, target, stamp))
         for doc in writes
-        if key_fields(doc[F.CHECKPOINT]) in copied_ids
+        if key_fields(doc[F.ID][F.CHECKPOINT]) in copied_ids
     ]
     if copied_writes:
         yield _upserts(Target.WRITES, copied_writes)

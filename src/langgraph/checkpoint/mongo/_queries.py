@@ -91,7 +91,7 @@ def channel_values_of(key: CheckpointKey) -> tuple[dict[str, Any], dict[str, Any
 def writes_of(keys: list[CheckpointKey], channels: list[str] | None = None) -> dict[str, Any]:
     """The pending writes of these checkpoints (`_id`s; to these channels), in the
     threads' shards."""
-    query: dict[str, Any] = {**_threads_of(keys), F.CHECKPOINT: {"$in": keys}}
+    query: dict[str, Any] = {**_threads_of(keys), F.WRITE_CHECKPOINT: {"$in": keys}}
     if channels is not None:
         query[F.CHANNEL] = {"$in": channels}
     return query
@@ -127,7 +127,7 @@ class WritesJoin:
         lookup: dict[str, Any] = {
             "from": self.collection,
             "localField": F.ID,
-            "foreignField": F.CHECKPOINT,
+            "foreignField": F.WRITE_CHECKPOINT,
             "as": F.JOINED_WRITES,
         }
         if self.by_thread and thread_id is not None:
@@ -322,13 +322,16 @@ def indexes(join: WritesJoin) -> list[tuple[Target, IndexModel]]:
         (
             Target.WRITES,
             IndexModel(
-                [(F.THREAD_ID, ASCENDING), (F.CHECKPOINT, ASCENDING)], name="thread_checkpoint"
+                [(F.THREAD_ID, ASCENDING), (F.WRITE_CHECKPOINT, ASCENDING)],
+                name="thread_checkpoint",
             ),
         ),
     ]
     if not join.by_thread:
-        # The plain $lookup matches `checkpoint` alone.
-        found.append((Target.WRITES, IndexModel([(F.CHECKPOINT, ASCENDING)], name="checkpoint")))
+        # The plain $lookup matches `_id.checkpoint` alone.
+        found.append(
+            (Target.WRITES, IndexModel([(F.WRITE_CHECKPOINT, ASCENDING)], name="checkpoint"))
+        )
     return found
 
 

@@ -22,7 +22,8 @@ class F:
     CHECKPOINT_ID: Final = "checkpoint_id"
     # Checkpoint documents.
     PARENT_CHECKPOINT_ID: Final = "parent_checkpoint_id"
-    # The serialized checkpoint without its channel values; in a write: its checkpoint's key.
+    # The serialized checkpoint without its channel values; in a write's `_id`: its
+    # checkpoint's key.
     CHECKPOINT: Final = "checkpoint"
     # One `ChannelValue` per channel.
     CHANNEL_VALUES: Final = "channel_values"
@@ -45,6 +46,8 @@ class F:
     DATA: Final = "data"
     COMPRESSION: Final = "compression"
     VERSION: Final = "version"
+    # Paths into `_id`: a write's checkpoint key.
+    WRITE_CHECKPOINT: Final = "_id.checkpoint"
     # Not stored: the array the reads join a checkpoint's pending writes into.
     JOINED_WRITES: Final = "pending_writes"
 
@@ -61,9 +64,11 @@ class CheckpointKey(TypedDict):
     checkpoint_id: str
 
 
-class WriteKey(CheckpointKey):
-    """`_id` of a pending-write document (built only by `_keys.write_key`)."""
+class WriteKey(TypedDict):
+    """`_id` of a pending-write document (built only by `_keys.write_key`): its
+    checkpoint's key first, so one index on `_id.checkpoint` serves the joins."""
 
+    checkpoint: CheckpointKey
     task_id: str
     idx: int
 
@@ -95,7 +100,6 @@ class WriteDocument(_Stamped):
 
     _id: WriteKey
     thread_id: str
-    checkpoint: CheckpointKey
     task_path: str
     channel: str
     value: StoredValue
