@@ -20,6 +20,7 @@ from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._commands import Command, Plan
 from langgraph.checkpoint.mongo._drivers import maybe_await
+from langgraph.checkpoint.mongo._keys import checkpoint_key
 from langgraph.checkpoint.mongo._schema import F
 from langgraph.checkpoint.mongo.errors import ThreadChangedError
 from support.backends import Backend
@@ -54,7 +55,9 @@ async def three_checkpoints_with_writes(saver: Any, thread: str) -> list[str]:
 
 
 async def assert_every_write_has_its_checkpoint(saver: Any, thread: str) -> None:
-    checkpoints = {d["checkpoint_id"] for d in await documents(saver.checkpoint_collection, thread)}
+    checkpoints = {
+        d["_id"]["checkpoint_id"] for d in await documents(saver.checkpoint_collection, thread)
+    }
     writes = await documents(saver.writes_collection, thread)
     assert {w["_id"]["checkpoint"]["checkpoint_id"] for w in writes} <= checkpoints
 
@@ -141,13 +144,8 @@ async def test_a_delete_between_the_reads_of_delta_history_rereads(saver: Any) -
 def test_delta_history_gives_up_on_a_thread_that_keeps_changing() -> None:
     """Every attempt finds chain checkpoints gone: a clear error, not a wrong answer."""
     lineage = [
-        {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "2", "parent_checkpoint_id": "1"},
-        {
-            "thread_id": "t",
-            "checkpoint_ns": "",
-            "checkpoint_id": "1",
-            "channel_values": [{"channel": "a"}],
-        },
+        {"_id": checkpoint_key("t", "", "2"), "parent_checkpoint_id": "1"},
+        {"_id": checkpoint_key("t", "", "1"), "channel_values": [{"channel": "a"}]},
     ]
     saver = AsyncMongoDBSaver(AsyncMongoMockClient())
     plan = ops.delta_history(saver.codec, saver.join, config("t", "", "2"), ["a"])

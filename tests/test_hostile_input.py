@@ -40,7 +40,7 @@ async def _loop_parents(saver: Any, thread: str, links: dict[str, str]) -> None:
     for child, parent in links.items():
         await maybe_await(
             saver.checkpoint_collection.update_one(
-                {"thread_id": thread, "checkpoint_id": child},
+                {"thread_id": thread, "_id.checkpoint_id": child},
                 {"$set": {"parent_checkpoint_id": parent}},
             )
         )

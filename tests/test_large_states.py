@@ -147,7 +147,7 @@ async def test_any_compression_setting_reads_any_other(backend: Backend) -> None
         small = await put(zipped, new_thread(), values={"v": 1})
         raw = await maybe_await(
             zipped.checkpoint_collection.find_one(
-                {"checkpoint_id": small["configurable"]["checkpoint_id"]}
+                {"_id.checkpoint_id": small["configurable"]["checkpoint_id"]}
             )
         )
         assert "compression" not in raw["checkpoint"]  # small values are not worth it

@@ -22,7 +22,7 @@ from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite
 
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._documents import pending_writes
-from langgraph.checkpoint.mongo._keys import checkpoint_key
+from langgraph.checkpoint.mongo._keys import checkpoint_key, key_fields
 from langgraph.checkpoint.mongo._schema import CheckpointKey, F, HistoryDocument, LineageDocument
 from langgraph.checkpoint.mongo.errors import CheckpointCycleError
 
@@ -35,7 +35,8 @@ def by_namespace(
     """Lineage documents grouped by (thread, namespace), each newest first."""
     groups: dict[tuple[str, str], dict[str, LineageDocument]] = defaultdict(dict)
     for doc in docs:
-        groups[doc[F.THREAD_ID], doc[F.CHECKPOINT_NS]][doc[F.CHECKPOINT_ID]] = doc
+        thread_id, ns, checkpoint_id = key_fields(doc[F.ID])
+        groups[thread_id, ns][checkpoint_id] = doc
     return groups
 
 
@@ -67,7 +68,7 @@ def walk(lineage: Lineage, target_id: str | None, channels: Iterable[str]) -> Wa
         if current in seen:
             path = [target_id, *result.chain, current]
             cycle = path[path.index(current) :]
-            raise CheckpointCycleError(doc[F.THREAD_ID], doc[F.CHECKPOINT_NS], cycle)
+            raise CheckpointCycleError(doc[F.ID][F.THREAD_ID], doc[F.ID][F.CHECKPOINT_NS], cycle)
         seen.add(current)
         result.chain.append(current)
         stored = {entry[F.CHANNEL] for entry in doc.get(F.CHANNEL_VALUES, ())}
@@ -121,7 +122,7 @@ def assemble(
     channels: Sequence[str],
 ) -> dict[str, DeltaChannelHistory]:
     """The base class's result shape: writes oldest first, the seed where one was found."""
-    by_id = {doc[F.CHECKPOINT_ID]: doc for doc in docs}
+    by_id = {doc[F.ID][F.CHECKPOINT_ID]: doc for doc in docs}
     writes_at = {
         cid: pending_writes(codec, doc.get(F.JOINED_WRITES, ())) for cid, doc in by_id.items()
     }

@@ -32,6 +32,7 @@ from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._keys import (
     CheckpointRef,
     checkpoint_key,
+    key_fields,
     require_str,
     shown,
     write_key,
@@ -154,8 +155,6 @@ def checkpoint_document(
     doc: CheckpointDocument = {
         F.ID: checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
         F.THREAD_ID: ref.thread_id,
-        F.CHECKPOINT_NS: ref.checkpoint_ns,
-        F.CHECKPOINT_ID: checkpoint_id,
         F.PARENT_CHECKPOINT_ID: ref.checkpoint_id,
         # The checkpoint without its values, which follow one entry per channel.
         F.CHECKPOINT: _encoded(codec, {**checkpoint, "channel_values": {}}, lambda: "checkpoint"),
@@ -257,12 +256,12 @@ def _ours(doc: D) -> D:
 def checkpoint_tuple(codec: Codec, doc: JoinedCheckpoint) -> CheckpointTuple:
     """A checkpoint document (with its joined writes) as the tuple LangGraph reads."""
     doc = _ours(doc)
-    thread_id, checkpoint_ns = doc[F.THREAD_ID], doc[F.CHECKPOINT_NS]
+    thread_id, checkpoint_ns, checkpoint_id = key_fields(doc[F.ID])
     parent_id = doc.get(F.PARENT_CHECKPOINT_ID)
     checkpoint: Checkpoint = codec.decode(doc[F.CHECKPOINT])
     checkpoint["channel_values"] = decode_channel_values(codec, doc[F.CHANNEL_VALUES])
     return CheckpointTuple(
-        config=CheckpointRef(thread_id, checkpoint_ns, doc[F.CHECKPOINT_ID]).config(),
+        config=CheckpointRef(thread_id, checkpoint_ns, checkpoint_id).config(),
         checkpoint=checkpoint,
         metadata=codec.decode(doc[F.SERIALIZED_METADATA]),
         parent_config=(
@@ -278,7 +277,7 @@ def moved_checkpoint(
     """A copy of a checkpoint document that belongs to another thread, ids kept."""
     moved: CheckpointDocument = {
         **doc,
-        F.ID: checkpoint_key(thread_id, doc[F.CHECKPOINT_NS], doc[F.CHECKPOINT_ID]),
+        F.ID: checkpoint_key(thread_id, doc[F.ID][F.CHECKPOINT_NS], doc[F.ID][F.CHECKPOINT_ID]),
         F.THREAD_ID: thread_id,
     }
     if touched_at is not None:

@@ -601,15 +601,11 @@ def verify_thread(
                 differences.append(f"{where}: missing from the target")
             else:
                 differences += tuple_differences(where, item.tuple, ours)
-    held = yield Command(
-        Target.CHECKPOINTS,
-        "find",
-        ({"thread_id": thread_id}, {"_id": 0, "checkpoint_ns": 1, "checkpoint_id": 1}),
-    )
+    held = yield Command(Target.CHECKPOINTS, "find", _queries.keys_of_thread(thread_id))
     for doc in held:
-        if (doc["checkpoint_ns"], doc["checkpoint_id"]) not in seen:
-            where = f"checkpoint {doc['checkpoint_id']!r} (namespace {doc['checkpoint_ns']!r})"
-            differences.append(f"{where}: in the target only")
+        _, ns, cid = key_fields(doc[F.ID])
+        if (ns, cid) not in seen:
+            differences.append(f"checkpoint {cid!r} (namespace {ns!r}): in the target only")
     theirs = yield ReadLatest(thread_id)
     root = CheckpointRef(thread_id, "", None).config()
     ours = yield from ops.get_tuple(target.codec, target.join, target.recent, root)

@@ -383,7 +383,7 @@ def delta_history(
     ref = ref_from_config(config)
     for _ in range(DELTA_READ_ATTEMPTS):
         lineage_docs: list[LineageDocument] = yield _lineage(_queries.lineage_of(ref))
-        lineage = {doc[F.CHECKPOINT_ID]: doc for doc in lineage_docs}
+        lineage = {doc[F.ID][F.CHECKPOINT_ID]: doc for doc in lineage_docs}
         target_id = (
             ref.checkpoint_id if ref.checkpoint_id is not None else next(iter(lineage), None)
         )
@@ -393,7 +393,7 @@ def delta_history(
             seeds = found.seed_at.values()
             pipeline = _queries.history_pipeline(ref, found.chain, seeds, wanted, join)
             docs = yield from _read_joined(pipeline, _queries.HISTORY_OPTIONS, wanted)
-        if {doc[F.CHECKPOINT_ID] for doc in docs} == set(found.chain):
+        if {doc[F.ID][F.CHECKPOINT_ID] for doc in docs} == set(found.chain):
             return _delta.assemble(codec, found, docs, wanted)
     raise ThreadChangedError(
         f"get_delta_channel_history: {where(ref.thread_id, ref.checkpoint_ns)} lost checkpoints "

@@ -18,9 +18,9 @@ from typing import Any
 from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
 
 from langgraph.checkpoint.mongo._commands import Target
-from langgraph.checkpoint.mongo._keys import CheckpointRef
+from langgraph.checkpoint.mongo._keys import CheckpointRef, key_fields
 from langgraph.checkpoint.mongo._metadata import filter_terms
-from langgraph.checkpoint.mongo._schema import CheckpointKey, F
+from langgraph.checkpoint.mongo._schema import CheckpointKey, F, Joined
 
 # Writes.
 
@@ -83,6 +83,11 @@ def checkpoints_of(keys: list[CheckpointKey]) -> dict[str, Any]:
     return {**_threads_of(keys), F.ID: {"$in": keys}}
 
 
+def keys_of_thread(thread_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`find` filter and projection: the keys of a thread's checkpoints."""
+    return of_thread(thread_id), {F.ID: 1}
+
+
 def channel_values_of(key: CheckpointKey) -> tuple[dict[str, Any], dict[str, Any]]:
     """`find` filter and projection: the stored channel entries of one checkpoint."""
     return {F.ID: key, F.THREAD_ID: key[F.THREAD_ID]}, {F.ID: 0, F.CHANNEL_VALUES: 1}
@@ -106,7 +111,11 @@ _READ_PROJECTION = {
     F.REPLAYED_CHANNELS: 0,
 }
 
-NEWEST_FIRST = {F.CHECKPOINT_ID: DESCENDING, F.THREAD_ID: ASCENDING, F.CHECKPOINT_NS: ASCENDING}
+NEWEST_FIRST = {
+    F.ID_CHECKPOINT_ID: DESCENDING,
+    F.THREAD_ID: ASCENDING,
+    F.ID_CHECKPOINT_NS: ASCENDING,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,12 +146,12 @@ class WritesJoin:
 
 def get_tuple_pipeline(ref: CheckpointRef, join: WritesJoin) -> list[dict[str, Any]]:
     """The checkpoint `ref` names, or the newest of its thread and namespace."""
-    match: dict[str, Any] = {F.THREAD_ID: ref.thread_id, F.CHECKPOINT_NS: ref.checkpoint_ns}
+    match: dict[str, Any] = {F.THREAD_ID: ref.thread_id, F.ID_CHECKPOINT_NS: ref.checkpoint_ns}
     if ref.checkpoint_id is not None:
-        match[F.CHECKPOINT_ID] = ref.checkpoint_id
+        match[F.ID_CHECKPOINT_ID] = ref.checkpoint_id
     return [
         {"$match": match},
-        {"$sort": {F.CHECKPOINT_ID: DESCENDING}},
+        {"$sort": {F.ID_CHECKPOINT_ID: DESCENDING}},
         {"$limit": 1},
         {"$project": _READ_PROJECTION},
         join.stage(ref.thread_id),
@@ -178,14 +187,14 @@ def list_pipeline(
     if thread_id is not None:
         match[F.THREAD_ID] = thread_id
     if checkpoint_ns is not None:
-        match[F.CHECKPOINT_NS] = checkpoint_ns
+        match[F.ID_CHECKPOINT_NS] = checkpoint_ns
     id_condition: dict[str, Any] = {}
     if checkpoint_id is not None:
         id_condition["$eq"] = checkpoint_id
     if before_id is not None:
         id_condition["$lt"] = before_id
     if id_condition:
-        match[F.CHECKPOINT_ID] = id_condition
+        match[F.ID_CHECKPOINT_ID] = id_condition
     pipeline: list[dict[str, Any]] = [{"$match": match}, {"$sort": NEWEST_FIRST}]
     if limit is not None:
         pipeline.append({"$limit": limit})
@@ -194,20 +203,23 @@ def list_pipeline(
 
 
 def apart(
-    pipeline: list[dict[str, Any]], after: Any = None, skip: int = 0, page: int | None = None
+    pipeline: list[dict[str, Any]],
+    after: Joined | None = None,
+    skip: int = 0,
+    page: int | None = None,
 ) -> list[dict[str, Any]]:
     """A read pipeline up to its `$lookup` (the join and what filters it are last), for
-    when a joined document would exceed 16 MiB. `after` (a document already read, or its
-    config) and `skip` (how many were) resume it; `page` caps what it returns."""
+    when a joined document would exceed 16 MiB. `after` (a document already read) and
+    `skip` (how many were) resume it; `page` caps what it returns."""
     cut = next((i for i, stage in enumerate(pipeline) if "$lookup" in stage), len(pipeline))
     stages = [dict(stage) for stage in pipeline[:cut]]
     if after is not None:
         # The next documents in `NEWEST_FIRST` order.
-        cid, thread, ns = after[F.CHECKPOINT_ID], after[F.THREAD_ID], after[F.CHECKPOINT_NS]
+        thread, ns, cid = key_fields(after[F.ID])
         later = [
-            {F.CHECKPOINT_ID: {"$lt": cid}},
-            {F.CHECKPOINT_ID: cid, F.THREAD_ID: {"$gt": thread}},
-            {F.CHECKPOINT_ID: cid, F.THREAD_ID: thread, F.CHECKPOINT_NS: {"$gt": ns}},
+            {F.ID_CHECKPOINT_ID: {"$lt": cid}},
+            {F.ID_CHECKPOINT_ID: cid, F.THREAD_ID: {"$gt": thread}},
+            {F.ID_CHECKPOINT_ID: cid, F.THREAD_ID: thread, F.ID_CHECKPOINT_NS: {"$gt": ns}},
         ]
         stages[0] = {"$match": {"$and": [stages[0]["$match"], {"$or": later}]}}
     for stage in stages:
@@ -226,10 +238,7 @@ def limit_reached(pipeline: list[dict[str, Any]]) -> bool:
 # The delta-channel history (see `_delta`).
 
 LINEAGE_PROJECTION = {
-    F.ID: 0,
-    F.THREAD_ID: 1,
-    F.CHECKPOINT_NS: 1,
-    F.CHECKPOINT_ID: 1,
+    F.ID: 1,
     F.PARENT_CHECKPOINT_ID: 1,
     # The stored channels' names, not their values.
     f"{F.CHANNEL_VALUES}.{F.CHANNEL}": 1,
@@ -237,7 +246,7 @@ LINEAGE_PROJECTION = {
 }
 # Lineage documents are small (ids and channel names); one large batch keeps a lineage
 # read to one round trip up to the 16 MiB reply limit (some 50,000 checkpoints).
-LINEAGE_OPTIONS = {"sort": [(F.CHECKPOINT_ID, DESCENDING)], "batch_size": 100_000}
+LINEAGE_OPTIONS = {"sort": [(F.ID_CHECKPOINT_ID, DESCENDING)], "batch_size": 100_000}
 # The history read returns one document per checkpoint of the chain: one batch too.
 HISTORY_OPTIONS = {"batchSize": 100_000}
 
@@ -246,7 +255,7 @@ def lineage_of(ref: CheckpointRef) -> dict[str, Any]:
     """The lineage of `ref`'s whole namespace: the walk follows parent ids, and nothing
     guarantees that an ancestor's id sorts before its descendant's (another writer's
     clock, custom ids)."""
-    return {F.THREAD_ID: ref.thread_id, F.CHECKPOINT_NS: ref.checkpoint_ns}
+    return {F.THREAD_ID: ref.thread_id, F.ID_CHECKPOINT_NS: ref.checkpoint_ns}
 
 
 def history_pipeline(
@@ -258,20 +267,20 @@ def history_pipeline(
 ) -> list[dict[str, Any]]:
     """The `chain`'s checkpoints with their writes to `channels`; the stored values of
     `channels` only for `seeds`."""
-    is_seed = {"$in": [f"${F.CHECKPOINT_ID}", {"$literal": sorted(set(seeds))}]}
+    is_seed = {"$in": [f"${F.ID_CHECKPOINT_ID}", {"$literal": sorted(set(seeds))}]}
     wanted = {"$in": [f"$$this.{F.CHANNEL}", {"$literal": list(channels)}]}
     seed_values = {"$filter": {"input": f"${F.CHANNEL_VALUES}", "cond": wanted}}
     return [
         {
             "$match": {
                 F.THREAD_ID: ref.thread_id,
-                F.CHECKPOINT_NS: ref.checkpoint_ns,
-                F.CHECKPOINT_ID: {"$in": chain},
+                F.ID_CHECKPOINT_NS: ref.checkpoint_ns,
+                F.ID_CHECKPOINT_ID: {"$in": chain},
             }
         },
         {
             "$project": {
-                F.CHECKPOINT_ID: 1,
+                F.ID: 1,
                 F.CHANNEL_VALUES: {"$cond": [is_seed, seed_values, "$$REMOVE"]},
             }
         },
@@ -306,8 +315,8 @@ def indexes(join: WritesJoin) -> list[tuple[Target, IndexModel]]:
             IndexModel(
                 [
                     (F.THREAD_ID, ASCENDING),
-                    (F.CHECKPOINT_NS, ASCENDING),
-                    (F.CHECKPOINT_ID, DESCENDING),
+                    (F.ID_CHECKPOINT_NS, ASCENDING),
+                    (F.ID_CHECKPOINT_ID, DESCENDING),
                 ],
                 name="thread_ns_checkpoint",
             ),

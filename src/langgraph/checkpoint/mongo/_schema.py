@@ -46,7 +46,9 @@ class F:
     DATA: Final = "data"
     COMPRESSION: Final = "compression"
     VERSION: Final = "version"
-    # Paths into `_id`: a write's checkpoint key.
+    # Paths into `_id`: a checkpoint's namespace and id, a write's checkpoint key.
+    ID_CHECKPOINT_NS: Final = "_id.checkpoint_ns"
+    ID_CHECKPOINT_ID: Final = "_id.checkpoint_id"
     WRITE_CHECKPOINT: Final = "_id.checkpoint"
     # Not stored: the array the reads join a checkpoint's pending writes into.
     JOINED_WRITES: Final = "pending_writes"
@@ -109,9 +111,8 @@ class _CheckpointRead(_Stamped):
     """The fields of a checkpoint document that a read returns."""
 
     _id: CheckpointKey
+    # A copy of `_id.thread_id`: the shard key, which every command of a thread names.
     thread_id: str
-    checkpoint_ns: str
-    checkpoint_id: str
     parent_checkpoint_id: str | None
     checkpoint: StoredValue
     channel_values: list[ChannelValue]
@@ -152,9 +153,7 @@ class LineageDocument(TypedDict):
     """The few fields of a checkpoint that the delta-history walk reads for every
     checkpoint of a namespace."""
 
-    thread_id: str
-    checkpoint_ns: str
-    checkpoint_id: str
+    _id: CheckpointKey
     parent_checkpoint_id: str | None
     # Each stored channel's name alone (a projection of `channel_values.channel`).
     channel_values: list[ChannelName]
@@ -168,5 +167,3 @@ class _SeedValues(TypedDict, total=False):
 class HistoryDocument(_SeedValues, Joined):
     """A checkpoint of a delta-history chain: its writes, and channel values only where
     it is a channel's seed."""
-
-    checkpoint_id: str
