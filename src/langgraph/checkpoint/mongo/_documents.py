@@ -115,6 +115,15 @@ def unchanged_channels(checkpoint: Any, new_versions: Any) -> tuple[str, list[st
     return checkpoint_id, [channel for channel in values if channel not in changed]
 
 
+# Checkpoint fields stored elsewhere than in its serialized blob: the id in `_id`, the
+# values one entry per channel. `checkpoint_tuple` puts them back.
+_NOT_IN_BLOB = ("id", "channel_values")
+
+
+def _blob(checkpoint: Checkpoint) -> dict[str, Any]:
+    return {k: v for k, v in checkpoint.items() if k not in _NOT_IN_BLOB}
+
+
 def checkpoint_document(
     codec: Codec,
     ref: CheckpointRef,
@@ -156,8 +165,7 @@ def checkpoint_document(
         F.ID: checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
         F.THREAD_ID: ref.thread_id,
         F.PARENT_CHECKPOINT_ID: ref.checkpoint_id,
-        # The checkpoint without its values, which follow one entry per channel.
-        F.CHECKPOINT: _encoded(codec, {**checkpoint, "channel_values": {}}, lambda: "checkpoint"),
+        F.CHECKPOINT: _encoded(codec, _blob(checkpoint), lambda: "checkpoint"),
         F.CHANNEL_VALUES: list(values.values()),
         F.REPLAYED_CHANNELS: _replayed_channels(full_metadata),
         F.METADATA: readable_metadata(returned_metadata),
@@ -258,8 +266,14 @@ def checkpoint_tuple(codec: Codec, doc: JoinedCheckpoint) -> CheckpointTuple:
     doc = _ours(doc)
     thread_id, checkpoint_ns, checkpoint_id = key_fields(doc[F.ID])
     parent_id = doc.get(F.PARENT_CHECKPOINT_ID)
-    checkpoint: Checkpoint = codec.decode(doc[F.CHECKPOINT])
-    checkpoint["channel_values"] = decode_channel_values(codec, doc[F.CHANNEL_VALUES])
+    checkpoint = cast(
+        Checkpoint,
+        {
+            **codec.decode(doc[F.CHECKPOINT]),
+            "id": checkpoint_id,
+            "channel_values": decode_channel_values(codec, doc[F.CHANNEL_VALUES]),
+        },
+    )
     return CheckpointTuple(
         config=CheckpointRef(thread_id, checkpoint_ns, checkpoint_id).config(),
         checkpoint=checkpoint,

@@ -1,0 +1,67 @@
+"""The stored shape of checkpoint and write documents: what each holds, and nothing twice.
+
+Every byte of a document is paid for in every checkpoint of every thread; these tests pin
+that ids are stored once (in `_id`, plus `thread_id`, the shard key) and that the
+serialized checkpoint leaves out what is stored beside it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.checkpoint.mongo._drivers import maybe_await
+from support.helpers import call, checkpoint, config, listed, new_thread
+
+# Fields of the metadata, which their own tests pin.
+METADATA_FIELDS = {"metadata", "serialized_metadata", "metadata_terms", "replayed_channels"}
+
+
+async def _stored(saver: Any, thread: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    query = {"thread_id": thread}
+    [doc] = await maybe_await(saver.checkpoint_collection.find(query).to_list(None))
+    writes = await maybe_await(saver.writes_collection.find(query).to_list(None))
+    return doc, writes
+
+
+async def test_ids_are_stored_once_in_each_document(saver: Any) -> None:
+    thread = new_thread()
+    cp = checkpoint({"a": 1})
+    stored = await call(saver, "put", config(thread, "ns"), cp, {}, cp["channel_versions"])
+    await call(saver, "put_writes", stored, [("a", 2)], "task", "path")
+    doc, [write] = await _stored(saver, thread)
+    key = {"thread_id": thread, "checkpoint_ns": "ns", "checkpoint_id": cp["id"]}
+    assert doc["_id"] == key
+    assert list(doc["_id"]) == list(key)
+    assert set(doc) - METADATA_FIELDS == {
+        "_id",
+        "thread_id",
+        "parent_checkpoint_id",
+        "checkpoint",
+        "channel_values",
+    }
+    assert doc["thread_id"] == thread
+    assert write == {
+        "_id": {"checkpoint": key, "task_id": "task", "idx": 0},
+        "thread_id": thread,
+        "task_path": "path",
+        "channel": "a",
+        "value": write["value"],
+    }
+    assert list(write) == ["_id", "thread_id", "task_path", "channel", "value"]
+    assert list(write["_id"]) == ["checkpoint", "task_id", "idx"]
+    assert list(write["_id"]["checkpoint"]) == list(key)
+
+
+async def test_the_serialized_checkpoint_leaves_out_its_id_and_values(saver: Any) -> None:
+    thread = new_thread()
+    cp = checkpoint({"a": [1, 2], "b": "x"})
+    stored = await call(saver, "put", config(thread), cp, {}, cp["channel_versions"])
+    doc, _ = await _stored(saver, thread)
+    blob = saver.codec.decode(doc["checkpoint"])
+    assert "id" not in blob
+    assert "channel_values" not in blob
+    assert blob == {k: v for k, v in cp.items() if k not in ("id", "channel_values")}
+    got = await call(saver, "get_tuple", stored)
+    assert got.checkpoint == cp
+    [found] = await listed(saver, config(thread))
+    assert found.checkpoint == cp
