@@ -65,3 +65,23 @@ async def test_the_serialized_checkpoint_leaves_out_its_id_and_values(saver: Any
     assert got.checkpoint == cp
     [found] = await listed(saver, config(thread))
     assert found.checkpoint == cp
+
+
+async def test_msgpack_values_carry_no_type(saver: Any) -> None:
+    """LangGraph's serializer writes "msgpack" for almost every value: it is implied, and
+    a value stored as a field of its own is then its bare bytes. Any other type is named."""
+    thread = new_thread()
+    cp = checkpoint({"text": "hello", "raw": b"\x00\x01"})
+    stored = await call(saver, "put", config(thread), cp, {}, cp["channel_versions"])
+    await call(saver, "put_writes", stored, [("text", "hi"), ("raw", b"\x02")], "task")
+    doc, writes = await _stored(saver, thread)
+    assert isinstance(doc["checkpoint"], bytes)
+    entries = {entry["channel"]: entry for entry in doc["channel_values"]}
+    assert "type" not in entries["text"]
+    assert entries["raw"]["type"] == "bytes"
+    values = {write["channel"]: write["value"] for write in writes}
+    assert isinstance(values["text"], bytes)
+    assert values["raw"] == {"type": "bytes", "data": b"\x02"}
+    got = await call(saver, "get_tuple", stored)
+    assert got.checkpoint["channel_values"] == {"text": "hello", "raw": b"\x00\x01"}
+    assert sorted(got.pending_writes) == [("task", "raw", b"\x02"), ("task", "text", "hi")]

@@ -2,7 +2,9 @@
 
 The stored form is a `StoredValue`: `{"type": <serializer type>, "data": <bytes>}`, plus
 `"compression": "zstd"` (or `"zlib"`) when the bytes are compressed, so data written with any
-setting stays readable with any other.
+setting stays readable with any other. `type` is left out when it is "msgpack" (what
+LangGraph's serializer writes for almost every value: 18 bytes less per value), and a value
+stored as a field of its own (`StoredField`) is then its bare bytes (11 bytes less again).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any, Literal
 import zstandard
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from langgraph.checkpoint.mongo._schema import F, StoredValue
+from langgraph.checkpoint.mongo._schema import F, StoredField, StoredValue
 
 Compression = Literal["zlib", "zstd"]
 COMPRESSIONS: tuple[Compression, ...] = ("zlib", "zstd")
@@ -34,6 +36,9 @@ _DECOMPRESS: dict[str, Callable[[bytes], bytes]] = {
 # Below this size compression saves too little to pay for itself.
 MIN_COMPRESSED_SIZE = 1024
 
+# The serializer type a stored value does not name (`JsonPlusSerializer`'s usual one).
+IMPLIED_TYPE = "msgpack"
+
 
 def check_compression(compression: Any) -> Compression | None:
     if compression is not None and compression not in COMPRESSIONS:
@@ -48,14 +53,25 @@ class Codec:
 
     def encode(self, value: Any) -> StoredValue:
         type_, data = self.serde.dumps_typed(value)
+        stored: StoredValue = {F.DATA: data}
+        if type_ != IMPLIED_TYPE:
+            stored[F.TYPE] = type_
         if self.compression is not None and len(data) >= MIN_COMPRESSED_SIZE:
             compressed = _COMPRESS[self.compression](data)
             # Encrypted or already-compressed bytes do not shrink: keep them as they are.
             if len(compressed) < len(data):
-                return {F.TYPE: type_, F.DATA: compressed, F.COMPRESSION: self.compression}
-        return {F.TYPE: type_, F.DATA: data}
+                stored[F.DATA] = compressed
+                stored[F.COMPRESSION] = self.compression
+        return stored
 
-    def decode(self, stored: StoredValue) -> Any:
+    def encode_field(self, value: Any) -> StoredField:
+        """`encode`, as bare bytes when there is nothing to say beside them."""
+        stored = self.encode(value)
+        return stored[F.DATA] if stored.keys() == {F.DATA} else stored
+
+    def decode(self, stored: StoredField) -> Any:
+        if isinstance(stored, bytes):
+            return self.serde.loads_typed((IMPLIED_TYPE, stored))
         data = bytes(stored[F.DATA])
         compression = stored.get(F.COMPRESSION)
         if compression is not None:
@@ -65,4 +81,4 @@ class Codec:
                     "langgraph-checkpoint-mongo cannot read"
                 )
             data = _DECOMPRESS[compression](data)
-        return self.serde.loads_typed((stored[F.TYPE], data))
+        return self.serde.loads_typed((stored.get(F.TYPE, IMPLIED_TYPE), data))

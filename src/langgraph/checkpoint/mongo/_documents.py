@@ -73,11 +73,19 @@ def _within_size_limit(doc: D, what: Label, ref: CheckpointRef) -> D:
     return doc
 
 
-def _encoded(codec: Codec, value: Any, what: Label, parts: tuple[str, Any] | None = None) -> Any:
-    """Serialize `value`; a value the serializer refuses is named, down to the key that
-    holds it when `parts` (`(name, mapping)`) has one, and nothing has been sent yet."""
+def _encoded(
+    codec: Codec,
+    value: Any,
+    what: Label,
+    parts: tuple[str, Any] | None = None,
+    *,
+    field: bool = False,
+) -> Any:
+    """Serialize `value` (`field`: as a `StoredField`); a value the serializer refuses is
+    named, down to the key that holds it when `parts` (`(name, mapping)`) has one, and
+    nothing has been sent yet."""
     try:
-        return codec.encode(value)
+        return codec.encode_field(value) if field else codec.encode(value)
     except (TypeError, ValueError) as exc:
         name, mapping = parts or (what(), None)
         label = name
@@ -165,7 +173,7 @@ def checkpoint_document(
         F.ID: checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
         F.THREAD_ID: ref.thread_id,
         F.PARENT_CHECKPOINT_ID: ref.checkpoint_id,
-        F.CHECKPOINT: _encoded(codec, _blob(checkpoint), lambda: "checkpoint"),
+        F.CHECKPOINT: _encoded(codec, _blob(checkpoint), lambda: "checkpoint", field=True),
         F.CHANNEL_VALUES: list(values.values()),
         F.REPLAYED_CHANNELS: _replayed_channels(full_metadata),
         F.METADATA: readable_metadata(returned_metadata),
@@ -218,7 +226,7 @@ def write_documents(
             F.THREAD_ID: ref.thread_id,
             F.TASK_PATH: task_path,
             F.CHANNEL: channel,
-            F.VALUE: _encoded(codec, value, _write_label(position, channel)),
+            F.VALUE: _encoded(codec, value, _write_label(position, channel), field=True),
         }
         if touched_at is not None:
             document[F.TOUCHED_AT] = touched_at
@@ -249,7 +257,7 @@ def _ours(doc: D) -> D:
     `langgraph-checkpoint-mongodb` uses the same default collection names, with
     `checkpoint` as raw bytes beside a top-level `type`.
     """
-    if isinstance(doc.get(F.CHECKPOINT), Mapping) and F.SERIALIZED_METADATA in doc:
+    if F.TYPE not in doc and F.SERIALIZED_METADATA in doc:
         return doc
     raise ValueError(
         f"checkpoint document {shown(doc.get(F.ID))} was not written by "

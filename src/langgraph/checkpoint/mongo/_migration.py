@@ -48,6 +48,7 @@ from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
     CheckpointKey,
     F,
+    StoredField,
     WriteDocument,
 )
 from langgraph.checkpoint.mongo._ttl import ThreadExpiry
@@ -345,10 +346,10 @@ def _write_fields(key: Any) -> tuple[str, str, str, str, int]:
     return (*key_fields(key[F.CHECKPOINT]), key[F.TASK_ID], key[F.IDX])
 
 
-def _same_value(codec: Codec, stored: Any, built: Any) -> bool:
+def _same_value(codec: Codec, stored: StoredField, built: StoredField) -> bool:
     """The same bytes, or (with a serializer that encrypts, or another compression) values
     that decode equal."""
-    return dict(stored) == dict(built) or codec.decode(stored) == codec.decode(built)
+    return stored == built or codec.decode(stored) == codec.decode(built)
 
 
 def _values_differ(codec: Codec, stored: Any, built: Any) -> bool:

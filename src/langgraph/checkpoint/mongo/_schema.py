@@ -75,15 +75,21 @@ class WriteKey(TypedDict):
     idx: int
 
 
-class _Compressed(TypedDict, total=False):
+class _TypedCompressed(TypedDict, total=False):
+    # Absent for LangGraph's default serializer type, "msgpack" (see `_codec`).
+    type: str
     compression: str
 
 
-class StoredValue(_Compressed):
+class StoredValue(_TypedCompressed):
     """A serialized value: the serializer's type and bytes, maybe compressed."""
 
-    type: str
     data: bytes
+
+
+# A value stored as a field of its own (a checkpoint, a write's value): plain bytes when
+# they are uncompressed msgpack, else a `StoredValue` (see `_codec`).
+StoredField = StoredValue | bytes
 
 
 class ChannelValue(StoredValue):
@@ -104,7 +110,7 @@ class WriteDocument(_Stamped):
     thread_id: str
     task_path: str
     channel: str
-    value: StoredValue
+    value: StoredField
 
 
 class _CheckpointRead(_Stamped):
@@ -114,7 +120,7 @@ class _CheckpointRead(_Stamped):
     # A copy of `_id.thread_id`: the shard key, which every command of a thread names.
     thread_id: str
     parent_checkpoint_id: str | None
-    checkpoint: StoredValue
+    checkpoint: StoredField
     channel_values: list[ChannelValue]
     serialized_metadata: StoredValue
 
