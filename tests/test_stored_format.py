@@ -85,3 +85,16 @@ async def test_msgpack_values_carry_no_type(saver: Any) -> None:
     got = await call(saver, "get_tuple", stored)
     assert got.checkpoint["channel_values"] == {"text": "hello", "raw": b"\x00\x01"}
     assert sorted(got.pending_writes) == [("task", "raw", b"\x02"), ("task", "text", "hi")]
+
+
+async def test_a_none_write_is_stored_as_null(saver: Any) -> None:
+    """Every edge of a graph writes `None` (`branch:to:<node>`): it costs a null."""
+    thread = new_thread()
+    cp = checkpoint({"a": 1})
+    stored = await call(saver, "put", config(thread), cp, {}, cp["channel_versions"])
+    await call(saver, "put_writes", stored, [("branch:to:node", None)], "task")
+    _, [write] = await _stored(saver, thread)
+    assert "value" in write
+    assert write["value"] is None
+    got = await call(saver, "get_tuple", stored)
+    assert got.pending_writes == [("task", "branch:to:node", None)]

@@ -5,6 +5,8 @@ The stored form is a `StoredValue`: `{"type": <serializer type>, "data": <bytes>
 setting stays readable with any other. `type` is left out when it is "msgpack" (what
 LangGraph's serializer writes for almost every value: 18 bytes less per value), and a value
 stored as a field of its own (`StoredField`) is then its bare bytes (11 bytes less again).
+Such a value that serializes to `("null", b"")` (LangGraph's `None`, which every edge of a
+graph writes) is stored as BSON null: 31 bytes less.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ MIN_COMPRESSED_SIZE = 1024
 
 # The serializer type a stored value does not name (`JsonPlusSerializer`'s usual one).
 IMPLIED_TYPE = "msgpack"
+# What `JsonPlusSerializer` makes of `None`, stored as null.
+_NULL: StoredValue = {F.DATA: b"", F.TYPE: "null"}
 
 
 def check_compression(compression: Any) -> Compression | None:
@@ -67,9 +71,13 @@ class Codec:
     def encode_field(self, value: Any) -> StoredField:
         """`encode`, as bare bytes when there is nothing to say beside them."""
         stored = self.encode(value)
+        if stored == _NULL:
+            return None
         return stored[F.DATA] if stored.keys() == {F.DATA} else stored
 
     def decode(self, stored: StoredField) -> Any:
+        if stored is None:
+            stored = _NULL
         if isinstance(stored, bytes):
             return self.serde.loads_typed((IMPLIED_TYPE, stored))
         data = bytes(stored[F.DATA])

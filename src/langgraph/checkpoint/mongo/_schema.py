@@ -88,8 +88,9 @@ class StoredValue(_TypedCompressed):
 
 
 # A value stored as a field of its own (a checkpoint, a write's value): plain bytes when
-# they are uncompressed msgpack, else a `StoredValue` (see `_codec`).
-StoredField = StoredValue | bytes
+# they are uncompressed msgpack, null for the serializer's empty "null", else a
+# `StoredValue` (see `_codec`).
+StoredField = StoredValue | bytes | None
 
 
 class ChannelValue(StoredValue):
