@@ -291,11 +291,12 @@ def _safe_key(key: Any) -> bool:
 
 
 def readable_metadata(value: Any) -> Any:
-    """A plain-BSON copy of the metadata, for people and for the `run_id` index.
+    """A plain-BSON copy of the metadata, for people, filters and the `run_id` index.
 
     It is lossy by design (tuples become arrays, keys a server would read as paths or
     operators are left out, ints beyond 64 bits become decimals, exotic values become
-    their `str`); the exact metadata is read back from its serialized copy.
+    their `str`); where it is not exact (`readable_is_exact`), the serializer's copy is
+    stored beside it.
     """
     if value is None or isinstance(value, (bool, float, str, bytes)):
         return value
@@ -306,3 +307,33 @@ def readable_metadata(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {k: readable_metadata(v) for k, v in value.items() if _safe_key(k)}
     return str(value)
+
+
+def readable_is_exact(value: Any) -> bool:
+    """Whether `readable_metadata(value)` reads back as `value` itself: plain types only
+    (exact types: an int enum, a str subclass or a tuple would come back as another
+    type), ints that fit BSON's 64 bits, dicts whose keys it keeps."""
+    kind = type(value)
+    if value is None or kind is bool or kind is str or kind is float:
+        return True
+    if kind is int:
+        return _INT64_MIN <= int(value) <= _INT64_MAX
+    if kind is list:
+        return all(readable_is_exact(v) for v in value)
+    if kind is dict:
+        return all(
+            type(k) is str and _safe_key(k) and readable_is_exact(v) for k, v in value.items()
+        )
+    return False
+
+
+def from_readable(value: Any) -> Any:
+    """An exact readable copy as read back, in the types the serializer returns: plain
+    dicts (whatever the client's `document_class`) and ints (BSON int64 reads as `Int64`)."""
+    if isinstance(value, Mapping):
+        return {k: from_readable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_readable(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)
+    return value

@@ -37,6 +37,7 @@ from langgraph.checkpoint.mongo._documents import (
     checkpoint_tuple,
     moved_checkpoint,
     moved_write,
+    stored_metadata,
     unchanged_channels,
     write_documents,
 )
@@ -451,7 +452,7 @@ def _delete_checkpoints(keys: Sequence[CheckpointKey]) -> Plan[None]:
 
 
 def _run_id(codec: Codec, doc: MetadataDocument) -> str | None:
-    run_id = codec.decode(doc[F.SERIALIZED_METADATA]).get("run_id")
+    run_id = stored_metadata(codec, doc).get("run_id")
     return run_id if isinstance(run_id, str) else None
 
 

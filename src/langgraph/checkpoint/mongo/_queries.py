@@ -30,6 +30,10 @@ def upsert_filter(doc: Mapping[str, Any]) -> dict[str, Any]:
     return {F.ID: doc[F.ID], F.THREAD_ID: doc[F.THREAD_ID]}
 
 
+# Checkpoint fields stored only where they are needed (see `_documents`).
+_OPTIONAL_CHECKPOINT_FIELDS = (F.SERIALIZED_METADATA, F.METADATA_TERMS, F.REPLAYED_CHANNELS)
+
+
 def upsert(
     doc: Mapping[str, Any], *, keep_existing: bool = False
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -42,6 +46,12 @@ def upsert(
     """
     fields = {k: v for k, v in doc.items() if k not in (F.ID, F.TOUCHED_AT)}
     update: dict[str, Any] = {"$setOnInsert" if keep_existing else "$set": fields}
+    if not keep_existing and F.METADATA in doc:
+        # A checkpoint stored again (a copy overwritten, a document of an older version)
+        # loses the optional fields its new version has not: they described the old one.
+        absent = {name: "" for name in _OPTIONAL_CHECKPOINT_FIELDS if name not in doc}
+        if absent:
+            update["$unset"] = absent
     if F.TOUCHED_AT in doc:
         update["$max"] = {F.TOUCHED_AT: doc[F.TOUCHED_AT]}
     return upsert_filter(doc), update
@@ -99,9 +109,8 @@ def writes_of(keys: list[CheckpointKey], channels: list[str] | None = None) -> d
 
 # Reads.
 
-# Fields a read never needs: the readable metadata and the filter terms.
+# Fields a read never needs: the filter terms and the delta walk's channel names.
 _READ_PROJECTION = {
-    F.METADATA: 0,
     F.METADATA_TERMS: 0,
     F.REPLAYED_CHANNELS: 0,
 }
@@ -290,8 +299,9 @@ RUN_ID_PATH = f"{F.METADATA}.run_id"
 
 def of_runs(run_ids: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """`find` filter and projection: the checkpoints these runs may have written, with
-    their exact metadata (the index narrows; the exact metadata decides)."""
-    return {RUN_ID_PATH: {"$in": run_ids}}, {F.ID: 1, F.SERIALIZED_METADATA: 1}
+    their exact `run_id` (the index narrows; the exact metadata decides): the readable
+    one, or the serializer's copy where a document keeps one."""
+    return {RUN_ID_PATH: {"$in": run_ids}}, {F.ID: 1, RUN_ID_PATH: 1, F.SERIALIZED_METADATA: 1}
 
 
 # Indexes.

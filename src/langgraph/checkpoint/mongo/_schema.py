@@ -28,7 +28,8 @@ class F:
     CHANNEL_VALUES: Final = "channel_values"
     # `DeltaChannel`s not snapshotted here, rebuilt from ancestors' writes on read.
     REPLAYED_CHANNELS: Final = "replayed_channels"
-    # The metadata three ways: readable BSON, the serializer's exact copy, filter terms.
+    # The metadata as readable BSON; the serializer's copy where that is not exact, and
+    # filter terms where it cannot answer a filter exactly (see `_metadata`).
     METADATA: Final = "metadata"
     SERIALIZED_METADATA: Final = "serialized_metadata"
     METADATA_TERMS: Final = "metadata_terms"
@@ -101,7 +102,11 @@ class WriteDocument(_Stamped):
     value: StoredValue
 
 
-class _CheckpointRead(_Stamped):
+class _SerializedMetadata(TypedDict, total=False):
+    serialized_metadata: StoredValue
+
+
+class _CheckpointRead(_Stamped, _SerializedMetadata):
     """The fields of a checkpoint document that a read returns."""
 
     _id: CheckpointKey
@@ -111,14 +116,13 @@ class _CheckpointRead(_Stamped):
     parent_checkpoint_id: str | None
     checkpoint: StoredValue
     channel_values: list[ChannelValue]
-    serialized_metadata: StoredValue
+    metadata: Any
 
 
 class CheckpointDocument(_CheckpointRead):
     """A checkpoint, as `put` stores it."""
 
     replayed_channels: list[str]
-    metadata: Any
     metadata_terms: list[bytes]
 
 
@@ -133,11 +137,12 @@ class JoinedCheckpoint(_CheckpointRead, Joined):
     """A checkpoint as `get_tuple` and `list` read it: with its pending writes."""
 
 
-class MetadataDocument(TypedDict):
-    """A checkpoint's key and exact metadata: what `delete_for_runs` reads to find runs."""
+class MetadataDocument(_SerializedMetadata):
+    """A checkpoint's key and exact run id: what `delete_for_runs` reads to find runs."""
 
     _id: CheckpointKey
-    serialized_metadata: StoredValue
+    # `run_id` alone (a projection of `metadata.run_id`).
+    metadata: Any
 
 
 class ChannelName(TypedDict):

@@ -1,0 +1,114 @@
+"""Which copies of the metadata a checkpoint document keeps, and that each read gets the
+metadata back exactly from whichever copy is there (see `_documents` and `_metadata`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import math
+import uuid
+from decimal import Decimal
+from typing import Any
+
+import bson
+import pytest
+from bson.codec_options import CodecOptions
+from bson.raw_bson import RawBSONDocument
+from bson.son import SON
+
+from langgraph.checkpoint.mongo._drivers import maybe_await
+from langgraph.checkpoint.mongo._metadata import from_readable
+from support.helpers import call, new_thread, put
+
+
+class Level(enum.IntEnum):
+    HIGH = 1
+
+
+async def stored_document(saver: Any, stored: Any) -> Any:
+    checkpoint_id = stored["configurable"]["checkpoint_id"]
+    return await maybe_await(saver.checkpoint_collection.find_one({"checkpoint_id": checkpoint_id}))
+
+
+def same_types(a: Any, b: Any) -> bool:
+    """Equal, NaN included, with the same type at every level."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same_types(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same_types(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return bool(a == b)
+
+
+# Metadata whose readable copy reads back as itself: no serialized copy.
+EXACT: list[dict[str, Any]] = [
+    {"run_id": "r", "writes": {"node": {"messages": [{"k": None}]}}},
+    {"n": 2**40, "small": -3, "edge": -(2**63), "top": 2**63 - 1},
+    {"f": 0.5, "z": -0.0, "inf": math.inf, "nan": math.nan, "b": True, "none": None},
+    {"nested": [[1, "a"], {"x": [True, 2.5]}], "empty": {}, "list": []},
+]
+# Metadata whose readable copy differs from it: the serialized copy stays.
+INEXACT: list[dict[str, Any]] = [
+    {"n": 2**63},
+    {"n": 2**64 - 1},
+    {"b": b"bytes"},
+    {"level": Level.HIGH},
+    {"d": Decimal("1.5")},
+    {"day": dt.datetime(2026, 1, 1)},
+    {"id": uuid.UUID(int=1)},
+    {"a.b": 1},
+    {"nested": {"$op": 1}},
+    {"nested": {1: "x"}},
+    {"set": {1, 2}},
+]
+
+
+@pytest.mark.parametrize("metadata", EXACT + INEXACT, ids=repr)
+async def test_the_serialized_copy_is_kept_only_where_the_readable_one_is_not_exact(
+    saver: Any, metadata: dict[str, Any]
+) -> None:
+    stored = await put(saver, new_thread(), metadata=metadata)
+    doc = await stored_document(saver, stored)
+    assert ("serialized_metadata" in doc) == (metadata in INEXACT)
+    got = await call(saver, "get_tuple", stored)
+    for key, value in metadata.items():
+        assert same_types(got.metadata[key], value), key
+
+
+async def test_a_checkpoint_stored_again_drops_the_copies_it_no_longer_needs(saver: Any) -> None:
+    thread = new_thread()
+    first = await put(saver, thread, metadata={"k": b"bytes"})
+    checkpoint_id = first["configurable"]["checkpoint_id"]
+    assert "serialized_metadata" in await stored_document(saver, first)
+    again = await put(saver, thread, metadata={"k": "text"}, id=checkpoint_id)
+    assert "serialized_metadata" not in await stored_document(saver, again)
+    assert (await call(saver, "get_tuple", again)).metadata["k"] == "text"
+
+
+async def test_delete_for_runs_reads_the_run_id_from_either_copy(saver: Any) -> None:
+    thread = new_thread()
+    plain = await put(saver, thread, metadata={"run_id": "r1"})
+    exotic = await put(saver, thread, metadata={"run_id": "r1", "b": b"x"})
+    other = await put(saver, thread, metadata={"run_id": "r2", "b": b"x"})
+    assert "serialized_metadata" not in await stored_document(saver, plain)
+    assert "serialized_metadata" in await stored_document(saver, exotic)
+    await call(saver, "delete_for_runs", ["r1"])
+    assert await call(saver, "get_tuple", plain) is None
+    assert await call(saver, "get_tuple", exotic) is None
+    assert await call(saver, "get_tuple", other) is not None
+
+
+@pytest.mark.parametrize(
+    "options",
+    [CodecOptions(), CodecOptions(document_class=SON), CodecOptions(document_class=dict)],
+    ids=["default", "SON", "dict"],
+)
+def test_a_readable_copy_reads_back_in_the_serializers_types(options: CodecOptions) -> None:
+    metadata = {"n": 2**40, "m": 1, "d": {"x": [{"y": 2**50}, True, None]}}
+    read = bson.decode(bson.encode({"metadata": metadata}), codec_options=options)["metadata"]
+    assert same_types(from_readable(read), metadata)
+    raw = RawBSONDocument(bson.encode(metadata))
+    assert same_types(from_readable(raw), metadata)
