@@ -8,6 +8,7 @@ import enum
 import math
 import uuid
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import bson
@@ -15,10 +16,11 @@ import pytest
 from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
 from bson.son import SON
+from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.mongo._drivers import maybe_await
-from langgraph.checkpoint.mongo._metadata import from_readable
-from support.helpers import call, new_thread, put
+from langgraph.checkpoint.mongo._metadata import _equals_term, _present_term, from_readable
+from support.helpers import call, config, ids, listed, new_thread, put
 
 
 class Level(enum.IntEnum):
@@ -84,8 +86,12 @@ async def test_a_checkpoint_stored_again_drops_the_copies_it_no_longer_needs(sav
     checkpoint_id = first["configurable"]["checkpoint_id"]
     assert "serialized_metadata" in await stored_document(saver, first)
     again = await put(saver, thread, metadata={"k": "text"}, id=checkpoint_id)
-    assert "serialized_metadata" not in await stored_document(saver, again)
+    doc = await stored_document(saver, again)
+    assert "serialized_metadata" not in doc
+    assert "metadata_terms" not in doc
     assert (await call(saver, "get_tuple", again)).metadata["k"] == "text"
+    assert await listed(saver, config(thread), filter={"k": b"bytes"}) == []
+    assert ids(await listed(saver, config(thread), filter={"k": "text"})) == [checkpoint_id]
 
 
 async def test_delete_for_runs_reads_the_run_id_from_either_copy(saver: Any) -> None:
@@ -112,3 +118,127 @@ def test_a_readable_copy_reads_back_in_the_serializers_types(options: CodecOptio
     assert same_types(from_readable(read), metadata)
     raw = RawBSONDocument(bson.encode(metadata))
     assert same_types(from_readable(raw), metadata)
+
+
+# Values stored under "k" (one checkpoint each; `MISSING`: no "k" at all), chosen where
+# BSON equality and Python's `==` part ways.
+MISSING = object()
+STORED_VALUES: list[Any] = [
+    MISSING,
+    None,
+    [None],
+    True,
+    1,
+    1.0,
+    0,
+    -0.0,
+    [1],
+    [1, 2],
+    "abc",
+    "00000000-0000-0000-0000-000000000001",
+    uuid.UUID(int=1),
+    1e20,
+    2**64 - 1,
+    2**63 - 1,
+    {"a": 1},
+    {"a": True},
+    {"a": [1]},
+    {"a": 1, "b": 2},
+    {"b": 2, "a": 1},
+    {"a": {"b": 1, "c": 2}},
+    {"a": {"c": 2, "b": 1}},
+    Decimal("0.5"),
+]
+FILTER_VALUES: list[Any] = [
+    None,
+    [None],
+    True,
+    False,
+    1,
+    1.0,
+    Decimal(1),
+    Fraction(1),
+    complex(1, 0),
+    0,
+    -0.0,
+    [1],
+    (1,),
+    [1, 2],
+    2,
+    "abc",
+    "00000000-0000-0000-0000-000000000001",
+    uuid.UUID(int=1),
+    1e20,
+    10**20,
+    10**20 + 1,
+    Decimal("1e20"),
+    2**63 - 1,
+    float(2**63),
+    2**64 - 1,
+    float(2**64),
+    0.5,
+    Decimal("0.5"),
+    Fraction(1, 2),
+    {"a": 1},
+    {"a": 1.0},
+    {"a": True},
+    {"a": [1]},
+    {"a": [True]},
+    {"a": (1,)},
+    {"a": 1, "b": 2},
+    {"b": 2, "a": 1},
+    {"a": {"b": 1, "c": 2}},
+    {"a": {"c": 2, "b": 1}},
+    {},
+    "\ud800",
+    {"\ud800": 1},
+]
+# Keys a server would read as paths or operators, and the empty key.
+UNSAFE_KEYS = ["a.b", "$x", ""]
+
+
+def version_1_terms(metadata: dict[str, Any]) -> list[bytes]:
+    """The terms version 1 stored: two for every key that is not None."""
+    return [
+        term
+        for key, value in metadata.items()
+        if value is not None
+        for term in (_present_term(key), _equals_term(key, value))
+    ]
+
+
+@pytest.mark.parametrize("version", [2, 1])
+async def test_filters_select_what_python_equality_selects(saver: Any, version: int) -> None:
+    thread = new_thread()
+    memory = InMemorySaver()
+    for position, value in enumerate(STORED_VALUES):
+        metadata: dict[str, Any] = {"i": position}
+        if value is not MISSING:
+            metadata["k"] = value
+        metadata[UNSAFE_KEYS[position % 3]] = value if value is not MISSING else 1
+        stored = await put(saver, thread, metadata=metadata)
+        await put(memory, thread, metadata=metadata, id=stored["configurable"]["checkpoint_id"])
+        if version == 1:  # a document stored before version 2, with all its terms
+            returned = (await call(saver, "get_tuple", stored)).metadata
+            await maybe_await(
+                saver.checkpoint_collection.update_one(
+                    {"checkpoint_id": stored["configurable"]["checkpoint_id"]},
+                    {"$set": {"metadata_terms": version_1_terms(returned)}},
+                )
+            )
+    filters = [{"k": value} for value in FILTER_VALUES]
+    filters += [{key: value} for key in UNSAFE_KEYS for value in FILTER_VALUES]
+    filters += [{"k": 1, "i": 4}, {"k": None, "a.b": None}, {"k": [1], "$x": 1}]
+    selected = 0
+    for flt in filters:
+        want = ids(await listed(memory, config(thread), filter=flt))
+        assert ids(await listed(saver, config(thread), filter=flt)) == want, flt
+        selected += bool(want)
+    assert selected > len(filters) // 2  # not vacuous
+
+
+async def test_metadata_of_plain_values_stores_no_terms(saver: Any) -> None:
+    plain = await put(saver, new_thread(), metadata={"run_id": "r", "step": 3, "k": None})
+    assert "metadata_terms" not in await stored_document(saver, plain)
+    exotic = await put(saver, new_thread(), metadata={"run_id": "r", "flag": True})
+    assert len((await stored_document(saver, exotic))["metadata_terms"]) == 2

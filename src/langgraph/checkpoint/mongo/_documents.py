@@ -169,10 +169,12 @@ def checkpoint_document(
         F.CHANNEL_VALUES: list(values.values()),
         F.REPLAYED_CHANNELS: _replayed_channels(full_metadata),
         F.METADATA: readable,
-        F.METADATA_TERMS: metadata_terms(returned_metadata),
     }
     if not readable_is_exact(returned_metadata):
         doc[F.SERIALIZED_METADATA] = serialized_metadata
+    terms = metadata_terms(returned_metadata)
+    if terms:
+        doc[F.METADATA_TERMS] = terms
     if touched_at is not None:
         doc[F.TOUCHED_AT] = touched_at
     stored_as = CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id)

@@ -19,7 +19,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
 
 from langgraph.checkpoint.mongo._commands import Target
 from langgraph.checkpoint.mongo._keys import CheckpointRef
-from langgraph.checkpoint.mongo._metadata import filter_terms
+from langgraph.checkpoint.mongo._metadata import NO_PLAIN, filter_terms
 from langgraph.checkpoint.mongo._schema import CheckpointKey, F
 
 # Writes.
@@ -159,17 +159,26 @@ def get_tuple_pipeline(ref: CheckpointRef, join: WritesJoin) -> list[dict[str, A
 
 
 def metadata_filter(filter: Any) -> dict[str, Any]:
-    """The condition of `list(filter=...)`: membership of opaque terms (see `_metadata`),
-    so every value is data, never an operator."""
-    terms = filter_terms(filter)
-    if terms is None:  # nothing can match
+    """The condition of `list(filter=...)` (see `_metadata`): per key, its terms, or its
+    readable value where the document stores no terms for that key. Every value is data
+    (`$eq`, opaque terms), never an operator."""
+    keys = filter_terms(filter)
+    if keys is None:  # nothing can match
         return {F.METADATA_TERMS: {"$in": []}}
-    condition: dict[str, Any] = {}
-    if terms.required:
-        condition["$all"] = terms.required
-    if terms.absent:
-        condition["$nin"] = terms.absent
-    return {F.METADATA_TERMS: condition} if condition else {}
+    conditions: list[dict[str, Any]] = []
+    for key in keys:
+        untermed = {F.METADATA_TERMS: {"$ne": key.present}}
+        path = f"{F.METADATA}.{key.key}"
+        if key.equals is None:
+            conditions.append({path: None, **untermed} if key.readable else untermed)
+        elif key.plain is NO_PLAIN:
+            conditions.append({F.METADATA_TERMS: key.equals})
+        else:
+            readable = {path: {"$eq": key.plain}, **untermed}
+            conditions.append({"$or": [{F.METADATA_TERMS: key.equals}, readable]})
+    if len(conditions) > 1:
+        return {"$and": conditions}
+    return conditions[0] if conditions else {}
 
 
 def list_pipeline(

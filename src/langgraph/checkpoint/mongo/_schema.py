@@ -119,11 +119,14 @@ class _CheckpointRead(_Stamped, _SerializedMetadata):
     metadata: Any
 
 
-class CheckpointDocument(_CheckpointRead):
+class _MetadataTerms(TypedDict, total=False):
+    metadata_terms: list[bytes]
+
+
+class CheckpointDocument(_CheckpointRead, _MetadataTerms):
     """A checkpoint, as `put` stores it."""
 
     replayed_channels: list[str]
-    metadata_terms: list[bytes]
 
 
 class Joined(TypedDict):
