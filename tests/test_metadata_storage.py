@@ -242,3 +242,27 @@ async def test_metadata_of_plain_values_stores_no_terms(saver: Any) -> None:
     assert "metadata_terms" not in await stored_document(saver, plain)
     exotic = await put(saver, new_thread(), metadata={"run_id": "r", "flag": True})
     assert len((await stored_document(saver, exotic))["metadata_terms"]) == 2
+
+
+@pytest.mark.parametrize("channel", ["messages", "a.b"])
+async def test_replayed_channels_are_named_by_the_readable_counters_or_stored_apart(
+    saver: Any, channel: str
+) -> None:
+    thread = new_thread()
+    seed = await put(saver, thread, values={channel: "snapshot"})
+    replaying = await put(
+        saver,
+        thread,
+        parent=seed["configurable"]["checkpoint_id"],
+        metadata={"counters_since_delta_snapshot": {channel: 1}},
+    )
+    doc = await stored_document(saver, replaying)
+    # A key the readable copy leaves out ("a.b") is not named there: stored apart.
+    assert doc.get("replayed_channels") == (None if channel == "messages" else [channel])
+    await call(saver, "prune", [thread], strategy="keep_latest")
+    # The seed stays: the surviving checkpoint rebuilds the channel from it.
+    assert await call(saver, "get_tuple", seed) is not None
+    plain = await put(saver, thread, parent=replaying["configurable"]["checkpoint_id"])
+    assert "replayed_channels" not in await stored_document(saver, plain)
+    await call(saver, "prune", [thread], strategy="keep_latest")
+    assert await call(saver, "get_tuple", seed) is None

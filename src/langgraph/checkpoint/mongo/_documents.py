@@ -38,6 +38,7 @@ from langgraph.checkpoint.mongo._keys import (
     write_key,
 )
 from langgraph.checkpoint.mongo._metadata import (
+    DELTA_COUNTERS,
     from_readable,
     metadata_terms,
     readable_is_exact,
@@ -104,7 +105,7 @@ def _require_mapping(value: Any, what: str) -> Mapping[str, Any]:
 
 def _replayed_channels(metadata: Mapping[str, Any]) -> list[str]:
     """The `DeltaChannel`s LangGraph counts as not snapshotted (its own metadata field)."""
-    counters = metadata.get("counters_since_delta_snapshot")
+    counters = metadata.get(DELTA_COUNTERS)
     if not isinstance(counters, Mapping):
         return []
     return sorted(k for k in counters if isinstance(k, str))
@@ -167,9 +168,15 @@ def checkpoint_document(
         # The checkpoint without its values, which follow one entry per channel.
         F.CHECKPOINT: _encoded(codec, {**checkpoint, "channel_values": {}}, lambda: "checkpoint"),
         F.CHANNEL_VALUES: list(values.values()),
-        F.REPLAYED_CHANNELS: _replayed_channels(full_metadata),
         F.METADATA: readable,
     }
+    replayed = _replayed_channels(full_metadata)
+    readable_counters = readable.get(DELTA_COUNTERS) if isinstance(readable, Mapping) else None
+    if replayed and not (
+        isinstance(readable_counters, Mapping) and sorted(readable_counters) == replayed
+    ):
+        # Only where the readable counters do not name them (see `_delta.replayed`).
+        doc[F.REPLAYED_CHANNELS] = replayed
     if not readable_is_exact(returned_metadata):
         doc[F.SERIALIZED_METADATA] = serialized_metadata
     terms = metadata_terms(returned_metadata)

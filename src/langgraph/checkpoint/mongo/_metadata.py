@@ -99,6 +99,10 @@ from bson.decimal128 import Decimal128
 
 from langgraph.checkpoint.mongo._keys import require_str
 
+# LangGraph's metadata entry that counts the writes of each `DeltaChannel` not
+# snapshotted since: its keys are the channels a checkpoint rebuilds from its ancestors.
+DELTA_COUNTERS = "counters_since_delta_snapshot"
+
 # The version of the stored terms' format described above.
 METADATA_TERMS_VERSION = 2
 

@@ -19,7 +19,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
 
 from langgraph.checkpoint.mongo._commands import Target
 from langgraph.checkpoint.mongo._keys import CheckpointRef
-from langgraph.checkpoint.mongo._metadata import NO_PLAIN, filter_terms
+from langgraph.checkpoint.mongo._metadata import DELTA_COUNTERS, NO_PLAIN, filter_terms
 from langgraph.checkpoint.mongo._schema import CheckpointKey, F
 
 # Writes.
@@ -252,6 +252,8 @@ LINEAGE_PROJECTION = {
     # The stored channels' names, not their values.
     f"{F.CHANNEL_VALUES}.{F.CHANNEL}": 1,
     F.REPLAYED_CHANNELS: 1,
+    # Where `replayed_channels` is left out, the channels are these counters' keys.
+    f"{F.METADATA}.{DELTA_COUNTERS}": 1,
 }
 # Lineage documents are small (ids and channel names); one large batch keeps a lineage
 # read to one round trip up to the 16 MiB reply limit (some 50,000 checkpoints).

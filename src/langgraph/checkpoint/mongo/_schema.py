@@ -123,10 +123,12 @@ class _MetadataTerms(TypedDict, total=False):
     metadata_terms: list[bytes]
 
 
-class CheckpointDocument(_CheckpointRead, _MetadataTerms):
-    """A checkpoint, as `put` stores it."""
-
+class _ReplayedChannels(TypedDict, total=False):
     replayed_channels: list[str]
+
+
+class CheckpointDocument(_CheckpointRead, _MetadataTerms, _ReplayedChannels):
+    """A checkpoint, as `put` stores it."""
 
 
 class Joined(TypedDict):
@@ -152,7 +154,13 @@ class ChannelName(TypedDict):
     channel: str
 
 
-class LineageDocument(TypedDict):
+class _Counters(TypedDict, total=False):
+    # `counters_since_delta_snapshot` alone: where `replayed_channels` is left out, its
+    # keys name the replayed channels.
+    metadata: Any
+
+
+class LineageDocument(_ReplayedChannels, _Counters):
     """The few fields of a checkpoint that the delta-history walk reads for every
     checkpoint of a namespace."""
 
@@ -162,7 +170,6 @@ class LineageDocument(TypedDict):
     parent_checkpoint_id: str | None
     # Each stored channel's name alone (a projection of `channel_values.channel`).
     channel_values: list[ChannelName]
-    replayed_channels: list[str]
 
 
 class _SeedValues(TypedDict, total=False):
