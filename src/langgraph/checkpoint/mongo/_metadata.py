@@ -399,7 +399,7 @@ class KeyFilter:
     plain: Any
 
 
-def filter_terms(filter: Any) -> list[KeyFilter] | None:
+def key_filters(filter: Any) -> list[KeyFilter] | None:
     """What a `list(filter=...)` asks of each key; `None` when nothing can match."""
     if filter is None:
         return []

@@ -19,7 +19,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
 
 from langgraph.checkpoint.mongo._commands import Target
 from langgraph.checkpoint.mongo._keys import CheckpointRef
-from langgraph.checkpoint.mongo._metadata import DELTA_COUNTERS, NO_PLAIN, filter_terms
+from langgraph.checkpoint.mongo._metadata import DELTA_COUNTERS, NO_PLAIN, key_filters
 from langgraph.checkpoint.mongo._schema import CheckpointKey, F
 
 # Writes.
@@ -162,7 +162,7 @@ def metadata_filter(filter: Any) -> dict[str, Any]:
     """The condition of `list(filter=...)` (see `_metadata`): per key, its terms, or its
     readable value where the document stores no terms for that key. Every value is data
     (`$eq`, opaque terms), never an operator."""
-    keys = filter_terms(filter)
+    keys = key_filters(filter)
     if keys is None:  # nothing can match
         return {F.METADATA_TERMS: {"$in": []}}
     conditions: list[dict[str, Any]] = []
