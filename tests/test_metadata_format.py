@@ -1,15 +1,19 @@
 """The stored format of the metadata terms, pinned byte for byte.
 
-Every checkpoint stores these terms and `list(filter=...)` matches on them (see the
-docstring of `_metadata`), so a change to the canonical encoding or to its hashing makes
-the checkpoints already stored stop matching filters. Such a change must bump
-`METADATA_TERMS_VERSION` (and come with a migration of `metadata_terms`): these fixed
-values, computed once, make it fail here first.
+Checkpoints store these terms for the values their readable metadata cannot answer a
+filter on exactly, and `list(filter=...)` matches on them (see the docstring of
+`_metadata`), so a change to the canonical encoding, to its hashing or to which values
+get terms can make the checkpoints already stored stop matching filters. Such a change
+must bump `METADATA_TERMS_VERSION` (and come with a migration of `metadata_terms`, unless
+the new queries still match the old documents): these fixed values, computed once, make
+it fail here first.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import enum
+import math
 import re
 import uuid
 from decimal import Decimal
@@ -27,6 +31,7 @@ from langgraph.checkpoint.mongo._metadata import (
     _present_term,
     metadata_terms,
 )
+from langgraph.checkpoint.mongo._queries import metadata_filter
 
 PLUS_ONE = dt.timezone(dt.timedelta(hours=1))
 MINUS_TWO = dt.timezone(dt.timedelta(hours=-2))
@@ -168,7 +173,7 @@ K_PRESENT = b"k\x06\x86\x43\x5f\xdf\x46\xf2\xda\xfc\xf9\x5e\x8f\x3d\xc1\xd5\xf2"
 
 
 def test_the_version_these_values_pin() -> None:
-    assert METADATA_TERMS_VERSION == 1
+    assert METADATA_TERMS_VERSION == 2
 
 
 @pytest.mark.parametrize(
@@ -190,11 +195,89 @@ def test_every_documented_tag_is_pinned() -> None:
     assert set(documented) == {tag for tag, *_ in FORMAT}
 
 
-def test_a_document_stores_two_terms_per_key_that_is_not_none() -> None:
+def test_the_terms_of_a_key_are_pinned() -> None:
     assert _present_term("k") == K_PRESENT
-    assert metadata_terms({"k": 1, "n": None, "s": "x"}) == [
+    assert (
+        _present_term("s") == b"k\x12\x57\xfe\xfe\x1d\x9f\x2c\xad\x44\x08\xe3\x92\x3a\xb6\x5a\xa8"
+    )
+    assert (
+        _equals_term("s", "x")
+        == b"v\xa5\xfe\xc1\x1b\x18\x53\x6e\xe3\x62\x91\xc6\x2c\x47\x5b\x9e\x3b"
+    )
+
+
+class Level(enum.IntEnum):
+    HIGH = 1
+
+
+class Text(str):
+    pass
+
+
+# Values the readable copy answers every filter on exactly: no terms (version 2).
+PLAIN: list[Any] = [
+    "x",
+    1,
+    -(2**63),
+    2**63 - 1,
+    0.5,
+    -0.0,
+    math.inf,
+    {},
+    {"a": 1},
+    {"": "x"},
+    {"a": [None, [1, 2.5], {"b": "c"}, []]},
+]
+# Values it does not: a "present" and an "equals" term, as in version 1.
+TERMED: list[Any] = [
+    True,
+    False,
+    2**63,
+    math.nan,
+    [],
+    ["x"],
+    (1,),
+    {"a": 1, "b": 2},
+    {"a": True},
+    {"a": [False]},
+    {"a": (1,)},
+    {"a.b": 1},
+    {"$a": 1},
+    {1: "x"},
+    {"a": {"b": 1, "c": 2}},
+    b"x",
+    Decimal(1),
+    Level.HIGH,
+    Text("x"),
+    uuid.UUID(int=1),
+    {1, 2},
+]
+
+
+@pytest.mark.parametrize("value", PLAIN, ids=repr)
+def test_a_plain_value_stores_no_terms(value: Any) -> None:
+    assert metadata_terms({"k": value, "n": None}) == []
+
+
+@pytest.mark.parametrize("value", TERMED, ids=repr)
+def test_any_other_value_stores_two_terms(value: Any) -> None:
+    assert metadata_terms({"k": value, "n": None, "s": "x"}) == [
         K_PRESENT,
-        b"v\x50\x6f\xd2\x3c\xb1\xa8\x45\xb4\x7b\x5e\x42\x55\x22\xbb\x5a\x31",
-        b"k\x12\x57\xfe\xfe\x1d\x9f\x2c\xad\x44\x08\xe3\x92\x3a\xb6\x5a\xa8",
-        b"v\xa5\xfe\xc1\x1b\x18\x53\x6e\xe3\x62\x91\xc6\x2c\x47\x5b\x9e\x3b",
+        _equals_term("k", value),
     ]
+
+
+@pytest.mark.parametrize("key", ["", "a.b", "$a", "a\0b"])
+def test_a_key_that_is_no_plain_path_stores_two_terms(key: str) -> None:
+    assert metadata_terms({key: "x"}) == [_present_term(key), _equals_term(key, "x")]
+
+
+def test_a_document_of_version_1_is_matched_by_its_terms() -> None:
+    """Version 1 stored terms for every key not None: its documents still match, since a
+    termed key is matched by its terms alone and the terms themselves are unchanged."""
+    assert metadata_filter({"k": True}) == {
+        "$or": [
+            {"metadata_terms": FORMAT[1][3]},
+            {"metadata.k": {"$eq": 1}, "metadata_terms": {"$ne": K_PRESENT}},
+        ]
+    }

@@ -76,3 +76,21 @@ async def test_refused_index_names_index_collection_and_fix(saver: Any) -> None:
     assert "skip_indexes={'thread_checkpoint'}" in message
     assert caught.value.collection == saver.writes_collection_name
     await run_setup(saver, skip_indexes={"thread_checkpoint"})
+
+
+async def test_setup_refuses_the_official_savers_collections(saver: Any) -> None:
+    # langgraph-checkpoint-mongodb uses the same default collection names and creates this
+    # index on them; a read of one namespace would not see its documents (they have no
+    # `_id.checkpoint_ns`), so setup() says so instead.
+    await maybe_await(
+        saver.checkpoint_collection.create_index(
+            [("thread_id", 1), ("checkpoint_ns", 1), ("checkpoint_id", -1)], unique=True
+        )
+    )
+    with pytest.raises(ValueError) as caught:
+        await run_setup(saver)
+    message = str(caught.value)
+    assert "thread_id_1_checkpoint_ns_1_checkpoint_id_-1" in message
+    assert saver.checkpoint_collection_name in message
+    assert "langgraph-checkpoint-mongodb" in message
+    assert "checkpoint_collection_name=" in message

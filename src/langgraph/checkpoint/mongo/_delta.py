@@ -23,6 +23,7 @@ from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._documents import pending_writes
 from langgraph.checkpoint.mongo._keys import checkpoint_key, key_fields
+from langgraph.checkpoint.mongo._metadata import DELTA_COUNTERS
 from langgraph.checkpoint.mongo._schema import CheckpointKey, F, HistoryDocument, LineageDocument
 from langgraph.checkpoint.mongo.errors import CheckpointCycleError
 
@@ -79,11 +80,21 @@ def walk(lineage: Lineage, target_id: str | None, channels: Iterable[str]) -> Wa
     return result
 
 
+def replayed_channels(doc: LineageDocument) -> list[str]:
+    """The `DeltaChannel`s a checkpoint rebuilds from its ancestors: stored apart where
+    its readable metadata's counters do not name them exactly, else those counters' keys."""
+    if F.REPLAYED_CHANNELS in doc:
+        return doc[F.REPLAYED_CHANNELS]
+    metadata = doc.get(F.METADATA)
+    counters = metadata.get(DELTA_COUNTERS) if isinstance(metadata, Mapping) else None
+    return list(counters) if isinstance(counters, Mapping) else []
+
+
 def needed_by(lineage: Lineage, survivors: Iterable[str]) -> set[str]:
     """Ancestors the `survivors` rebuild their delta channels from (seeds included)."""
     needed: set[str] = set()
     for checkpoint_id in survivors:
-        replayed = lineage[checkpoint_id].get(F.REPLAYED_CHANNELS, ())
+        replayed = replayed_channels(lineage[checkpoint_id])
         if replayed:
             needed.update(walk(lineage, checkpoint_id, replayed).chain)
     return needed

@@ -1,8 +1,9 @@
 """How checkpoints and pending writes become documents, and documents become tuples.
 
 A checkpoint document embeds the whole serialized checkpoint (one read returns it
-whole) and keeps the metadata three ways: readable BSON, filter terms
-(see `_metadata`), and the serializer's exact copy that `get_tuple` returns.
+whole) and keeps the metadata as readable BSON, plus filter terms where that copy cannot
+answer a filter exactly (see `_metadata`) and the serializer's copy where it does not
+read back as the metadata `get_tuple` returns.
 """
 
 from __future__ import annotations
@@ -37,7 +38,13 @@ from langgraph.checkpoint.mongo._keys import (
     shown,
     write_key,
 )
-from langgraph.checkpoint.mongo._metadata import metadata_terms, readable_metadata
+from langgraph.checkpoint.mongo._metadata import (
+    DELTA_COUNTERS,
+    from_readable,
+    metadata_terms,
+    readable_is_exact,
+    readable_metadata,
+)
 from langgraph.checkpoint.mongo._queries import upsert_filter
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
@@ -107,7 +114,7 @@ def _require_mapping(value: Any, what: str) -> Mapping[str, Any]:
 
 def _replayed_channels(metadata: Mapping[str, Any]) -> list[str]:
     """The `DeltaChannel`s LangGraph counts as not snapshotted (its own metadata field)."""
-    counters = metadata.get("counters_since_delta_snapshot")
+    counters = metadata.get(DELTA_COUNTERS)
     if not isinstance(counters, Mapping):
         return []
     return sorted(k for k in counters if isinstance(k, str))
@@ -160,6 +167,7 @@ def checkpoint_document(
     # Terms and the readable copy describe what `get_tuple` will return, which is the
     # metadata after a serializer round trip (tuples come back as lists, for example).
     returned_metadata = codec.decode(serialized_metadata)
+    readable = readable_metadata(returned_metadata)
     values = encode_channel_values(
         channel_values,
         _require_mapping(checkpoint.get("channel_versions", {}), "checkpoint['channel_versions']"),
@@ -175,11 +183,20 @@ def checkpoint_document(
         F.PARENT_CHECKPOINT_ID: ref.checkpoint_id,
         F.CHECKPOINT: _encoded(codec, _blob(checkpoint), lambda: "checkpoint", field=True),
         F.CHANNEL_VALUES: list(values.values()),
-        F.REPLAYED_CHANNELS: _replayed_channels(full_metadata),
-        F.METADATA: readable_metadata(returned_metadata),
-        F.SERIALIZED_METADATA: serialized_metadata,
-        F.METADATA_TERMS: metadata_terms(returned_metadata),
+        F.METADATA: readable,
     }
+    replayed = _replayed_channels(full_metadata)
+    readable_counters = readable.get(DELTA_COUNTERS) if isinstance(readable, Mapping) else None
+    if replayed and not (
+        isinstance(readable_counters, Mapping) and sorted(readable_counters) == replayed
+    ):
+        # Only where the readable counters do not name them (see `_delta.replayed`).
+        doc[F.REPLAYED_CHANNELS] = replayed
+    if not readable_is_exact(returned_metadata):
+        doc[F.SERIALIZED_METADATA] = serialized_metadata
+    terms = metadata_terms(returned_metadata)
+    if terms:
+        doc[F.METADATA_TERMS] = terms
     if touched_at is not None:
         doc[F.TOUCHED_AT] = touched_at
     stored_as = CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id)
@@ -255,9 +272,9 @@ def _ours(doc: D) -> D:
     """Refuse, by name, a document this package did not write.
 
     `langgraph-checkpoint-mongodb` uses the same default collection names, with
-    `checkpoint` as raw bytes beside a top-level `type`.
+    `checkpoint` as raw bytes beside a top-level `type`, and no `channel_values`.
     """
-    if F.TYPE not in doc and F.SERIALIZED_METADATA in doc:
+    if F.TYPE not in doc and F.CHANNEL_VALUES in doc:
         return doc
     raise ValueError(
         f"checkpoint document {shown(doc.get(F.ID))} was not written by "
@@ -267,6 +284,13 @@ def _ours(doc: D) -> D:
         "writes_collection_name=...) or database; see 'Moving from "
         "langgraph-checkpoint-mongodb' in the README"
     )
+
+
+def stored_metadata(codec: Codec, doc: Mapping[str, Any]) -> Any:
+    """The metadata `get_tuple` returns, from whichever copy a document keeps exactly."""
+    if F.SERIALIZED_METADATA in doc:
+        return codec.decode(doc[F.SERIALIZED_METADATA])
+    return from_readable(doc[F.METADATA])
 
 
 def checkpoint_tuple(codec: Codec, doc: JoinedCheckpoint) -> CheckpointTuple:
@@ -285,7 +309,7 @@ def checkpoint_tuple(codec: Codec, doc: JoinedCheckpoint) -> CheckpointTuple:
     return CheckpointTuple(
         config=CheckpointRef(thread_id, checkpoint_ns, checkpoint_id).config(),
         checkpoint=checkpoint,
-        metadata=codec.decode(doc[F.SERIALIZED_METADATA]),
+        metadata=stored_metadata(codec, doc),
         parent_config=(
             CheckpointRef(thread_id, checkpoint_ns, parent_id).config() if parent_id else None
         ),

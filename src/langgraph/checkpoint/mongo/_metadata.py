@@ -2,11 +2,40 @@
 
 `list(filter=...)` is defined by Python equality on the deserialized metadata
 (`InMemorySaver`: ``filter[k] == metadata.get(k)``). MongoDB's query language differs
-from it (arrays match their elements, ``{"$ne": ...}`` is an operator, dotted keys are
-paths, subdocuments compare in field order). So the saver does not query the readable
-metadata at all: each top-level entry is also stored as an opaque *term*, a hash of a
-canonical encoding for which ``encode(a) == encode(b)`` exactly when ``a == b`` in
-Python, and a filter becomes plain membership of opaque binary values in that array.
+from it: arrays match their elements, ``true`` is not ``1``, subdocuments compare in field
+order, dotted keys are paths, ``{"$ne": ...}`` is an operator. So every checkpoint keeps a
+readable copy of its metadata (`readable_metadata`), and each top-level entry whose
+readable value a server cannot compare exactly as Python does is also stored as two
+opaque *terms* (hashes of a canonical encoding for which ``encode(a) == encode(b)``
+exactly when ``a == b`` in Python).
+
+What is stored, per top-level key ``k`` of the metadata (as `get_tuple` returns it,
+after a serializer round trip):
+
+- value None: nothing (the readable copy holds None);
+- a *plain* value under a *readable* key: nothing but the readable copy. Readable: a str
+  that is no path or operator (no ``.``, no leading ``$``, no NUL) and not empty. Plain
+  (`_stored_plain`), with exact types: a str; an int within 64 bits; a float but NaN; a
+  dict of at most one such key whose value is plain or, inside it, None or a list of
+  plain values. Not plain: bool (BSON ``true != 1``, Python ``True == 1``), a top-level
+  list (a server matches its elements), a dict of two keys or more (field order),
+  anything the readable copy changes (big ints, tuples, exotic values as their ``str``);
+- anything else: the terms ``present(k)`` and ``equals(k, value)`` in `metadata_terms`
+  (the field is left out when no key needs terms).
+
+A filter ``{k: v}`` becomes (several keys: ``$and``; a NaN anywhere matches nothing):
+
+- v None: ``metadata.k`` is null or missing and ``present(k)`` is not stored (a key that
+  is not readable: only the latter);
+- otherwise: ``equals(k, v)`` is stored, or, when `filter_plain` finds the BSON value p
+  that equals v exactly as Python compares them with plain values (``True`` -> ``1``,
+  ``10**20`` -> ``1e20``, a str subclass -> its str; none for a list, a tuple, a dict of
+  two keys...), ``metadata.k`` ``$eq`` p and ``present(k)`` is not stored. That last
+  condition keeps the readable branch off termed values (an array that would match by
+  element, an exotic value whose ``str`` equals v).
+
+Values are always data (``$eq``, binary terms), never operators. Documents of version 1
+stored the terms for every key not None: the queries above match them too, by their terms.
 
 The encoding is the same in every process (it never depends on hash order, so not on
 ``PYTHONHASHSEED``). Numbers (``bool``, ``int``, ``float``, ``Decimal``, ``Fraction``,
@@ -16,10 +45,9 @@ values fall back to their type and ``repr`` (``UUID``, ``date``, ``timedelta``, 
 members...), which is right only for types whose ``repr`` is deterministic and tells
 unequal values apart.
 
-Stored format, version `METADATA_TERMS_VERSION` (pinned by tests/test_metadata_format.py).
-Each non-None metadata entry stores two terms in `metadata_terms`, each 17 bytes of BSON
-binary: a kind byte and the 16-byte BLAKE2b hash of UTF-8 text, where `<key>` is the key
-as JSON (``json.dumps``):
+Terms, version `METADATA_TERMS_VERSION` (pinned by tests/test_metadata_format.py): each
+is 17 bytes of BSON binary, a kind byte and the 16-byte BLAKE2b hash of UTF-8 text, where
+`<key>` is the key as JSON (``json.dumps``):
 
 - ``k`` + hash(``<key>``): the key is present (and not None);
 - ``v`` + hash(``<key>=<canonical value>``): the key holds that value.
@@ -49,9 +77,9 @@ The canonical value starts with a tag that says what it encodes:
 
 (1) A repeated or skipped wall time (PEP 495) keeps its time zone instead.
 
-A checkpoint stored with one version of this format matches filters only under the same
-version: any change to it bumps `METADATA_TERMS_VERSION` and needs a migration that
-rewrites `metadata_terms` from `serialized_metadata`.
+A change to the terms, or to which values get them, bumps `METADATA_TERMS_VERSION`, and
+needs a migration that rewrites `metadata_terms` unless the new queries still match the
+documents already stored (as version 2's match version 1's).
 """
 
 from __future__ import annotations
@@ -71,8 +99,12 @@ from bson.decimal128 import Decimal128
 
 from langgraph.checkpoint.mongo._keys import require_str
 
+# LangGraph's metadata entry that counts the writes of each `DeltaChannel` not
+# snapshotted since: its keys are the channels a checkpoint rebuilds from its ancestors.
+DELTA_COUNTERS = "counters_since_delta_snapshot"
+
 # The version of the stored terms' format described above.
-METADATA_TERMS_VERSION = 1
+METADATA_TERMS_VERSION = 2
 
 # A BSON int is at most 64 bits; larger Python ints are kept readable as decimals.
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -246,44 +278,148 @@ def _equals_term(key: str, value: Any) -> bytes:
     return _digest(b"v", json.dumps(key) + "=" + _canonical(value))
 
 
+def _filter_key(key: Any) -> bool:
+    """A key whose value can be read at ``metadata.<key>`` (no path, no operator)."""
+    return type(key) is str and key != "" and _safe_key(key)
+
+
+def _stored_plain(value: Any, nested: bool = False) -> bool:
+    """Whether the readable copy of `value` answers every filter on it exactly, under
+    BSON equality on a server (see the module docstring for why each type is in or out)."""
+    kind = type(value)
+    if kind is str:
+        return True
+    if kind is int:
+        return _INT64_MIN <= int(value) <= _INT64_MAX
+    if kind is float:
+        return not math.isnan(value)
+    if kind is dict:
+        return len(value) <= 1 and all(
+            type(k) is str and _safe_key(k) and _stored_plain(v, True) for k, v in value.items()
+        )
+    if not nested:
+        return False
+    if value is None:
+        return True
+    return kind is list and all(_stored_plain(v, True) for v in value)
+
+
 def metadata_terms(metadata: Mapping[str, Any]) -> list[bytes]:
-    """Terms stored beside the metadata: one "present" and one "equals" term per non-None key."""
+    """Terms stored beside the metadata: a "present" and an "equals" term per key whose
+    value is not None and not answered by the readable copy (`_stored_plain`)."""
     terms: list[bytes] = []
     for key, value in metadata.items():
-        if value is not None:
+        if value is not None and not (_filter_key(key) and _stored_plain(value)):
             terms.append(_present_term(key))
             terms.append(_equals_term(key, value))
     return terms
 
 
+class _NoPlain:
+    """The marker of a filter value that no stored plain value equals."""
+
+
+NO_PLAIN: Any = _NoPlain()
+
+
+def _plain_number(value: Decimal | Fraction) -> Any:
+    """The int64 or float a Decimal or Fraction equals exactly, else `NO_PLAIN`."""
+    if isinstance(value, Decimal) and value.is_infinite():
+        return float(value)
+    integral = (
+        value.denominator == 1
+        if isinstance(value, Fraction)
+        else value == value.to_integral_value()
+    )
+    if integral and _INT64_MIN <= value <= _INT64_MAX:
+        return int(value)
+    try:
+        as_float = float(value)
+    except OverflowError:
+        return NO_PLAIN
+    return as_float if math.isfinite(as_float) and as_float == value else NO_PLAIN
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def filter_plain(value: Any, nested: bool = False) -> Any:
+    """The BSON value a server compares with stored plain values exactly as Python's `==`
+    compares them with `value`, or `NO_PLAIN` when no stored plain value equals `value`
+    (a top-level list is never plain: a server would match its elements)."""
+    if value is None:
+        return None if nested else NO_PLAIN
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        if _INT64_MIN <= value <= _INT64_MAX:
+            return int(value)
+        return _plain_number(Fraction(value))
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        # A lone surrogate is no BSON string, and no stored string holds one.
+        return str.__str__(value) if _utf8(value) else NO_PLAIN
+    if isinstance(value, (Decimal, Fraction)):
+        return _plain_number(value)
+    if isinstance(value, complex):
+        return filter_plain(value.real, nested) if value.imag == 0 else NO_PLAIN
+    if isinstance(value, Mapping):
+        if len(value) > 1:
+            return NO_PLAIN
+        plain: dict[str, Any] = {}
+        for k, v in value.items():
+            inner = filter_plain(v, True)
+            if not (isinstance(k, str) and _safe_key(k) and _utf8(k)) or inner is NO_PLAIN:
+                return NO_PLAIN
+            plain[str.__str__(k)] = inner
+        return plain
+    if isinstance(value, list) and nested:
+        items = [filter_plain(v, True) for v in value]
+        return NO_PLAIN if any(v is NO_PLAIN for v in items) else items
+    return NO_PLAIN
+
+
 @dataclass(frozen=True, slots=True)
-class FilterTerms:
-    """What `list(filter=...)` asks of a checkpoint's terms: all of `required`, none of
-    `absent` (`_queries.metadata_filter` turns it into the query)."""
+class KeyFilter:
+    """What `list(filter=...)` asks of one metadata key (`_queries.metadata_filter` turns
+    it into the query): `equals` is None when it asks for None (missing or None);
+    `readable` says the key can be read at ``metadata.<key>``, and `plain` is the value
+    to compare there (`filter_plain`)."""
 
-    required: list[bytes]
-    absent: list[bytes]
+    key: str
+    present: bytes
+    equals: bytes | None
+    readable: bool
+    plain: Any
 
 
-def filter_terms(filter: Any) -> FilterTerms | None:
-    """The terms a `list(filter=...)` matches by; `None` when nothing can match."""
+def key_filters(filter: Any) -> list[KeyFilter] | None:
+    """What a `list(filter=...)` asks of each key; `None` when nothing can match."""
     if filter is None:
-        return FilterTerms([], [])
+        return []
     if not isinstance(filter, Mapping):
         raise TypeError(f"filter must be a dict of metadata values, got {type(filter).__name__}")
-    required: list[bytes] = []
-    absent: list[bytes] = []
+    keys: list[KeyFilter] = []
     matches_nothing = False
     for key, value in filter.items():
         require_str(key, "filter key")
+        readable = key != "" and _safe_key(key)
         if value is None:
-            # `metadata.get(key) == None`: the key is missing or holds None.
-            absent.append(_present_term(key))
+            keys.append(KeyFilter(key, _present_term(key), None, readable, NO_PLAIN))
         elif _contains_nan(value):
             matches_nothing = True
         else:
-            required.append(_equals_term(key, value))
-    return None if matches_nothing else FilterTerms(required, absent)
+            plain = filter_plain(value) if readable else NO_PLAIN
+            keys.append(
+                KeyFilter(key, _present_term(key), _equals_term(key, value), readable, plain)
+            )
+    return None if matches_nothing else keys
 
 
 def _safe_key(key: Any) -> bool:
@@ -291,11 +427,12 @@ def _safe_key(key: Any) -> bool:
 
 
 def readable_metadata(value: Any) -> Any:
-    """A plain-BSON copy of the metadata, for people and for the `run_id` index.
+    """A plain-BSON copy of the metadata, for people, filters and the `run_id` index.
 
     It is lossy by design (tuples become arrays, keys a server would read as paths or
     operators are left out, ints beyond 64 bits become decimals, exotic values become
-    their `str`); the exact metadata is read back from its serialized copy.
+    their `str`); where it is not exact (`readable_is_exact`), the serializer's copy is
+    stored beside it.
     """
     if value is None or isinstance(value, (bool, float, str, bytes)):
         return value
@@ -306,3 +443,33 @@ def readable_metadata(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {k: readable_metadata(v) for k, v in value.items() if _safe_key(k)}
     return str(value)
+
+
+def readable_is_exact(value: Any) -> bool:
+    """Whether `readable_metadata(value)` reads back as `value` itself: plain types only
+    (exact types: an int enum, a str subclass or a tuple would come back as another
+    type), ints that fit BSON's 64 bits, dicts whose keys it keeps."""
+    kind = type(value)
+    if value is None or kind is bool or kind is str or kind is float:
+        return True
+    if kind is int:
+        return _INT64_MIN <= int(value) <= _INT64_MAX
+    if kind is list:
+        return all(readable_is_exact(v) for v in value)
+    if kind is dict:
+        return all(
+            type(k) is str and _safe_key(k) and readable_is_exact(v) for k, v in value.items()
+        )
+    return False
+
+
+def from_readable(value: Any) -> Any:
+    """An exact readable copy as read back, in the types the serializer returns: plain
+    dicts (whatever the client's `document_class`) and ints (BSON int64 reads as `Int64`)."""
+    if isinstance(value, Mapping):
+        return {k: from_readable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_readable(v) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)
+    return value

@@ -25,6 +25,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, TypeVar
 
+import bson
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
     CheckpointTuple,
@@ -41,6 +42,7 @@ from langgraph.checkpoint.mongo._documents import (
     _ours,
     checkpoint_document,
     checkpoint_tuple,
+    stored_metadata,
     write_documents,
 )
 from langgraph.checkpoint.mongo._keys import CheckpointRef, checkpoint_key, key_fields
@@ -327,7 +329,7 @@ def _built(
 
 # What the target already holds of a thread.
 
-_STORED_PROJECTION = {"metadata": 0, "metadata_terms": 0}
+_STORED_PROJECTION = {"metadata_terms": 0}
 
 
 def _stored(thread_id: str, keys: list[CheckpointKey]) -> Plan[tuple[list[Any], list[Any]]]:
@@ -352,6 +354,14 @@ def _same_value(codec: Codec, stored: StoredField, built: StoredField) -> bool:
     return stored == built or codec.decode(stored) == codec.decode(built)
 
 
+def _same_metadata(codec: Codec, stored: Any, built: CheckpointDocument) -> bool:
+    """The same stored copies (a NaN included), or metadata that decode equal."""
+    copies = (F.METADATA, F.SERIALIZED_METADATA)
+    if all(bson.encode({k: stored.get(k)}) == bson.encode({k: built.get(k)}) for k in copies):
+        return True
+    return bool(stored_metadata(codec, stored) == stored_metadata(codec, built))
+
+
 def _values_differ(codec: Codec, stored: Any, built: Any) -> bool:
     """Channel entries (`{channel, version, type, data}`) differ in channels, versions or values."""
     old, new = stored_values(stored or ()), stored_values(built)
@@ -366,7 +376,7 @@ def _checkpoint_differs(codec: Codec, stored: Any, built: CheckpointDocument) ->
         stored.get("parent_checkpoint_id") != built["parent_checkpoint_id"]
         or not _same_value(codec, stored["checkpoint"], built["checkpoint"])
         or _values_differ(codec, stored.get(F.CHANNEL_VALUES), built[F.CHANNEL_VALUES])
-        or not _same_value(codec, stored["serialized_metadata"], built["serialized_metadata"])
+        or not _same_metadata(codec, stored, built)
     )
 
 
@@ -420,7 +430,7 @@ def _compare(
     if extra[0]:
         # Documents another package wrote (the official saver shares our default names)
         # stop the copy with a message that says so.
-        foreign = {"thread_id": thread_id, "serialized_metadata": {"$exists": False}}
+        foreign = {"thread_id": thread_id, F.CHANNEL_VALUES: {"$exists": False}}
         for doc in (yield Command(Target.CHECKPOINTS, "find", (foreign,), {"limit": 1})):
             _ours(doc)
     if extra != (0, 0):

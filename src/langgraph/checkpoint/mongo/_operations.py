@@ -37,6 +37,7 @@ from langgraph.checkpoint.mongo._documents import (
     checkpoint_tuple,
     moved_checkpoint,
     moved_write,
+    stored_metadata,
     unchanged_channels,
     write_documents,
 )
@@ -88,12 +89,29 @@ def setup(
         )
     if not create_indexes:
         return
+    yield from _refuse_foreign_checkpoints(names[Target.CHECKPOINTS])
     for target, index in _queries.indexes(join):
         if index.document["name"] not in skip:
             yield from _create_index(names[target], target, index)
     if _queries.TTL_INDEX_NAME not in skip:
         for target in (Target.CHECKPOINTS, Target.WRITES):
             yield from _set_thread_ttl(names[target], target, expiry)
+
+
+def _refuse_foreign_checkpoints(collection: str) -> Plan[None]:
+    """Refuse collections that `langgraph-checkpoint-mongodb` writes to (it uses the same
+    default names): reads of one namespace match `_id.checkpoint_ns`, which its documents
+    lack, so without this check such a thread would look empty instead of failing."""
+    existing = yield Command(Target.CHECKPOINTS, "index_information")
+    name = _queries.foreign_index(existing)
+    if name is not None:
+        raise ValueError(
+            f"collection {collection!r} has the index {name!r} on "
+            f"{list(dict(existing[name]['key']))}, which langgraph-checkpoint-mongodb "
+            "creates: it holds that saver's documents. Give this saver its own collections "
+            "(checkpoint_collection_name=..., writes_collection_name=...) or database; see "
+            "'Moving from langgraph-checkpoint-mongodb' in the README"
+        )
 
 
 def _create_index(collection: str, target: Target, index: IndexModel) -> Plan[None]:
@@ -451,7 +469,7 @@ def _delete_checkpoints(keys: Sequence[CheckpointKey]) -> Plan[None]:
 
 
 def _run_id(codec: Codec, doc: MetadataDocument) -> str | None:
-    run_id = codec.decode(doc[F.SERIALIZED_METADATA]).get("run_id")
+    run_id = stored_metadata(codec, doc).get("run_id")
     return run_id if isinstance(run_id, str) else None
 
 

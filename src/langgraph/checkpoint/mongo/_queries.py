@@ -19,7 +19,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
 
 from langgraph.checkpoint.mongo._commands import Target
 from langgraph.checkpoint.mongo._keys import CheckpointRef, key_fields
-from langgraph.checkpoint.mongo._metadata import filter_terms
+from langgraph.checkpoint.mongo._metadata import DELTA_COUNTERS, NO_PLAIN, key_filters
 from langgraph.checkpoint.mongo._schema import CheckpointKey, F, Joined
 
 # Writes.
@@ -28,6 +28,10 @@ from langgraph.checkpoint.mongo._schema import CheckpointKey, F, Joined
 def upsert_filter(doc: Mapping[str, Any]) -> dict[str, Any]:
     """An upsert's filter: the `_id`, and the shard key `thread_id` for sharded clusters."""
     return {F.ID: doc[F.ID], F.THREAD_ID: doc[F.THREAD_ID]}
+
+
+# Checkpoint fields stored only where they are needed (see `_documents`).
+_OPTIONAL_CHECKPOINT_FIELDS = (F.SERIALIZED_METADATA, F.METADATA_TERMS, F.REPLAYED_CHANNELS)
 
 
 def upsert(
@@ -42,6 +46,12 @@ def upsert(
     """
     fields = {k: v for k, v in doc.items() if k not in (F.ID, F.TOUCHED_AT)}
     update: dict[str, Any] = {"$setOnInsert" if keep_existing else "$set": fields}
+    if not keep_existing and F.METADATA in doc:
+        # A checkpoint stored again (a copy overwritten, a document of an older version)
+        # loses the optional fields its new version has not: they described the old one.
+        absent = {name: "" for name in _OPTIONAL_CHECKPOINT_FIELDS if name not in doc}
+        if absent:
+            update["$unset"] = absent
     if F.TOUCHED_AT in doc:
         update["$max"] = {F.TOUCHED_AT: doc[F.TOUCHED_AT]}
     return upsert_filter(doc), update
@@ -104,9 +114,8 @@ def writes_of(keys: list[CheckpointKey], channels: list[str] | None = None) -> d
 
 # Reads.
 
-# Fields a read never needs: the readable metadata and the filter terms.
+# Fields a read never needs: the filter terms and the delta walk's channel names.
 _READ_PROJECTION = {
-    F.METADATA: 0,
     F.METADATA_TERMS: 0,
     F.REPLAYED_CHANNELS: 0,
 }
@@ -159,17 +168,26 @@ def get_tuple_pipeline(ref: CheckpointRef, join: WritesJoin) -> list[dict[str, A
 
 
 def metadata_filter(filter: Any) -> dict[str, Any]:
-    """The condition of `list(filter=...)`: membership of opaque terms (see `_metadata`),
-    so every value is data, never an operator."""
-    terms = filter_terms(filter)
-    if terms is None:  # nothing can match
+    """The condition of `list(filter=...)` (see `_metadata`): per key, its terms, or its
+    readable value where the document stores no terms for that key. Every value is data
+    (`$eq`, opaque terms), never an operator."""
+    keys = key_filters(filter)
+    if keys is None:  # nothing can match
         return {F.METADATA_TERMS: {"$in": []}}
-    condition: dict[str, Any] = {}
-    if terms.required:
-        condition["$all"] = terms.required
-    if terms.absent:
-        condition["$nin"] = terms.absent
-    return {F.METADATA_TERMS: condition} if condition else {}
+    conditions: list[dict[str, Any]] = []
+    for key in keys:
+        untermed = {F.METADATA_TERMS: {"$ne": key.present}}
+        path = f"{F.METADATA}.{key.key}"
+        if key.equals is None:
+            conditions.append({path: None, **untermed} if key.readable else untermed)
+        elif key.plain is NO_PLAIN:
+            conditions.append({F.METADATA_TERMS: key.equals})
+        else:
+            readable = {path: {"$eq": key.plain}, **untermed}
+            conditions.append({"$or": [{F.METADATA_TERMS: key.equals}, readable]})
+    if len(conditions) > 1:
+        return {"$and": conditions}
+    return conditions[0] if conditions else {}
 
 
 def list_pipeline(
@@ -243,6 +261,8 @@ LINEAGE_PROJECTION = {
     # The stored channels' names, not their values.
     f"{F.CHANNEL_VALUES}.{F.CHANNEL}": 1,
     F.REPLAYED_CHANNELS: 1,
+    # Where `replayed_channels` is left out, the channels are these counters' keys.
+    f"{F.METADATA}.{DELTA_COUNTERS}": 1,
 }
 # Lineage documents are small (ids and channel names); one large batch keeps a lineage
 # read to one round trip up to the 16 MiB reply limit (some 50,000 checkpoints).
@@ -299,8 +319,9 @@ RUN_ID_PATH = f"{F.METADATA}.run_id"
 
 def of_runs(run_ids: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """`find` filter and projection: the checkpoints these runs may have written, with
-    their exact metadata (the index narrows; the exact metadata decides)."""
-    return {RUN_ID_PATH: {"$in": run_ids}}, {F.ID: 1, F.SERIALIZED_METADATA: 1}
+    their exact `run_id` (the index narrows; the exact metadata decides): the readable
+    one, or the serializer's copy where a document keeps one."""
+    return {RUN_ID_PATH: {"$in": run_ids}}, {F.ID: 1, RUN_ID_PATH: 1, F.SERIALIZED_METADATA: 1}
 
 
 # Indexes.
@@ -361,6 +382,16 @@ def ttl_index(seconds: int) -> IndexModel:
     return IndexModel(
         [(F.TOUCHED_AT, ASCENDING)], name=TTL_INDEX_NAME, expireAfterSeconds=seconds, sparse=True
     )
+
+
+def foreign_index(index_information: Mapping[str, Any]) -> str | None:
+    """The name of an index `langgraph-checkpoint-mongodb` created on the checkpoints
+    collection (its documents keep `checkpoint_id` at the top level, ours only in `_id`),
+    if the collection has one: the sign that it holds that saver's documents."""
+    for name, index in index_information.items():
+        if name not in INDEX_NAMES and F.CHECKPOINT_ID in dict(index.get("key", ())):
+            return str(name)
+    return None
 
 
 def is_thread_ttl(index_information: Mapping[str, Any]) -> bool:

@@ -29,7 +29,8 @@ class F:
     CHANNEL_VALUES: Final = "channel_values"
     # `DeltaChannel`s not snapshotted here, rebuilt from ancestors' writes on read.
     REPLAYED_CHANNELS: Final = "replayed_channels"
-    # The metadata three ways: readable BSON, the serializer's exact copy, filter terms.
+    # The metadata as readable BSON; the serializer's copy where that is not exact, and
+    # filter terms where it cannot answer a filter exactly (see `_metadata`).
     METADATA: Final = "metadata"
     SERIALIZED_METADATA: Final = "serialized_metadata"
     METADATA_TERMS: Final = "metadata_terms"
@@ -114,7 +115,11 @@ class WriteDocument(_Stamped):
     value: StoredField
 
 
-class _CheckpointRead(_Stamped):
+class _SerializedMetadata(TypedDict, total=False):
+    serialized_metadata: StoredValue
+
+
+class _CheckpointRead(_Stamped, _SerializedMetadata):
     """The fields of a checkpoint document that a read returns."""
 
     _id: CheckpointKey
@@ -123,15 +128,19 @@ class _CheckpointRead(_Stamped):
     parent_checkpoint_id: str | None
     checkpoint: StoredField
     channel_values: list[ChannelValue]
-    serialized_metadata: StoredValue
-
-
-class CheckpointDocument(_CheckpointRead):
-    """A checkpoint, as `put` stores it."""
-
-    replayed_channels: list[str]
     metadata: Any
+
+
+class _MetadataTerms(TypedDict, total=False):
     metadata_terms: list[bytes]
+
+
+class _ReplayedChannels(TypedDict, total=False):
+    replayed_channels: list[str]
+
+
+class CheckpointDocument(_CheckpointRead, _MetadataTerms, _ReplayedChannels):
+    """A checkpoint, as `put` stores it."""
 
 
 class Joined(TypedDict):
@@ -145,18 +154,25 @@ class JoinedCheckpoint(_CheckpointRead, Joined):
     """A checkpoint as `get_tuple` and `list` read it: with its pending writes."""
 
 
-class MetadataDocument(TypedDict):
-    """A checkpoint's key and exact metadata: what `delete_for_runs` reads to find runs."""
+class MetadataDocument(_SerializedMetadata):
+    """A checkpoint's key and exact run id: what `delete_for_runs` reads to find runs."""
 
     _id: CheckpointKey
-    serialized_metadata: StoredValue
+    # `run_id` alone (a projection of `metadata.run_id`).
+    metadata: Any
 
 
 class ChannelName(TypedDict):
     channel: str
 
 
-class LineageDocument(TypedDict):
+class _Counters(TypedDict, total=False):
+    # `counters_since_delta_snapshot` alone: where `replayed_channels` is left out, its
+    # keys name the replayed channels.
+    metadata: Any
+
+
+class LineageDocument(_ReplayedChannels, _Counters):
     """The few fields of a checkpoint that the delta-history walk reads for every
     checkpoint of a namespace."""
 
@@ -164,7 +180,6 @@ class LineageDocument(TypedDict):
     parent_checkpoint_id: str | None
     # Each stored channel's name alone (a projection of `channel_values.channel`).
     channel_values: list[ChannelName]
-    replayed_channels: list[str]
 
 
 class _SeedValues(TypedDict, total=False):
