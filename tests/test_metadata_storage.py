@@ -29,7 +29,9 @@ class Level(enum.IntEnum):
 
 async def stored_document(saver: Any, stored: Any) -> Any:
     checkpoint_id = stored["configurable"]["checkpoint_id"]
-    return await maybe_await(saver.checkpoint_collection.find_one({"checkpoint_id": checkpoint_id}))
+    return await maybe_await(
+        saver.checkpoint_collection.find_one({"_id.checkpoint_id": checkpoint_id})
+    )
 
 
 def same_types(a: Any, b: Any) -> bool:
@@ -222,7 +224,7 @@ async def test_filters_select_what_python_equality_selects(saver: Any, version: 
             returned = (await call(saver, "get_tuple", stored)).metadata
             await maybe_await(
                 saver.checkpoint_collection.update_one(
-                    {"checkpoint_id": stored["configurable"]["checkpoint_id"]},
+                    {"_id.checkpoint_id": stored["configurable"]["checkpoint_id"]},
                     {"$set": {"metadata_terms": version_1_terms(returned)}},
                 )
             )

@@ -87,10 +87,9 @@ async def test_setup_refuses_the_official_savers_collections(saver: Any) -> None
             [("thread_id", 1), ("checkpoint_ns", 1), ("checkpoint_id", -1)], unique=True
         )
     )
-    with pytest.raises(ValueError) as caught:
+    with pytest.raises(ValueError, match="thread_id_1_checkpoint_ns_1_checkpoint_id_-1") as caught:
         await run_setup(saver)
     message = str(caught.value)
-    assert "thread_id_1_checkpoint_ns_1_checkpoint_id_-1" in message
     assert saver.checkpoint_collection_name in message
     assert "langgraph-checkpoint-mongodb" in message
     assert "checkpoint_collection_name=" in message
