@@ -98,3 +98,15 @@ async def test_a_none_write_is_stored_as_null(saver: Any) -> None:
     assert write["value"] is None
     got = await call(saver, "get_tuple", stored)
     assert got.pending_writes == [("task", "branch:to:node", None)]
+
+
+async def test_channel_entries_leave_their_versions_to_the_checkpoint(saver: Any) -> None:
+    """An entry is `{channel, data[, type][, compression]}`: its version is stored once, in
+    the serialized checkpoint's `channel_versions`, and get_tuple returns it from there."""
+    thread = new_thread()
+    cp = checkpoint({"text": "hello"})
+    stored = await call(saver, "put", config(thread), cp, {}, cp["channel_versions"])
+    doc, _ = await _stored(saver, thread)
+    assert [sorted(entry) for entry in doc["channel_values"]] == [["channel", "data"]]
+    got = await call(saver, "get_tuple", stored)
+    assert got.checkpoint["channel_versions"] == cp["channel_versions"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from langgraph.checkpoint.base import ChannelVersions
@@ -26,14 +27,22 @@ from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._keys import KeyFields
 from langgraph.checkpoint.mongo._schema import ChannelValue, F, StoredValue
 
-# channel -> its stored entry (which carries the channel's version)
-StoredValues = dict[str, ChannelValue]
+
+@dataclass(frozen=True, slots=True)
+class StoredValues:
+    """A checkpoint's stored channel entries by channel name, and the channel versions
+    they hold (its `channel_versions`: an entry does not repeat its version). The entries
+    are shared, not copied: nothing mutates a stored entry, and consecutive checkpoints
+    reuse them."""
+
+    entries: dict[str, ChannelValue]
+    versions: Mapping[str, Any]
 
 
-def stored_values(entries: Iterable[ChannelValue]) -> StoredValues:
-    """A document's `channel_values` array by channel name. The entries are shared, not
-    copied: nothing mutates a stored entry, and consecutive checkpoints reuse them."""
-    return {entry[F.CHANNEL]: entry for entry in entries}
+def stored_values(entries: Iterable[ChannelValue], versions: Mapping[str, Any]) -> StoredValues:
+    """A document's `channel_values` array, with the versions of its checkpoint (copied:
+    `put` is handed live objects)."""
+    return StoredValues({entry[F.CHANNEL]: entry for entry in entries}, dict(versions))
 
 
 def encode_channel_values(
@@ -42,25 +51,28 @@ def encode_channel_values(
     new_versions: ChannelVersions | None,
     parent: StoredValues | None,
     encode: Callable[[Any, str], StoredValue],
-) -> StoredValues:
+) -> dict[str, ChannelValue]:
     """Each channel's stored entry: the parent's, where the channel did not change since
     it and the parent holds it at the same version; freshly serialized otherwise.
 
     `new_versions=None` serializes every channel (a copy of already-stored data).
     `encode(value, channel)` serializes one value, naming it if the serializer refuses.
     """
-    result: StoredValues = {}
+    result: dict[str, ChannelValue] = {}
     for channel, value in channel_values.items():
-        version = versions.get(channel)
         kept = (
-            parent.get(channel)
+            parent.entries.get(channel)
             if parent is not None and new_versions is not None and channel not in new_versions
             else None
         )
-        if kept is not None and kept.get(F.VERSION) == version:
+        if (
+            kept is not None
+            and parent is not None
+            and (parent.versions.get(channel) == versions.get(channel))
+        ):
             result[channel] = kept
         else:
-            result[channel] = {F.CHANNEL: channel, F.VERSION: version, **encode(value, channel)}
+            result[channel] = {F.CHANNEL: channel, **encode(value, channel)}
     return result
 
 
@@ -92,7 +104,7 @@ class RecentValues:
             return found[0]
 
     def put(self, key: KeyFields, values: StoredValues) -> None:
-        size = sum(len(entry[F.DATA]) for entry in values.values())
+        size = sum(len(entry[F.DATA]) for entry in values.entries.values())
         with self._lock:
             self._remove(key)
             if size > self.max_bytes:

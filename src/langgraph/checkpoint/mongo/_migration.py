@@ -35,7 +35,7 @@ from langgraph.checkpoint.base import (
 
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo import _queries
-from langgraph.checkpoint.mongo._channel_values import RecentValues, stored_values
+from langgraph.checkpoint.mongo._channel_values import RecentValues
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import (
@@ -363,12 +363,10 @@ def _same_metadata(codec: Codec, stored: Any, built: CheckpointDocument) -> bool
 
 
 def _values_differ(codec: Codec, stored: Any, built: Any) -> bool:
-    """Channel entries (`{channel, version, type, data}`) differ in channels, versions or values."""
-    old, new = stored_values(stored or ()), stored_values(built)
-    return old.keys() != new.keys() or any(
-        old[c].get("version") != new[c]["version"] or not _same_value(codec, old[c], new[c])
-        for c in new
-    )
+    """Channel entries differ in channels or values (their versions are in the checkpoint)."""
+    old = {entry[F.CHANNEL]: entry for entry in stored or ()}
+    new = {entry[F.CHANNEL]: entry for entry in built}
+    return old.keys() != new.keys() or any(not _same_value(codec, old[c], new[c]) for c in new)
 
 
 def _checkpoint_differs(codec: Codec, stored: Any, built: CheckpointDocument) -> bool:

@@ -180,7 +180,7 @@ def _touch_thread(
 
 
 def _parent_values(
-    recent: RecentValues, ref: CheckpointRef, unchanged: Sequence[str]
+    codec: Codec, recent: RecentValues, ref: CheckpointRef, unchanged: Sequence[str]
 ) -> Plan[StoredValues | None]:
     """The stored channel entries of the parent checkpoint `ref` names, when a channel
     did not change since it: from this process's cache, else read (one round trip)."""
@@ -192,7 +192,8 @@ def _parent_values(
         docs = yield Command(Target.CHECKPOINTS, "find", _queries.channel_values_of(key))
         if not docs:
             return None
-        values = stored_values(docs[0][F.CHANNEL_VALUES])
+        versions = codec.decode(docs[0][F.CHECKPOINT]).get("channel_versions", {})
+        values = stored_values(docs[0][F.CHANNEL_VALUES], versions)
         recent.put(key_fields(key), values)
     return values
 
@@ -215,14 +216,15 @@ def put(
             "cannot be its own ancestor. Pass the parent's config (a CheckpointTuple's "
             "parent_config, not its config), or a config without checkpoint_id for a root."
         )
-    parent = yield from _parent_values(recent, ref, unchanged)
+    parent = yield from _parent_values(codec, recent, ref, unchanged)
     stamp = expiry.stamp() if expiry else None
     doc = checkpoint_document(
         codec, ref, checkpoint, metadata, config, stamp, new_versions=new_versions, parent=parent
     )
     yield Command(Target.CHECKPOINTS, "update_one", _queries.upsert(doc), _queries.UPSERT)
     recent.put(
-        (ref.thread_id, ref.checkpoint_ns, checkpoint_id), stored_values(doc[F.CHANNEL_VALUES])
+        (ref.thread_id, ref.checkpoint_ns, checkpoint_id),
+        stored_values(doc[F.CHANNEL_VALUES], checkpoint.get("channel_versions", {})),
     )
     yield from _touch_thread(expiry, ref.thread_id, stamp)
     return CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id).config()
@@ -300,7 +302,8 @@ def get_tuple(
         return None
     found = checkpoint_tuple(codec, docs[0])
     # A graph's next `put` names this checkpoint as its parent: keep its stored values.
-    recent.put(key_fields(docs[0][F.ID]), stored_values(docs[0][F.CHANNEL_VALUES]))
+    versions = found.checkpoint.get("channel_versions", {})
+    recent.put(key_fields(docs[0][F.ID]), stored_values(docs[0][F.CHANNEL_VALUES], versions))
     return found
 
 

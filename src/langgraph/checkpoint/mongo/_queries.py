@@ -99,8 +99,10 @@ def keys_of_thread(thread_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def channel_values_of(key: CheckpointKey) -> tuple[dict[str, Any], dict[str, Any]]:
-    """`find` filter and projection: the stored channel entries of one checkpoint."""
-    return {F.ID: key, F.THREAD_ID: key[F.THREAD_ID]}, {F.ID: 0, F.CHANNEL_VALUES: 1}
+    """`find` filter and projection: the stored channel entries of one checkpoint, and
+    the serialized checkpoint that holds their versions."""
+    projection = {F.ID: 0, F.CHANNEL_VALUES: 1, F.CHECKPOINT: 1}
+    return {F.ID: key, F.THREAD_ID: key[F.THREAD_ID]}, projection
 
 
 def writes_of(keys: list[CheckpointKey], channels: list[str] | None = None) -> dict[str, Any]:

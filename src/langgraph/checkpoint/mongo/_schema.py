@@ -42,11 +42,11 @@ class F:
     IDX: Final = "idx"
     CHANNEL: Final = "channel"
     VALUE: Final = "value"
-    # A stored value (see `_codec`); a channel value adds `CHANNEL` and `VERSION`.
+    # A stored value (see `_codec`); a channel value adds `CHANNEL` (its version is in the
+    # checkpoint's `channel_versions`).
     TYPE: Final = "type"
     DATA: Final = "data"
     COMPRESSION: Final = "compression"
-    VERSION: Final = "version"
     # Paths into `_id`: a checkpoint's namespace and id, a write's checkpoint key.
     ID_CHECKPOINT_NS: Final = "_id.checkpoint_ns"
     ID_CHECKPOINT_ID: Final = "_id.checkpoint_id"
@@ -98,7 +98,6 @@ class ChannelValue(StoredValue):
     """One entry of a checkpoint's `channel_values` array."""
 
     channel: str
-    version: str | int | float | None
 
 
 class _Stamped(TypedDict, total=False):
