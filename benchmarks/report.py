@@ -89,13 +89,15 @@ class Table:
 # ----------------------------------------------------------------------------- formatting
 
 
-def _ratio(value: float | None, official: float | None) -> str:
+def _ratio(value: float | None, official: float | None, *, exact: bool = False) -> str:
+    """` (r×)`; `exact` (storage: byte counts, the same on every run) keeps three decimals,
+    so a ratio just over 1 does not print as 1.00."""
     if value is None or official is None or not official or math.isnan(value):
         return ""
     r = value / official
     if r >= 10:
         return f" ({r:.0f}{TIMES})"
-    if r >= 0.095:
+    if r >= 0.095 and not exact:
         return f" ({r:.2f}{TIMES})"
     return f" ({r:.3f}{TIMES})"
 
@@ -222,7 +224,7 @@ def storage_table(st: Storage) -> Table:
         for t in st.turns:
             value = st.bytes_per_thread[v.key][t]
             ref = st.bytes_per_thread.get(same_kind, {}).get(t) if v.key != same_kind else None
-            row.append(_size(value) + _ratio(value, ref))
+            row.append(_size(value) + _ratio(value, ref, exact=True))
         row.append(str(st.documents[v.key][last]))
         ref_list = st.bytes_per_thread.get(official_list, {}).get(last)
         row.append(_ratio(st.bytes_per_thread[v.key][last], ref_list).strip(" ()") or "1")
