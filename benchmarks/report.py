@@ -90,7 +90,7 @@ class Table:
 
 
 def _ratio(value: float | None, official: float | None, *, exact: bool = False) -> str:
-    """` (r×)`; `exact` (storage: byte counts, the same on every run) keeps three decimals,
+    """` (rx)`; `exact` (storage: byte counts, the same on every run) keeps three decimals,
     so a ratio just over 1 does not print as 1.00."""
     if value is None or official is None or not official or math.isnan(value):
         return ""

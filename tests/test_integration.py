@@ -41,7 +41,7 @@ def _explainable(saver: Any, command: Command) -> list[dict[str, Any]]:
         Target.CHECKPOINTS: saver.checkpoint_collection_name,
         Target.WRITES: saver.writes_collection_name,
     }.get(command.target)
-    if name is None or command.method in ("create_indexes", "index_information"):
+    if name is None or command.method in ("create_indexes", "index_information", "options"):
         return []  # setup, not a query
     args, kwargs = command.args, command.kwargs
     if command.method == "find":
@@ -185,3 +185,18 @@ async def test_server_accepts_what_the_size_check_accepts(backend: Backend) -> N
         got = await call(saver, "get_tuple", config(thread))
         assert got.config == stored
         assert got.checkpoint["channel_values"]["blob"] == blob
+
+
+async def test_setup_refuses_a_collection_with_a_collation(backend: Backend) -> None:
+    """Relies on a real server's collations: with strength 2, "A" and "a" would be one
+    thread and one metadata value."""
+    async with backend.client() as client:
+        cls = MongoDBSaver if backend.is_sync else AsyncMongoDBSaver
+        db_name = f"test_{new_thread()}"
+        try:
+            collation = {"locale": "en", "strength": 2}
+            await maybe_await(client[db_name].create_collection("cps", collation=collation))
+            with pytest.raises(ValueError, match="'cps' has the default collation"):
+                await maybe_await(cls(client, db_name, "cps", "ws").setup())
+        finally:
+            await maybe_await(client.drop_database(db_name))

@@ -14,9 +14,15 @@ from typing import Annotated, Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import START, StateGraph
 from typing_extensions import TypedDict
 
+from langgraph.checkpoint.mongo import _operations as ops
+from langgraph.checkpoint.mongo._base import run_plan
+from langgraph.checkpoint.mongo._channel_values import RecentValues
+from langgraph.checkpoint.mongo._codec import Codec
+from langgraph.checkpoint.mongo._commands import Command
 from support.backends import Backend, CommandLog
 from support.graphs import Driver
 from support.helpers import call, checkpoint, config, new_thread
@@ -169,3 +175,24 @@ async def test_a_graph_turn_sends_no_extra_read_for_parents(backend: Backend) ->
         await Driver(graph, backend.is_sync).invoke({"count": 0}, config(thread))
         assert log.names.count("aggregate") == 1  # the turn's get_tuple
         assert "find" not in log.names
+
+
+def test_put_remembers_the_versions_it_stored_not_what_the_caller_changes_meanwhile() -> None:
+    """The cache pairs a checkpoint's stored entries with the versions they were stored
+    at, copied before the command runs: the caller's `channel_versions` may move on while
+    it does (a caller other than LangGraph, which hands `put` a copy)."""
+    codec, recent, thread = Codec(JsonPlusSerializer()), RecentValues(), new_thread()
+    first = checkpoint({"c": "old"})
+
+    def moving_on(command: Command) -> None:
+        if command.method == "update_one":
+            first["channel_versions"]["c"] = 2
+
+    stored = run_plan(ops.put(codec, None, recent, config(thread), first, {}, {"c": 1}), moving_on)
+    second = checkpoint({"c": "new"})
+    second["channel_versions"] = {"c": 2}
+    sent: list[Command] = []
+    run_plan(ops.put(codec, None, recent, stored, second, {}, {}), sent.append)
+    [update] = [command for command in sent if command.method == "update_one"]
+    [entry] = update.args[1]["$set"]["channel_values"]
+    assert codec.decode(entry) == "new"  # not the parent's bytes, stored at version 1

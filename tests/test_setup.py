@@ -7,7 +7,11 @@ from typing import Any
 import pytest
 
 from langgraph.checkpoint.mongo import IndexCreationError
+from langgraph.checkpoint.mongo import _operations as ops
+from langgraph.checkpoint.mongo._base import run_plan
+from langgraph.checkpoint.mongo._commands import Command, Target
 from langgraph.checkpoint.mongo._drivers import maybe_await
+from langgraph.checkpoint.mongo._queries import WritesJoin
 from support.backends import Backend
 from support.helpers import config, listed, new_thread, put
 
@@ -87,9 +91,31 @@ async def test_setup_refuses_the_official_savers_collections(saver: Any) -> None
             [("thread_id", 1), ("checkpoint_ns", 1), ("checkpoint_id", -1)], unique=True
         )
     )
+    with pytest.raises(ValueError, match="checkpoint_collection_name="):
+        await run_setup(saver, create_indexes=False)  # a read, so checked all the same
     with pytest.raises(ValueError, match="thread_id_1_checkpoint_ns_1_checkpoint_id_-1") as caught:
         await run_setup(saver)
     message = str(caught.value)
     assert saver.checkpoint_collection_name in message
     assert "langgraph-checkpoint-mongodb" in message
     assert "checkpoint_collection_name=" in message
+
+
+def _setup_answering(options: dict[str, Any]) -> None:
+    """Run setup()'s plan, the server answering `options()` with `options`, every other
+    command with nothing: mongomock keeps no collation (the integration suite creates a
+    collection with one on a real server)."""
+    names = {Target.CHECKPOINTS: "cps", Target.WRITES: "ws"}
+    plan = ops.setup(names, WritesJoin("ws"), None, True, ())
+
+    def answer(command: Command) -> Any:
+        return options if command.method == "options" else {}
+
+    run_plan(plan, answer)
+
+
+def test_setup_refuses_a_default_collation_other_than_the_binary_one() -> None:
+    with pytest.raises(ValueError, match=r"'cps' has the default collation .*'locale': 'en'"):
+        _setup_answering({"collation": {"locale": "en", "strength": 2}})
+    _setup_answering({"collation": {"locale": "simple"}})
+    _setup_answering({})

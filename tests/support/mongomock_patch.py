@@ -16,6 +16,10 @@ that runs on the matched foreign documents); it is implemented here as the serve
 defines it: the equality join, then the sub-pipeline on each joined array. A `let`
 (or a `pipeline` without `localField`) is still refused.
 
+And `Collection.options()`, which mongomock 4.3 lacks (its `__getattr__` would hand back
+a sub-collection named "options"): mongomock keeps no collection options, so it returns
+`{}`, as a server does for a collection created without options.
+
 And two speed-ups, behaviour unchanged:
 - mongomock's `aggregate` copies the whole collection before its first stage; a leading
   `$match` is applied as a `find` filter first (the same filter engine), so the
@@ -93,7 +97,12 @@ def _documents_without_rehashing(self: Any) -> Any:
         yield from dict.values(self._documents)
 
 
+def _no_options(self: Any, session: Any = None, comment: Any = None) -> dict[str, Any]:
+    return {}
+
+
 def apply() -> None:
+    Collection.options = _no_options  # type: ignore[method-assign,assignment]
     CollectionStore.documents = property(_documents_without_rehashing)  # type: ignore[assignment,method-assign]
     handlers = mongomock_aggregate._PIPELINE_HANDLERS
     if not getattr(handlers["$lookup"], "_concise", False):

@@ -94,6 +94,10 @@ class Commands:
             ),
             "killCursors": (lambda db, cmd, conn: self.cursors.kill(cmd), frozenset({"cursors"})),
             "listIndexes": (self._list_indexes, frozenset({"cursor"})),
+            "listCollections": (
+                self._list_collections,
+                frozenset({"filter", "cursor", "nameOnly", "authorizedCollections"}),
+            ),
             "insert": (self._insert, frozenset({"documents", "ordered"})),
             "update": (self._update, frozenset({"updates", "ordered"})),
             "delete": (self._delete, frozenset({"deletes", "ordered"})),
@@ -232,6 +236,19 @@ class Commands:
         with self.lock:
             docs = list(coll.aggregate(pipeline))
         return self.cursors.first_batch(f"{db}.{coll.name}", docs, cursor.get("batchSize"))
+
+    def _list_collections(self, db: str, cmd: dict[str, Any], _conn: int) -> dict[str, Any]:
+        """`Collection.options()` asks for one collection by name; mongomock keeps no
+        collection options (no collation), so every collection has none."""
+        filter_ = cmd.get("filter") or {}
+        if set(filter_) - {"name"}:
+            raise CommandError(2, f"listCollections filter {filter_!r} is not supported here")
+        with self.lock:
+            names = self.mock[db].list_collection_names()
+        if "name" in filter_:
+            names = [n for n in names if n == filter_["name"]]
+        docs = [{"name": n, "type": "collection", "options": {}, "info": {}} for n in names]
+        return self.cursors.first_batch(f"{db}.$cmd.listCollections", docs, None)
 
     def _list_indexes(self, db: str, cmd: dict[str, Any], _conn: int) -> dict[str, Any]:
         coll = self._coll(db, cmd)

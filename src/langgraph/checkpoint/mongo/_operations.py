@@ -87,15 +87,32 @@ def setup(
         raise ValueError(
             f"skip_indexes names unknown indexes {sorted(unknown)}; the indexes are {sorted(known)}"
         )
+    for target in (Target.CHECKPOINTS, Target.WRITES):
+        yield from _refuse_collation(names[target], target)
+    yield from _refuse_foreign_checkpoints(names[Target.CHECKPOINTS])
     if not create_indexes:
         return
-    yield from _refuse_foreign_checkpoints(names[Target.CHECKPOINTS])
     for target, index in _queries.indexes(join):
         if index.document["name"] not in skip:
             yield from _create_index(names[target], target, index)
     if _queries.TTL_INDEX_NAME not in skip:
         for target in (Target.CHECKPOINTS, Target.WRITES):
             yield from _set_thread_ttl(names[target], target, expiry)
+
+
+def _refuse_collation(collection: str, target: Target) -> Plan[None]:
+    """Refuse a collection whose default collation is not MongoDB's binary one: every
+    match of ids and of metadata strings must be byte equality (`"A" != "a"`), as in
+    `InMemorySaver`, not a locale's."""
+    options = yield Command(target, "options")
+    collation = _queries.collation_of(options)
+    if collation is not None:
+        raise ValueError(
+            f"collection {collection!r} has the default collation {collation}: this saver "
+            "matches thread ids, checkpoint ids and metadata strings byte for byte, which a "
+            "collation would change (with strength 2, 'A' and 'a' would be one thread). "
+            "Use collections created without a collation (other names, or another database)"
+        )
 
 
 def _refuse_foreign_checkpoints(collection: str) -> Plan[None]:
@@ -221,11 +238,11 @@ def put(
     doc = checkpoint_document(
         codec, ref, checkpoint, metadata, config, stamp, new_versions=new_versions, parent=parent
     )
+    # The versions the document was built with, copied before the command: the caller's
+    # dict may change while it runs.
+    stored = stored_values(doc[F.CHANNEL_VALUES], checkpoint.get("channel_versions", {}))
     yield Command(Target.CHECKPOINTS, "update_one", _queries.upsert(doc), _queries.UPSERT)
-    recent.put(
-        (ref.thread_id, ref.checkpoint_ns, checkpoint_id),
-        stored_values(doc[F.CHANNEL_VALUES], checkpoint.get("channel_versions", {})),
-    )
+    recent.put((ref.thread_id, ref.checkpoint_ns, checkpoint_id), stored)
     yield from _touch_thread(expiry, ref.thread_id, stamp)
     return CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id).config()
 

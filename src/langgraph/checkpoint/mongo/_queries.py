@@ -386,6 +386,15 @@ def ttl_index(seconds: int) -> IndexModel:
     )
 
 
+def collation_of(options: Mapping[str, Any]) -> Any:
+    """A collection's default collation (from `Collection.options()`), unless it is the
+    binary one (none, or `locale: "simple"`), which every query of the savers assumes."""
+    collation = options.get("collation")
+    if not collation or collation.get("locale") == "simple":
+        return None
+    return collation
+
+
 def foreign_index(index_information: Mapping[str, Any]) -> str | None:
     """The name of an index `langgraph-checkpoint-mongodb` created on the checkpoints
     collection (its documents keep `checkpoint_id` at the top level, ours only in `_id`),
