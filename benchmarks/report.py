@@ -90,14 +90,16 @@ class Table:
 
 
 def _ratio(value: float | None, official: float | None, *, exact: bool = False) -> str:
-    """` (rx)`; `exact` (storage: byte counts, the same on every run) keeps three decimals,
-    so a ratio just over 1 does not print as 1.00."""
+    """` (rx)`; `exact` (storage: byte counts, the same on every run) keeps four decimals,
+    so a ratio just over or under 1 does not print as 1.00."""
     if value is None or official is None or not official or math.isnan(value):
         return ""
     r = value / official
     if r >= 10:
         return f" ({r:.0f}{TIMES})"
-    if r >= 0.095 and not exact:
+    if exact:
+        return f" ({r:.4f}{TIMES})"
+    if r >= 0.095:
         return f" ({r:.2f}{TIMES})"
     return f" ({r:.3f}{TIMES})"
 
