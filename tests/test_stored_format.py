@@ -7,9 +7,17 @@ serialized checkpoint leaves out what is stored beside it.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+import bson
+import pytest
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from langgraph.checkpoint.mongo._codec import Codec
+from langgraph.checkpoint.mongo._documents import bson_size, checkpoint_document, write_documents
 from langgraph.checkpoint.mongo._drivers import maybe_await
+from langgraph.checkpoint.mongo._keys import CheckpointRef
 from support.helpers import call, checkpoint, config, listed, new_thread
 
 # Fields of the metadata, which their own tests pin.
@@ -110,3 +118,21 @@ async def test_channel_entries_leave_their_versions_to_the_checkpoint(saver: Any
     assert [sorted(entry) for entry in doc["channel_values"]] == [["channel", "data"]]
     got = await call(saver, "get_tuple", stored)
     assert got.checkpoint["channel_versions"] == cp["channel_versions"]
+
+
+@pytest.mark.parametrize("compression", [None, "zstd"])
+@pytest.mark.parametrize("size", [5_000, 100_000])  # encoded, and counted around
+def test_the_size_check_counts_what_bson_encodes(compression: str | None, size: int) -> None:
+    """The size check counts large payloads by length instead of encoding them: it must
+    give `len(bson.encode(doc))` exactly, for every shape a stored value takes."""
+    codec = Codec(JsonPlusSerializer(), compression)  # type: ignore[arg-type]
+    values = {"big": "x" * size, "raw": os.urandom(size), "none": None, "small": 1}
+    cp = checkpoint(values)
+    ref = CheckpointRef("thread", "ns", None)
+    doc = checkpoint_document(codec, ref, cp, {"k": b"exotic"}, {}, None)
+    assert bson_size(doc) == len(bson.encode(doc))
+    writes = write_documents(
+        codec, CheckpointRef("thread", "ns", cp["id"]), list(values.items()), "task", ""
+    )
+    for _, write in writes:
+        assert bson_size(write) == len(bson.encode(write))

@@ -64,10 +64,44 @@ Label = Callable[[], str]
 MAX_DOCUMENT_SIZE = 16 * 1024 * 1024
 
 
+def _payload(stored: Any) -> bytes:
+    """A stored value's serialized bytes (bare, or the `data` of a `StoredValue`)."""
+    if isinstance(stored, bytes):
+        return stored
+    if isinstance(stored, Mapping) and isinstance(stored.get(F.DATA), bytes):
+        return cast(bytes, stored[F.DATA])
+    return b""
+
+
+def _emptied(stored: Any) -> Any:
+    return b"" if isinstance(stored, bytes) else {**stored, F.DATA: b""}
+
+
+# Payloads up to this size are cheaper to encode than to count around (measured: a
+# 26 KiB chat state encodes in 3.7 µs, a 430 KiB one in 475 µs; counting costs 4 µs).
+_COUNT_PAYLOADS_FROM = 64 * 1024
+
+
+def bson_size(doc: Mapping[str, Any]) -> int:
+    """`len(bson.encode(doc))`, without encoding large serialized values: a binary element
+    grows by exactly its payload's length, so a large payload is counted, not copied (the
+    driver encodes the document anyway)."""
+    fields = [f for f in (F.CHECKPOINT, F.VALUE) if _payload(doc.get(f))]
+    entries = doc.get(F.CHANNEL_VALUES, ())
+    payload = sum(len(_payload(doc[f])) for f in fields)
+    payload += sum(len(_payload(entry)) for entry in entries)
+    if payload < _COUNT_PAYLOADS_FROM:
+        return len(bson.encode(doc))
+    light = {**doc, **{f: _emptied(doc[f]) for f in fields}}
+    if entries:
+        light[F.CHANNEL_VALUES] = [_emptied(e) if _payload(e) else e for e in entries]
+    return len(bson.encode(light)) + payload
+
+
 def _within_size_limit(doc: D, what: Label, ref: CheckpointRef) -> D:
     """Refuse a document the server would refuse, before anything is sent: the upsert
     that carries it repeats its key in the filter, so that counts too."""
-    size = len(bson.encode(doc)) + len(bson.encode(upsert_filter(doc)))
+    size = bson_size(doc) + len(bson.encode(upsert_filter(doc)))
     if size > MAX_DOCUMENT_SIZE:
         raise CheckpointTooLargeError(
             what(),
