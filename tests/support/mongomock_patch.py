@@ -3,7 +3,8 @@
 1. `bulk_write` on pymongo >= 4.11: pymongo passes `sort=` to the bulk builder's
    `add_update`/`add_replace`, which mongomock 4.3 does not accept
    (https://github.com/mongomock/mongomock/issues/912). The savers send ordinary
-   `UpdateOne`/`ReplaceOne` bulk writes, as to any server. A `sort` on an update is
+   `UpdateOne` bulk writes, as to any server (the wire server's own tests send
+   `ReplaceOne` too). A `sort` on an update is
    never sent by the savers, so it is refused rather than ignored.
 2. TTL expiry of a document whose `_id` is a subdocument: mongomock stores such
    documents under a hashable copy of the `_id` but its TTL sweep deletes by the raw
