@@ -89,7 +89,10 @@ def setup(
         )
     for target in (Target.CHECKPOINTS, Target.WRITES):
         yield from _refuse_collation(names[target], target)
-    yield from _refuse_foreign_checkpoints(names[Target.CHECKPOINTS])
+    # Read once: the TTL step below looks at the same indexes (creating the others does
+    # not change the TTL index).
+    checkpoint_indexes = yield Command(Target.CHECKPOINTS, "index_information")
+    _refuse_foreign_checkpoints(names[Target.CHECKPOINTS], checkpoint_indexes)
     if not create_indexes:
         return
     for target, index in _queries.indexes(join):
@@ -97,7 +100,11 @@ def setup(
             yield from _create_index(names[target], target, index)
     if _queries.TTL_INDEX_NAME not in skip:
         for target in (Target.CHECKPOINTS, Target.WRITES):
-            yield from _set_thread_ttl(names[target], target, expiry)
+            if target is Target.CHECKPOINTS:
+                indexes = checkpoint_indexes
+            else:
+                indexes = yield Command(target, "index_information")
+            yield from _set_thread_ttl(names[target], target, expiry, indexes)
 
 
 def _refuse_collation(collection: str, target: Target) -> Plan[None]:
@@ -115,11 +122,11 @@ def _refuse_collation(collection: str, target: Target) -> Plan[None]:
         )
 
 
-def _refuse_foreign_checkpoints(collection: str) -> Plan[None]:
+def _refuse_foreign_checkpoints(collection: str, existing: Mapping[str, Any]) -> None:
     """Refuse collections that `langgraph-checkpoint-mongodb` writes to (it uses the same
-    default names): reads of one namespace match `_id.checkpoint_ns`, which its documents
-    lack, so without this check such a thread would look empty instead of failing."""
-    existing = yield Command(Target.CHECKPOINTS, "index_information")
+    default names; `existing` is the checkpoints collection's `index_information()`):
+    reads of one namespace match `_id.checkpoint_ns`, which its documents lack, so without
+    this check such a thread would look empty instead of failing."""
     name = _queries.foreign_index(existing)
     if name is not None:
         raise ValueError(
@@ -138,14 +145,17 @@ def _create_index(collection: str, target: Target, index: IndexModel) -> Plan[No
         raise IndexCreationError(collection, index.document, exc) from exc
 
 
-def _set_thread_ttl(collection: str, target: Target, expiry: ThreadExpiry | None) -> Plan[None]:
+def _set_thread_ttl(
+    collection: str, target: Target, expiry: ThreadExpiry | None, indexes: Mapping[str, Any]
+) -> Plan[None]:
     """Create or retime (collMod) the whole-thread TTL index; `ttl=None` leaves it alone.
+    `indexes` is the collection's `index_information()`.
 
     A saver without `ttl` (a script, a notebook) must not switch expiry off for the
     services that share the collections, so dropping the index is left to a person.
     """
     name = _queries.TTL_INDEX_NAME
-    existing = (yield Command(target, "index_information")).get(name)
+    existing = indexes.get(name)
     if existing is not None and not _queries.is_thread_ttl(existing):
         raise ValueError(
             f"collection {collection!r} has an index named {name!r} on "
