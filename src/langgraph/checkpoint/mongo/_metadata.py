@@ -409,7 +409,7 @@ def key_filters(filter: Any) -> list[KeyFilter] | None:
     matches_nothing = False
     for key, value in filter.items():
         require_str(key, "filter key")
-        readable = key != "" and _safe_key(key)
+        readable = _filter_key(key)
         if value is None:
             keys.append(KeyFilter(key, _present_term(key), None, readable, NO_PLAIN))
         elif _contains_nan(value):
