@@ -42,6 +42,7 @@ from langgraph.checkpoint.mongo._metadata import (
     DELTA_COUNTERS,
     from_readable,
     metadata_terms,
+    plain_metadata,
     readable_is_exact,
     readable_metadata,
 )
@@ -203,13 +204,16 @@ def checkpoint_document(
         checkpoint.get("channel_values", {}), "checkpoint['channel_values']"
     )
     full_metadata = get_checkpoint_metadata(cast(Any, config), metadata)
-    serialized_metadata = _encoded(
-        codec, full_metadata, lambda: "metadata", ("metadata", full_metadata)
-    )
-    # Terms and the readable copy describe what `get_tuple` will return, which is the
-    # metadata after a serializer round trip (tuples come back as lists, for example).
-    returned_metadata = codec.decode(serialized_metadata)
-    readable = readable_metadata(returned_metadata)
+    readable = plain_metadata(full_metadata)
+    returned_metadata = None
+    if readable is None:
+        serialized_metadata = _encoded(
+            codec, full_metadata, lambda: "metadata", ("metadata", full_metadata)
+        )
+        # Terms and the readable copy describe what `get_tuple` will return, which is the
+        # metadata after a serializer round trip (tuples come back as lists, for example).
+        returned_metadata = codec.decode(serialized_metadata)
+        readable = readable_metadata(returned_metadata)
     values = encode_channel_values(
         channel_values,
         _require_mapping(checkpoint.get("channel_versions", {}), "checkpoint['channel_versions']"),
@@ -234,11 +238,12 @@ def checkpoint_document(
     ):
         # Only where the readable counters do not name them (see `_delta.replayed`).
         doc[F.REPLAYED_CHANNELS] = replayed
-    if not readable_is_exact(returned_metadata):
-        doc[F.SERIALIZED_METADATA] = serialized_metadata
-    terms = metadata_terms(returned_metadata)
-    if terms:
-        doc[F.METADATA_TERMS] = terms
+    if returned_metadata is not None:
+        if not readable_is_exact(returned_metadata):
+            doc[F.SERIALIZED_METADATA] = serialized_metadata
+        terms = metadata_terms(returned_metadata)
+        if terms:
+            doc[F.METADATA_TERMS] = terms
     if touched_at is not None:
         doc[F.TOUCHED_AT] = touched_at
     stored_as = CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id)

@@ -341,6 +341,8 @@ def _plain_number(value: Decimal | Fraction) -> Any:
 
 
 def _utf8(text: str) -> bool:
+    if text.isascii():
+        return True
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -383,6 +385,58 @@ def filter_plain(value: Any, nested: bool = False) -> Any:
         items = [filter_plain(v, True) for v in value]
         return NO_PLAIN if any(v is NO_PLAIN for v in items) else items
     return NO_PLAIN
+
+
+def _plain_copy(value: Any, nested: bool) -> Any:
+    """A copy of a `_stored_plain` value (or, nested, None) whose strings are valid
+    UTF-8, else `NO_PLAIN`."""
+    kind = type(value)
+    if kind is str:
+        return value if _utf8(value) else NO_PLAIN
+    if kind is int:
+        return value if _INT64_MIN <= value <= _INT64_MAX else NO_PLAIN
+    if kind is float:
+        return NO_PLAIN if value != value else value  # NaN
+    if kind is dict:
+        if len(value) > 1:
+            return NO_PLAIN
+        copy = {}
+        for k, v in value.items():
+            inner = _plain_copy(v, True)
+            if inner is NO_PLAIN or type(k) is not str or not (_safe_key(k) and _utf8(k)):
+                return NO_PLAIN
+            copy[k] = inner
+        return copy
+    if not nested:
+        return NO_PLAIN
+    if value is None:
+        return None
+    if kind is list:
+        items = [_plain_copy(v, True) for v in value]
+        return NO_PLAIN if any(v is NO_PLAIN for v in items) else items
+    return NO_PLAIN
+
+
+def plain_metadata(metadata: Any) -> dict[str, Any] | None:
+    """The readable copy of metadata that needs no filter terms and no serializer copy
+    (every key readable, every value None or `_stored_plain`), or None.
+
+    Such metadata reads back from its readable copy exactly as a serializer round trip
+    would return it, so `put` stores it without serializing it at all (the usual case:
+    LangGraph's own `source`, `step`, `parents`, `run_id`). A copy, not the caller's
+    objects: the driver may encode the document after the caller has moved on.
+    """
+    if type(metadata) is not dict:
+        return None
+    copy: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if not (_filter_key(key) and _utf8(key)):
+            return None
+        plain = None if value is None else _plain_copy(value, False)
+        if plain is NO_PLAIN:
+            return None
+        copy[key] = plain
+    return copy
 
 
 @dataclass(frozen=True, slots=True)
