@@ -14,10 +14,17 @@ import bson
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from langgraph.checkpoint.mongo import CheckpointTooLargeError
 from langgraph.checkpoint.mongo._codec import Codec
-from langgraph.checkpoint.mongo._documents import bson_size, checkpoint_document, write_documents
+from langgraph.checkpoint.mongo._documents import (
+    MAX_DOCUMENT_SIZE,
+    bson_size,
+    checkpoint_document,
+    write_documents,
+)
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._keys import CheckpointRef
+from langgraph.checkpoint.mongo._queries import upsert_filter
 from support.helpers import call, checkpoint, config, listed, new_thread
 
 # Fields of the metadata, which their own tests pin.
@@ -136,3 +143,22 @@ def test_the_size_check_counts_what_bson_encodes(compression: str | None, size: 
     )
     for _, write in writes:
         assert bson_size(write) == len(bson.encode(write))
+
+
+def _raw_checkpoint(raw_bytes: int) -> Any:
+    """`checkpoint_document` for a checkpoint holding `raw_bytes` bytes."""
+    codec = Codec(JsonPlusSerializer())
+    cp = checkpoint({"raw": b"\0" * raw_bytes})
+    return lambda: checkpoint_document(codec, CheckpointRef("thread", "ns", None), cp, {}, {})
+
+
+def test_the_size_limit_counts_the_upsert_filter_at_the_byte() -> None:
+    """A document whose upsert (document and filter, which repeats its key) is exactly
+    16 MiB is accepted, one byte more is refused, though the document alone is under."""
+    small = _raw_checkpoint(100_000)()
+    upsert = len(bson.encode(small)) + len(bson.encode(upsert_filter(small)))
+    fitting = 100_000 + MAX_DOCUMENT_SIZE - upsert  # a byte of payload is a byte of BSON
+    doc = _raw_checkpoint(fitting)()
+    assert len(bson.encode(doc)) + len(bson.encode(upsert_filter(doc))) == MAX_DOCUMENT_SIZE
+    with pytest.raises(CheckpointTooLargeError):
+        _raw_checkpoint(fitting + 1)()
