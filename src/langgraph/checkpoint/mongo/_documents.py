@@ -158,6 +158,8 @@ def _encoded(
 
 
 def _require_mapping(value: Any, what: str) -> Mapping[str, Any]:
+    if type(value) is dict:  # the usual case, answered before the ABC check
+        return value
     if not isinstance(value, Mapping):
         raise TypeError(f"{what} must be a dict, got {type(value).__name__}: {shown(value)}")
     return value
@@ -166,7 +168,7 @@ def _require_mapping(value: Any, what: str) -> Mapping[str, Any]:
 def _replayed_channels(metadata: Mapping[str, Any]) -> list[str]:
     """The `DeltaChannel`s LangGraph counts as not snapshotted (its own metadata field)."""
     counters = metadata.get(DELTA_COUNTERS)
-    if not isinstance(counters, Mapping):
+    if counters is None or not isinstance(counters, Mapping):
         return []
     return sorted(k for k in counters if isinstance(k, str))
 
@@ -279,14 +281,20 @@ def write_documents(
         )
     require_str(task_id, "task_id")
     require_str(task_path, "task_path")
-    if isinstance(writes, (str, bytes)) or not isinstance(writes, Sequence):
+    if type(writes) is not list and (
+        isinstance(writes, (str, bytes)) or not isinstance(writes, Sequence)
+    ):
         raise TypeError(
             f"writes must be a sequence of (channel, value) pairs, got {type(writes).__name__}"
         )
     join_key = checkpoint_key(ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id)
     documents = []
     for position, pair in enumerate(writes):
-        if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+        # A tuple, the usual case, is answered before the ABC check.
+        if (
+            type(pair) is not tuple
+            and (isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence))
+        ) or len(pair) != 2:
             raise TypeError(
                 f"writes[{position}] must be a (channel, value) pair, got {shown(pair)}"
             )

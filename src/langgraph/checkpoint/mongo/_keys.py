@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import reprlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.runnables import RunnableConfig
 
 from langgraph.checkpoint.mongo._schema import CheckpointKey, F, WriteKey
 
 
-@dataclass(frozen=True, slots=True)
-class CheckpointRef:
-    """Where a checkpoint lives: its thread, its namespace and (unless "latest") its id."""
+class CheckpointRef(NamedTuple):
+    """Where a checkpoint lives: its thread, its namespace and (unless "latest") its id.
+
+    A named tuple, like `Command`: several are built per call.
+    """
 
     thread_id: str
     checkpoint_ns: str
@@ -82,10 +83,10 @@ def require_str(value: Any, what: str, field: str = "") -> str:
 
 
 def _configurable(config: Any, what: str) -> Mapping[str, Any]:
-    if not isinstance(config, Mapping):
+    if type(config) is not dict and not isinstance(config, Mapping):
         raise TypeError(f"{what} must be a RunnableConfig dict, got {type(config).__name__}")
     configurable = config.get("configurable")
-    if not isinstance(configurable, Mapping):
+    if type(configurable) is not dict and not isinstance(configurable, Mapping):
         raise ValueError(
             f"{what} has no 'configurable' dict; pass {{'configurable': {{'thread_id': ...}}}}"
         )
