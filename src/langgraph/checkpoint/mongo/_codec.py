@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import zstandard
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -50,13 +49,16 @@ def check_compression(compression: Any) -> Compression | None:
     return compression  # type: ignore[no-any-return]
 
 
-@dataclass(frozen=True, slots=True)
-class Codec:
+class Codec(NamedTuple):
+    """A saver's serializer and compression (a named tuple: savers build one per call)."""
+
     serde: SerializerProtocol
     compression: Compression | None = None
 
     def encode(self, value: Any) -> StoredValue:
-        type_, data = self.serde.dumps_typed(value)
+        return self._stored(*self.serde.dumps_typed(value))
+
+    def _stored(self, type_: str, data: bytes) -> StoredValue:
         stored: StoredValue = {F.DATA: data}
         if type_ != IMPLIED_TYPE:
             stored[F.TYPE] = type_
@@ -70,7 +72,10 @@ class Codec:
 
     def encode_field(self, value: Any) -> StoredField:
         """`encode`, as bare bytes when there is nothing to say beside them."""
-        stored = self.encode(value)
+        type_, data = self.serde.dumps_typed(value)
+        if type_ == IMPLIED_TYPE and (self.compression is None or len(data) < MIN_COMPRESSED_SIZE):
+            return data  # the usual case, without building the `StoredValue`
+        stored = self._stored(type_, data)
         if stored == _NULL:
             return None
         return stored[F.DATA] if stored.keys() == {F.DATA} else stored

@@ -189,7 +189,10 @@ _NOT_IN_BLOB = ("id", "channel_values")
 
 
 def _blob(checkpoint: Checkpoint) -> dict[str, Any]:
-    return {k: v for k, v in checkpoint.items() if k not in _NOT_IN_BLOB}
+    blob = dict(checkpoint)  # a copy and deletions: the fields keep their order
+    for key in _NOT_IN_BLOB:
+        blob.pop(key, None)
+    return blob
 
 
 def checkpoint_document(
