@@ -80,11 +80,7 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
 
     def _executor(self, operation: str) -> Callable[[Command], Awaitable[Any]]:
         """Runs one command of `operation` on this saver's collections."""
-
-        async def execute(command: Command) -> Any:
-            return await execute_async(operation, self._collection(command), command)
-
-        return execute
+        return lambda command: execute_async(operation, self._collection(command), command)
 
     async def setup(
         self, *, create_indexes: bool = True, skip_indexes: Collection[str] = ()
