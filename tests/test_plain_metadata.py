@@ -4,6 +4,8 @@ must be taken for the metadata LangGraph itself writes."""
 
 from __future__ import annotations
 
+import enum
+from collections import OrderedDict
 from typing import Any
 
 import bson
@@ -111,3 +113,55 @@ def test_the_readable_copy_is_not_the_callers_objects() -> None:
     parents[""] = "changed"
     nested.append(2)
     assert copy == {"parents": {"": "p"}, "w": {"k": [1]}}
+
+
+class Text(str):
+    pass
+
+
+class Level(enum.IntEnum):
+    HIGH = 1
+
+
+def nested(depth: int) -> dict[str, Any]:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = {"k": value}
+    return {"deep": value}
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"d": {"k": Text("x")}},  # a str subclass reads back as a str
+        {"d": Text("x")},
+        {"d": {"k": Level.HIGH}},  # an int enum reads back as an int
+        {"d": OrderedDict(a=1)},
+        {"d": {"k": ("a",)}},
+        nested(40),  # deep: the full path, which refuses what the serializer refuses
+    ],
+)
+def test_exact_types_only(metadata: dict[str, Any]) -> None:
+    assert plain_metadata(metadata) is None
+
+
+def test_metadata_too_deep_for_the_serializer_is_refused_as_before() -> None:
+    with pytest.raises(TypeError, match=r"metadata.*cannot be serialized"):
+        checkpoint_document(CODEC, REF, checkpoint({"a": 1}), nested(300), CONFIG)
+
+
+class Shouting(JsonPlusSerializer):
+    """A serializer whose round trip changes plain strings."""
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        value = super().loads_typed(data)
+        return {k: v.upper() if isinstance(v, str) else v for k, v in value.items()}
+
+
+def test_another_serializer_is_consulted() -> None:
+    """The fast path assumes LangGraph's serializer; with another one the metadata takes
+    the full path, whose readable copy is what that serializer gives back."""
+    codec = Codec(Shouting())
+    assert not codec.round_trips_plain
+    doc = checkpoint_document(codec, REF, checkpoint({"a": 1}), {"source": "loop"}, CONFIG)
+    assert doc["metadata"] == {"source": "LOOP"}

@@ -17,6 +17,7 @@ from typing import Any, Literal, NamedTuple
 
 import zstandard
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph.checkpoint.mongo._schema import F, StoredField, StoredValue
 
@@ -55,8 +56,16 @@ class Codec(NamedTuple):
     serde: SerializerProtocol
     compression: Compression | None = None
 
+    @property
+    def round_trips_plain(self) -> bool:
+        """Whether the serializer gives plain values (str, int, float, None, dicts and
+        lists of them) back unchanged: LangGraph's `JsonPlusSerializer` does, a custom
+        one (or one that refuses values) may not."""
+        return type(self.serde) is JsonPlusSerializer
+
     def encode(self, value: Any) -> StoredValue:
-        return self._stored(*self.serde.dumps_typed(value))
+        type_, data = self.serde.dumps_typed(value)
+        return self._stored(type_, data)
 
     def _stored(self, type_: str, data: bytes) -> StoredValue:
         stored: StoredValue = {F.DATA: data}

@@ -217,7 +217,7 @@ def checkpoint_document(
         checkpoint.get("channel_values", {}), "checkpoint['channel_values']"
     )
     full_metadata = get_checkpoint_metadata(cast(Any, config), metadata)
-    readable = plain_metadata(full_metadata)
+    readable = plain_metadata(full_metadata) if codec.round_trips_plain else None
     returned_metadata = None
     if readable is None:
         serialized_metadata = _encoded(

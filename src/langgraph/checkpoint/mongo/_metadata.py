@@ -387,9 +387,16 @@ def filter_plain(value: Any, nested: bool = False) -> Any:
     return NO_PLAIN
 
 
-def _plain_copy(value: Any, nested: bool) -> Any:
-    """A copy of a `_stored_plain` value (or, nested, None) whose strings are valid
-    UTF-8, else `NO_PLAIN`."""
+# Deeper plain metadata takes the full path, which refuses what the serializer refuses
+# (msgpack stops at about 255 levels, a server at 100).
+_PLAIN_DEPTH = 32
+
+
+def _plain_copy(value: Any, depth: int) -> Any:
+    """A copy of a `_stored_plain` value (nested, `depth` > 0: or None) whose strings are
+    valid UTF-8, else `NO_PLAIN`."""
+    if depth > _PLAIN_DEPTH:
+        return NO_PLAIN
     kind = type(value)
     if kind is str:
         return value if _utf8(value) else NO_PLAIN
@@ -402,17 +409,17 @@ def _plain_copy(value: Any, nested: bool) -> Any:
             return NO_PLAIN
         copy = {}
         for k, v in value.items():
-            inner = _plain_copy(v, True)
+            inner = _plain_copy(v, depth + 1)
             if inner is NO_PLAIN or type(k) is not str or not (_safe_key(k) and _utf8(k)):
                 return NO_PLAIN
             copy[k] = inner
         return copy
-    if not nested:
+    if not depth:
         return NO_PLAIN
     if value is None:
         return None
     if kind is list:
-        items = [_plain_copy(v, True) for v in value]
+        items = [_plain_copy(v, depth + 1) for v in value]
         return NO_PLAIN if any(v is NO_PLAIN for v in items) else items
     return NO_PLAIN
 
@@ -421,10 +428,11 @@ def plain_metadata(metadata: Any) -> dict[str, Any] | None:
     """The readable copy of metadata that needs no filter terms and no serializer copy
     (every key readable, every value None or `_stored_plain`), or None.
 
-    Such metadata reads back from its readable copy exactly as a serializer round trip
-    would return it, so `put` stores it without serializing it at all (the usual case:
-    LangGraph's own `source`, `step`, `parents`, `run_id`). A copy, not the caller's
-    objects: the driver may encode the document after the caller has moved on.
+    Such metadata reads back from its readable copy exactly as a round trip through
+    LangGraph's serializer would return it, so `put` stores it without serializing it at
+    all (the usual case: LangGraph's own `source`, `step`, `parents`, `run_id`); with
+    another serializer it takes the full path (`Codec.round_trips_plain`). A copy, not the
+    caller's objects: the driver may encode the document after the caller has moved on.
     """
     if type(metadata) is not dict:
         return None
@@ -432,7 +440,7 @@ def plain_metadata(metadata: Any) -> dict[str, Any] | None:
     for key, value in metadata.items():
         if not (_filter_key(key) and _utf8(key)):
             return None
-        plain = None if value is None else _plain_copy(value, False)
+        plain = None if value is None else _plain_copy(value, 0)
         if plain is NO_PLAIN:
             return None
         copy[key] = plain
