@@ -29,35 +29,42 @@ DEFAULT_CHECKPOINT_COLLECTION = "checkpoints"
 DEFAULT_WRITES_COLLECTION = "checkpoint_writes"
 
 
+def step(
+    plan: Generator[Y, Any, T], result: Any = None, error: BaseException | None = None
+) -> tuple[Y | None, T | None]:
+    """Hand a plan the last command's result (or error): `(next command, None)` or
+    `(None, its return value)`. Sending `None` to a fresh generator starts it."""
+    try:
+        return (plan.throw(error) if error is not None else plan.send(result)), None
+    except StopIteration as done:
+        return None, done.value
+
+
 def run_plan(plan: Generator[Y, Any, T], execute: Callable[[Y], Any]) -> T:
     """Run a plan to its end, each request answered by `execute`; an error it raises
     goes back into the plan, which handles it or lets it propagate."""
-    try:
-        request = plan.send(None)
-        while True:
-            try:
-                result = execute(request)
-            except Exception as error:
-                request = plan.throw(error)
-            else:
-                request = plan.send(result)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+    request, value = step(plan)
+    while request is not None:
+        try:
+            result = execute(request)
+        except Exception as error:
+            request, value = step(plan, error=error)
+        else:
+            request, value = step(plan, result)
+    return value  # type: ignore[return-value]
 
 
 async def arun_plan(plan: Generator[Y, Any, T], execute: Callable[[Y], Awaitable[Any]]) -> T:
     """`run_plan` with an async `execute`."""
-    try:
-        request = plan.send(None)
-        while True:
-            try:
-                result = await execute(request)
-            except Exception as error:
-                request = plan.throw(error)
-            else:
-                request = plan.send(result)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+    request, value = step(plan)
+    while request is not None:
+        try:
+            result = await execute(request)
+        except Exception as error:
+            request, value = step(plan, error=error)
+        else:
+            request, value = step(plan, result)
+    return value  # type: ignore[return-value]
 
 
 class MongoDBSaverBase(BaseCheckpointSaver[int]):
