@@ -285,23 +285,9 @@ def _filter_key(key: Any) -> bool:
 
 def _stored_plain(value: Any, nested: bool = False) -> bool:
     """Whether the readable copy of `value` answers every filter on it exactly, under
-    BSON equality on a server (see the module docstring for why each type is in or out)."""
-    kind = type(value)
-    if kind is str:
-        return True
-    if kind is int:
-        return _INT64_MIN <= int(value) <= _INT64_MAX
-    if kind is float:
-        return not math.isnan(value)
-    if kind is dict:
-        return len(value) <= 1 and all(
-            type(k) is str and _safe_key(k) and _stored_plain(v, True) for k, v in value.items()
-        )
-    if not nested:
-        return False
-    if value is None:
-        return True
-    return kind is list and all(_stored_plain(v, True) for v in value)
+    BSON equality on a server (see the module docstring for why each type is in or out).
+    The rules are `_plain_copy`'s, at any depth."""
+    return _plain_copy(value, int(nested), None) is not NO_PLAIN
 
 
 def metadata_terms(metadata: Mapping[str, Any]) -> list[bytes]:
@@ -392,10 +378,11 @@ def filter_plain(value: Any, nested: bool = False) -> Any:
 _PLAIN_DEPTH = 32
 
 
-def _plain_copy(value: Any, depth: int) -> Any:
-    """A copy of a `_stored_plain` value (nested, `depth` > 0: or None) whose strings are
-    valid UTF-8, else `NO_PLAIN`."""
-    if depth > _PLAIN_DEPTH:
+def _plain_copy(value: Any, depth: int, limit: int | None = _PLAIN_DEPTH) -> Any:
+    """A copy of a plain value, else `NO_PLAIN`: a str (valid UTF-8: no other can be
+    stored), an int within 64 bits, a float but NaN, a dict of at most one readable key,
+    and, nested (`depth` > 0), None or a list; no deeper than `limit`."""
+    if limit is not None and depth > limit:
         return NO_PLAIN
     kind = type(value)
     if kind is str:
@@ -409,7 +396,7 @@ def _plain_copy(value: Any, depth: int) -> Any:
             return NO_PLAIN
         copy = {}
         for k, v in value.items():
-            inner = _plain_copy(v, depth + 1)
+            inner = _plain_copy(v, depth + 1, limit)
             if inner is NO_PLAIN or type(k) is not str or not (_safe_key(k) and _utf8(k)):
                 return NO_PLAIN
             copy[k] = inner
@@ -419,7 +406,7 @@ def _plain_copy(value: Any, depth: int) -> Any:
     if value is None:
         return None
     if kind is list:
-        items = [_plain_copy(v, depth + 1) for v in value]
+        items = [_plain_copy(v, depth + 1, limit) for v in value]
         return NO_PLAIN if any(v is NO_PLAIN for v in items) else items
     return NO_PLAIN
 
