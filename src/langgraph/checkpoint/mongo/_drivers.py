@@ -102,9 +102,7 @@ def plan_name(plan: Any) -> str:
 async def execute_async(operation: str, collection: Any, command: Command) -> Any:
     """Run one command; a read is drained into a list (use `open_cursor` to stream)."""
     with Timed(operation, command):
-        result = call(collection, command)
-        if inspect.isawaitable(result):  # `maybe_await`, inlined: it runs per command
-            result = await result
+        result = await maybe_await(call(collection, command))
         if command.returns_cursor:
             return [doc async for doc in result]
         return result
