@@ -12,6 +12,7 @@ from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend
 from support.helpers import call, config, listed, new_thread, put
+from support.wire import cursors
 
 MIB = 1024 * 1024
 
@@ -84,6 +85,37 @@ async def test_a_checkpoint_too_large_to_return_with_its_writes_is_read_apart(
         # Failing in the first batch: the big checkpoint comes first.
         [only] = await listed(saver, config(thread), before=newer[0], limit=1)
         assert only.pending_writes == got.pending_writes
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        pytest.param(10334, id="BSONObjectTooLarge"),
+        pytest.param(4568, id="lookup-classic-engine"),
+        pytest.param(146, id="ExceededMemoryLimit-slot-based-engine"),
+    ],
+)
+async def test_a_join_refused_with_any_too_large_code_is_read_apart(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch, code: int
+) -> None:
+    """Each code a server refuses an oversized joined read with leads to reading the
+    checkpoint and its writes apart, for `get_tuple` and `list`. (The wire server's limit is
+    lowered to 64 KiB so that small documents stand in for 16 MiB ones.)"""
+    if backend.wire is None:
+        pytest.skip("needs the wire server, whose limit and error code the test sets")
+    monkeypatch.setattr(cursors, "MAX_INTERNAL_OBJECT_SIZE", 64 * 1024)
+    monkeypatch.setattr(cursors, "JOIN_TOO_LARGE", code)
+    async with backend.saver() as saver:
+        thread = new_thread()
+        blob, first, second = os.urandom(40 * 1024), os.urandom(20 * 1024), os.urandom(20 * 1024)
+        stored = await put(saver, thread, values={"blob": blob})
+        await call(saver, "put_writes", stored, [("a", first), ("b", second)], "t")
+
+        got = await call(saver, "get_tuple", config(thread))
+        assert got.checkpoint["channel_values"]["blob"] == blob
+        assert got.pending_writes == [("t", "a", first), ("t", "b", second)]
+        [listed_one] = await listed(saver, config(thread))
+        assert listed_one.pending_writes == got.pending_writes
 
 
 async def test_delta_history_reads_a_seed_too_large_for_its_writes_apart(

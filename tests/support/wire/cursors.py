@@ -24,6 +24,8 @@ MAX_BSON_OBJECT_SIZE = 16 * 1024 * 1024
 # mongod builds results up to 16 KiB over the user limit (BSONObjMaxInternalSize).
 MAX_INTERNAL_OBJECT_SIZE = MAX_BSON_OBJECT_SIZE + 16 * 1024
 DEFAULT_FIRST_BATCH = 101
+# The code a too-large joined document is refused with (tests set the others mongod uses).
+JOIN_TOO_LARGE = 4568
 
 
 class _Cursor:
@@ -47,7 +49,7 @@ class _Cursor:
                 # What mongod answers for a `$lookup` whose joined array makes a document
                 # too large (the savers then read the checkpoint and its writes apart).
                 raise CommandError(
-                    4568,
+                    JOIN_TOO_LARGE,
                     f"Total size of documents in the $lookup result ({len(raw)} bytes) "
                     f"exceeds maximum document size {MAX_INTERNAL_OBJECT_SIZE}",
                 )

@@ -21,7 +21,9 @@ _CODE_NAMES = {
     85: "IndexOptionsConflict",
     86: "IndexKeySpecsConflict",
     115: "CommandNotSupported",
+    146: "ExceededMemoryLimit",
     4568: "Location4568",
+    10334: "BSONObjectTooLarge",
     11000: "DuplicateKey",
 }
 

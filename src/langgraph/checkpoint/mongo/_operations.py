@@ -275,8 +275,14 @@ def put_writes(
         yield from _touch_thread(expiry, ref.thread_id, stamp)
 
 
-# A joined document over 16 MiB: `$lookup`'s own limit (4568), or the reply's (10334).
-_JOIN_TOO_LARGE = frozenset({4568, 10334})
+# A joined read too large to return, by the code the server refuses it with:
+# - 10334 (BSONObjectTooLarge): the joined document, or the reply, is over 16 MiB;
+# - 4568: the classic engine's `$lookup` collected over its intermediate limit
+#   (`internalLookupStageIntermediateDocumentMaxSizeBytes`: 100 MiB, 16 MiB on some Atlas
+#   tiers);
+# - 146 (ExceededMemoryLimit): the same limit where the slot-based engine runs the
+#   `$lookup` (MongoDB 6.0+; it runs the plain join of `targeted_joins=False`).
+_JOIN_TOO_LARGE = frozenset({146, 4568, 10334})
 
 
 def join_too_large(error: BaseException) -> bool:
