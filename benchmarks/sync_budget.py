@@ -31,7 +31,8 @@ import gc
 import statistics
 import time
 import timeit
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
@@ -45,7 +46,6 @@ from benchmarks.cpu import (
     _TurnRunner,
     ratio_interval,
 )
-from benchmarks.graphs import human_input
 from benchmarks.report import TIMES
 from benchmarks.scenarios import _db_name, _record
 from benchmarks.server import ServerProcess
@@ -82,6 +82,14 @@ class _MethodClock:
 
         setattr(saver, name, timed)
 
+    @contextmanager
+    def counting(self) -> Iterator[None]:
+        self.on = True
+        try:
+            yield
+        finally:
+            self.on = False
+
     def take(self) -> dict[str, float]:
         """µs per method since the last `take`, and `<method> calls`: how many."""
         per_method = dict.fromkeys(METHODS, 0.0)
@@ -110,27 +118,13 @@ async def _turns(history: int, rounds: int, server: ServerProcess) -> dict[str, 
     try:
         for round_ in range(rounds + 1):
             for key in _rotated(list(runners), round_):
-                runner = runners[key]
-                await runner._seed()
                 clock = clocks.get(key)
-                if clock is not None:
-                    clock.on = True
-                started = time.process_time()
-                result = runner.graph.invoke(human_input(history), runner.config)
-                spent = (time.process_time() - started) * 1e6
-                if clock is not None:
-                    clock.on = False
-                await runner._delete()
-                if len(result["messages"]) != 2 * (history + 1):
-                    raise RuntimeError(
-                        f"{key}: a turn ended with {len(result['messages'])} messages"
-                    )
+                spent = await runners[key].turn(history, clock.counting() if clock else None)
+                per_method = clock.take() if clock else None
                 if round_:  # the first round warms up
                     turns[key].append(spent)
-                    if clock is not None:
-                        methods[key].append(clock.take())
-                elif clock is not None:
-                    clock.take()
+                    if per_method is not None:
+                        methods[key].append(per_method)
         no_io = {key: _without_io(savers[key], recording, history) for key in savers}
     finally:
         gc.unfreeze()
