@@ -449,7 +449,7 @@ def markdown(results: Results) -> str:
     out = ["# langgraph-checkpoint-mongo benchmark results", ""]
     out.append(
         f"Run on {env.date} with `{env.command}` ({env.wall_seconds:.0f} s in all). "
-        "Regenerate with the same command; see `benchmarks/README.md` for what each number "
+        "Regenerate with the same command; see `docs/benchmarks.md` for what each number "
         "means."
     )
     out.append("")

@@ -3,14 +3,16 @@
 `client()` returns a `mongomock.MongoClient` for `MongoDBSaver`, `async_client()` a
 mongomock-motor `AsyncMongoMockClient` for `AsyncMongoDBSaver`: both savers run on them
 unchanged, in process, with no server and no network. Install them with the `testing`
-extra (`pip install "langgraph-checkpoint-mongo[testing]"`)::
+extra (`pip install "langgraph-checkpoint-mongo[testing]"`):
 
-    from langgraph.checkpoint.mongo import MongoDBSaver
-    from langgraph.checkpoint.mongo.testing import client
+```python
+from langgraph.checkpoint.mongo import MongoDBSaver
+from langgraph.checkpoint.mongo.testing import client
 
-    saver = MongoDBSaver(client())
-    saver.setup()
-    graph = builder.compile(checkpointer=saver)
+saver = MongoDBSaver(client())
+saver.setup()
+graph = builder.compile(checkpointer=saver)
+```
 
 mongomock 4.3 lacks or breaks a few things the savers send to every server, so each
 function first applies these fixes to mongomock (once per process; they patch mongomock's
