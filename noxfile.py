@@ -9,12 +9,11 @@ from pathlib import Path
 
 import nox
 
-nox.needs_version = ">=2025.2.9"  # nox.project.dependency_groups
+nox.needs_version = ">=2024.4"
 nox.options.default_venv_backend = "venv"
 nox.options.sessions = ["lint", "typecheck", "tests", "docs"]
 
 ROOT = Path(__file__).resolve().parent
-PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
 # What `nox -s integration` / `integration-sharded` start (MONGODB_VERSION, default 8.0).
 DEPLOYMENTS = {
     "replica-set": ("compose.yaml", "mongodb://localhost:27017/?directConnection=true"),
@@ -22,10 +21,12 @@ DEPLOYMENTS = {
 }
 
 
-def _install(session: nox.Session, *groups: str) -> None:
-    """The project (editable) and its dependency groups (PEP 735), whatever the venv's pip."""
-    requirements = [r for group in groups for r in nox.project.dependency_groups(PYPROJECT, group)]
-    session.install("-e", ".", *requirements)
+def _install(session: nox.Session, *groups: str, project: bool = True) -> None:
+    """The project (editable) and dependency groups of pyproject.toml (PEP 735), as the
+    README installs them: `--group` needs pip 25.1 or newer, newer than a venv may bundle."""
+    session.install("pip>=25.1")
+    editable = ["-e", "."] if project else []
+    session.install(*editable, *[arg for group in groups for arg in ("--group", group)])
 
 
 @nox.session
@@ -39,7 +40,7 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """Ruff: lint rules and formatting."""
-    session.install(*nox.project.dependency_groups(PYPROJECT, "lint"))
+    _install(session, "lint", project=False)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
 
