@@ -1,4 +1,4 @@
-"""Development sessions: `nox` runs lint, typecheck and tests; `nox -l` lists them all."""
+"""Development sessions: `nox` runs lint, typecheck, tests and docs; `nox -l` lists them all."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import nox
 
 nox.needs_version = ">=2024.4"
 nox.options.default_venv_backend = "venv"
-nox.options.sessions = ["lint", "typecheck", "tests"]
+nox.options.sessions = ["lint", "typecheck", "tests", "docs"]
 
 ROOT = Path(__file__).resolve().parent
 # What `nox -s integration` / `integration-sharded` start (MONGODB_VERSION, default 8.0).
@@ -21,10 +21,18 @@ DEPLOYMENTS = {
 }
 
 
+def _install(session: nox.Session, *groups: str, project: bool = True) -> None:
+    """The project (editable) and dependency groups of pyproject.toml (PEP 735), as the
+    README installs them: `--group` needs pip 25.1 or newer, newer than a venv may bundle."""
+    session.install("pip>=25.1")
+    editable = ["-e", "."] if project else []
+    session.install(*editable, *[arg for group in groups for arg in ("--group", group)])
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """The test suite on the embedded backends (no server needed)."""
-    session.install("-e", ".[test]")
+    _install(session, "test")
     # `None` removes the variable: tests/support/backends.py would otherwise pick a server.
     session.run("pytest", *session.posargs, env={"MONGODB_URI": None})
 
@@ -32,7 +40,7 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """Ruff: lint rules and formatting."""
-    session.install("ruff==0.17.*")
+    _install(session, "lint", project=False)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
 
@@ -40,7 +48,7 @@ def lint(session: nox.Session) -> None:
 @nox.session
 def typecheck(session: nox.Session) -> None:
     """Mypy, strict on src/ (configured in pyproject.toml)."""
-    session.install("-e", ".[test]", "mypy==2.4.*")
+    _install(session, "test", "lint")
     session.run("mypy")
 
 
@@ -62,7 +70,7 @@ def _integration(session: nox.Session, topology: str) -> None:
     uri = os.environ.get("MONGODB_URI")
     if not uri:
         _require_docker(session)  # before the install, to fail fast
-    session.install("-e", ".[test]")
+    _install(session, "test")
     if uri:
         session.log("Using MONGODB_URI from the environment")
         session.run("pytest", *session.posargs, env={"MONGODB_URI": uri})
@@ -99,18 +107,39 @@ def integration_sharded(session: nox.Session) -> None:
 @nox.session
 def quickstart(session: nox.Session) -> None:
     """examples/quickstart.py (embedded backend, or MONGODB_URI when set)."""
-    session.install("-e", ".[test]")
+    _install(session, "test")
     session.run("python", "examples/quickstart.py")
 
 
 @nox.session
 def benchmarks(session: nox.Session) -> None:
     """`python -m benchmarks` (see benchmarks/README.md)."""
-    session.install("-e", ".[test]", "matplotlib")
+    _install(session, "test")
+    session.install("matplotlib")
     requirements = ROOT / "benchmarks" / "requirements.txt"
     if requirements.exists():  # the saver(s) to compare against
         session.install("-r", str(requirements))
     session.run("python", "-m", "benchmarks", *session.posargs)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The docs site (mkdocs.yml), built with `--strict`; `nox -s docs -- serve` previews it."""
+    _install(session, "docs")
+    if session.posargs == ["serve"]:
+        session.run("mkdocs", "serve")
+    else:
+        session.run(
+            "mkdocs", "build", "--strict", "--site-dir", str(session.create_tmp() + "/site")
+        )
+
+
+@nox.session
+def dist(session: nox.Session) -> None:
+    """Build sdist and wheel, `twine check --strict`, and a user's tests on the wheel in a
+    clean environment (.ci/check_dist.py)."""
+    session.install("build", "twine")
+    session.run("python", ".ci/check_dist.py", *session.posargs)
 
 
 @nox.session

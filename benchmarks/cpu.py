@@ -33,7 +33,6 @@ import random
 import statistics
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -485,11 +484,7 @@ class _TurnRunner:
         else:
             self.saver.delete_thread(self.THREAD)
 
-    async def turn(
-        self, history: int, measuring: AbstractContextManager[object] | None = None
-    ) -> float:
-        """The client CPU of one turn; `measuring` is entered around the turn alone (not the
-        seeding `put` or the deletion)."""
+    async def turn(self, history: int) -> float:
         await self._seed()
         value = human_input(history)
 
@@ -503,8 +498,7 @@ class _TurnRunner:
         async def timed() -> None:
             result.append(await run())
 
-        with measuring or nullcontext():
-            spent = await _cpu_us(timed)
+        spent = await _cpu_us(timed)
         await self._delete()
         got = len(result[0]["messages"])
         if got != 2 * (history + 1):

@@ -416,7 +416,7 @@ CAVEATS = [
     "are not a real MongoDB's: the benchmark keeps collections small (fresh databases "
     "per wave of concurrent runs, at most 10 threads per database) so that the mock's "
     "cost stays small next to the network delay. The server applies the test suite's "
-    "mongomock fixes (`tests/support/mongomock_patch.py`), including one for mongomock "
+    "mongomock fixes (`langgraph.checkpoint.mongo.testing`), including one for mongomock "
     "re-hashing subdocument `_id`s on every collection scan, which no server does.",
     "**Injected delay.** The network is simulated by sleeping a fixed delay before each "
     "command on the server (outside the lock, so concurrent commands overlap): 1 ms ~ "
@@ -449,7 +449,7 @@ def markdown(results: Results) -> str:
     out = ["# langgraph-checkpoint-mongo benchmark results", ""]
     out.append(
         f"Run on {env.date} with `{env.command}` ({env.wall_seconds:.0f} s in all). "
-        "Regenerate with the same command; see `benchmarks/README.md` for what each number "
+        "Regenerate with the same command; see `docs/benchmarks.md` for what each number "
         "means."
     )
     out.append("")

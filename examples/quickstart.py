@@ -1,23 +1,22 @@
 """A chat graph whose conversation survives a restart, persisted by AsyncMongoDBSaver.
 
-Run: `python examples/quickstart.py` (after `pip install -e ".[test]"`). With `MONGODB_URI`
-set it uses that server; without it, an in-process mock of MongoDB (mongomock-motor).
+Run: `python examples/quickstart.py` (after the README's set-up command, or
+`pip install "langgraph-checkpoint-mongo[testing]" langgraph`). With `MONGODB_URI` set it uses
+that server; without it, the in-process stand-in of `langgraph.checkpoint.mongo.testing`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from contextlib import AsyncExitStack
-from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 
-from langgraph.checkpoint.mongo import AsyncMongoDBSaver
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver, testing
 
 URI = os.environ.get("MONGODB_URI")
 CONFIG: Any = {"configurable": {"thread_id": "quickstart-demo"}}  # one thread = one chat
@@ -41,18 +40,6 @@ def build_graph(saver: AsyncMongoDBSaver) -> Any:
     return builder.compile(checkpointer=saver)  # the saver stores a checkpoint per step
 
 
-def embedded_client() -> Any:
-    """An in-memory stand-in for a MongoDB server, with Motor's async API."""
-    from mongomock_motor import AsyncMongoMockClient
-
-    # mongomock 4.3 rejects the bulk writes of pymongo >= 4.11; the tests' shim fixes it.
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from support import mongomock_patch
-
-    mongomock_patch.apply()
-    return AsyncMongoMockClient()
-
-
 async def open_saver(stack: AsyncExitStack, client: Any) -> AsyncMongoDBSaver:
     """A saver on database "quickstart": a new connection for a URI, else the shared mock."""
     if URI:
@@ -70,8 +57,9 @@ async def chat(graph: Any, text: str) -> None:
 
 
 async def main() -> None:
-    client = None if URI else embedded_client()  # both savers below share this "server"
-    print(f"Backend: {'MongoDB at MONGODB_URI' if URI else 'embedded mongomock-motor'}")
+    # An in-memory stand-in for a server (mongomock-motor); both savers below share it.
+    client = None if URI else testing.async_client()
+    print(f"Backend: {'MongoDB at MONGODB_URI' if URI else 'in-process (testing.async_client)'}")
     async with AsyncExitStack() as stack:
         # 1. A first "process": two turns of conversation, saved as they happen.
         saver = await open_saver(stack, client)

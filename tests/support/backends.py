@@ -1,7 +1,8 @@
 """Backends every saver test runs on.
 
 Without `MONGODB_URI`:
-- `mock`: mongomock-motor in process (Motor's API shape, no driver, no network);
+- `mock`: mongomock-motor in process (Motor's API shape, no driver, no network), from
+  `langgraph.checkpoint.mongo.testing.async_client()` as users' tests get it;
 - `wire-async`, `wire-motor`, `wire-sync`: the real drivers (`AsyncMongoClient`,
   Motor's `AsyncIOMotorClient`, `MongoClient`) over a socket to `support/wire/`,
   a loopback MongoDB wire-protocol server that executes commands on mongomock.
@@ -23,12 +24,8 @@ from typing import Any
 import pytest
 from pymongo import AsyncMongoClient, MongoClient, monitoring
 
-from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver, testing
 from langgraph.checkpoint.mongo._drivers import maybe_await
-
-from . import mongomock_patch
-
-mongomock_patch.apply()
 
 MONGODB_URI = os.environ.get("MONGODB_URI")
 ALL_BACKENDS = (
@@ -113,10 +110,8 @@ class Backend:
         elif log is not None:
             listeners.append(_Listener(log))
         if self.name == "mock":
-            from mongomock_motor import AsyncMongoMockClient
-
             if self._mock is None:
-                self._mock = AsyncMongoMockClient()
+                self._mock = testing.async_client()
             yield self._mock
             return
         if self.name.endswith("motor"):

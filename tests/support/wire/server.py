@@ -33,14 +33,11 @@ from typing import Any
 import bson
 import mongomock
 
-from .. import mongomock_patch
+from langgraph.checkpoint.mongo import testing
+
 from . import framing
 from .commands import CHATTER, Commands
 from .errors import CommandError, error_reply
-
-# The same mongomock fixes as the in-process backend (also when the benchmarks run
-# this server in a process of their own).
-mongomock_patch.apply()
 
 __all__ = ["WireServer"]
 
@@ -63,7 +60,9 @@ class WireServer:
         #: Fault injection: called with each counted command's name and body before it
         #: runs; returning True hangs up on it unexecuted, as a network failure would.
         self.fault: Callable[[str, dict[str, Any]], bool] | None = None
-        self.mock: mongomock.MongoClient[dict[str, Any]] = mongomock.MongoClient()
+        # With the testing module's mongomock fixes, as the in-process backend (also when
+        # the benchmarks run this server in a process of their own).
+        self.mock: mongomock.MongoClient[dict[str, Any]] = testing.client()
         self.commands: list[str] = []
         self.uri: str = ""
         self.host: str = "127.0.0.1"

@@ -1,0 +1,169 @@
+"""In-process stand-ins for a MongoDB server, for testing applications that use the savers.
+
+`client()` returns a `mongomock.MongoClient` for `MongoDBSaver`, `async_client()` a
+mongomock-motor `AsyncMongoMockClient` for `AsyncMongoDBSaver`: both savers run on them
+unchanged, in process, with no server and no network. Install them with the `testing`
+extra (`pip install "langgraph-checkpoint-mongo[testing]"`):
+
+```python
+from langgraph.checkpoint.mongo import MongoDBSaver
+from langgraph.checkpoint.mongo.testing import client
+
+saver = MongoDBSaver(client())
+saver.setup()
+graph = builder.compile(checkpointer=saver)
+```
+
+mongomock 4.3 lacks or breaks a few things the savers send to every server, so each
+function first applies these fixes to mongomock (once per process; they patch mongomock's
+classes, so they affect every mongomock client of the process, and nothing else):
+
+1. `Collection.options()`, which mongomock lacks (its `__getattr__` would hand back a
+   sub-collection named "options"): mongomock keeps no collection options, so it returns
+   `{}`, as a server does for a collection created without options (no upstream issue;
+   mongomock lists what it lacks in
+   https://github.com/mongomock/mongomock/blob/develop/Missing_Features.rst).
+2. `$lookup` with a `pipeline`, which mongomock refuses: the savers send MongoDB 5.0's
+   concise correlated form (`localField`/`foreignField` *and* a `pipeline` that runs on the
+   matched foreign documents); it is implemented as the server defines it: the equality
+   join, then the sub-pipeline on each joined array. A `let` (or a `pipeline` without
+   `localField`) is still refused (https://github.com/mongomock/mongomock/issues/845).
+3. `bulk_write` on pymongo >= 4.11: pymongo passes `sort=` to the bulk builder's
+   `add_update`/`add_replace`, which mongomock does not accept
+   (https://github.com/mongomock/mongomock/issues/912). The savers never send a `sort` on
+   an update, so one is refused rather than ignored.
+4. TTL expiry of a document whose `_id` is a subdocument (the savers' are): mongomock
+   stores such documents under a hashable copy of the `_id` but its TTL sweep deletes by
+   the raw dict and crashes with `TypeError: unhashable type: 'dict'` (the same
+   `del self[exp_id]` of the sweep as https://github.com/mongomock/mongomock/issues/799).
+
+And two speed-ups, behaviour unchanged, so that a test suite with many threads stays fast:
+
+- mongomock's `aggregate` copies the whole collection before its first stage; a leading
+  `$match` is applied as a `find` filter first (the same filter engine);
+- every scan of a collection walked its `OrderedDict` of documents, which looks each key up
+  again: a subdocument `_id` is re-hashed in Python, twice per document per scan. The scan
+  reads the same documents in the same order from the underlying dict (the store never
+  reorders them). A server finds these `_id`s through its index.
+
+mongomock is not MongoDB: it proves your application's logic, not your deployment (indexes,
+timeouts, a network). Run the same tests against a real server too when you can.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any
+
+__all__ = ["apply_mongomock_fixes", "async_client", "client"]
+
+_applied = False
+_applying = threading.Lock()
+
+
+def client(**kwargs: Any) -> Any:
+    """A new `mongomock.MongoClient` (an empty in-memory server) for `MongoDBSaver`.
+
+    Keyword arguments go to `mongomock.MongoClient`. Every client is a server of its own:
+    share one client between savers that must see the same data.
+    """
+    apply_mongomock_fixes()
+    import mongomock
+
+    return mongomock.MongoClient(**kwargs)
+
+
+def async_client(**kwargs: Any) -> Any:
+    """A new mongomock-motor `AsyncMongoMockClient` (Motor's API) for `AsyncMongoDBSaver`.
+
+    Keyword arguments go to `AsyncMongoMockClient`. Every client is a server of its own:
+    share one client between savers that must see the same data.
+    """
+    apply_mongomock_fixes()
+    from mongomock_motor import AsyncMongoMockClient
+
+    return AsyncMongoMockClient(**kwargs)
+
+
+def apply_mongomock_fixes() -> None:
+    """Apply the fixes listed in this module's docstring to mongomock; idempotent.
+
+    `client()` and `async_client()` call it; call it yourself only for mongomock clients
+    you build otherwise (for example a wire-protocol test server that executes on one).
+    """
+    global _applied
+    with _applying:
+        if _applied:
+            return
+        _patch_mongomock()
+        _applied = True
+
+
+def _patch_mongomock() -> None:
+    from mongomock import aggregate as mongomock_aggregate
+    from mongomock import helpers
+    from mongomock.collection import BulkOperationBuilder, Collection
+    from mongomock.store import CollectionStore
+
+    # mongomock's stubs leave this untyped; the handlers below take and return its documents.
+    process_pipeline: Any = mongomock_aggregate.process_pipeline
+
+    def no_options(self: Any, session: Any = None, comment: Any = None) -> dict[str, Any]:
+        return {}
+
+    def concise_lookup(plain_lookup: Any) -> Any:
+        @functools.wraps(plain_lookup)
+        def handler(documents: Any, database: Any, options: Any) -> Any:
+            if "pipeline" not in options or "let" in options or "localField" not in options:
+                return plain_lookup(documents, database, options)
+            plain = {key: value for key, value in options.items() if key != "pipeline"}
+            joined = plain_lookup(documents, database, plain)
+            for document in joined:
+                document[options["as"]] = list(
+                    process_pipeline(document[options["as"]], database, options["pipeline"], None)
+                )
+            return joined
+
+        return handler
+
+    def accept_sort(method: Any) -> Any:
+        @functools.wraps(method)
+        def wrapper(self: Any, *args: Any, sort: Any = None, **kwargs: Any) -> Any:
+            if sort is not None:
+                raise NotImplementedError("mongomock cannot apply a sort to a bulk update")
+            return method(self, *args, **kwargs)
+
+        return wrapper
+
+    def delete_by_hashable_id(method: Any) -> Any:
+        @functools.wraps(method)
+        def wrapper(self: Any, key: Any) -> Any:
+            if isinstance(key, dict) and not isinstance(key, helpers.hashdict):
+                key = helpers.hashdict(key)
+            return method(self, key)
+
+        return wrapper
+
+    def aggregate_match_first(self: Any, pipeline: Any, session: Any = None, **_: Any) -> Any:
+        if pipeline and "$match" in pipeline[0] and len(pipeline[0]) == 1:
+            documents = list(self.find(pipeline[0]["$match"]))
+            rest = pipeline[1:]
+        else:
+            documents, rest = list(self.find()), pipeline
+        return process_pipeline(documents, self.database, rest, session)
+
+    def documents_without_rehashing(self: Any) -> Any:
+        self._remove_expired_documents()
+        with self._rwlock.reader():
+            yield from dict.values(self._documents)
+
+    handlers = mongomock_aggregate._PIPELINE_HANDLERS
+    handlers["$lookup"] = concise_lookup(handlers["$lookup"])
+    # setattr: these replace methods that mongomock's stubs declare (or lack).
+    setattr(Collection, "options", no_options)  # noqa: B010
+    setattr(Collection, "aggregate", aggregate_match_first)  # noqa: B010
+    for name in ("add_update", "add_replace"):
+        setattr(BulkOperationBuilder, name, accept_sort(getattr(BulkOperationBuilder, name)))
+    setattr(CollectionStore, "__delitem__", delete_by_hashable_id(CollectionStore.__delitem__))  # noqa: B010
+    setattr(CollectionStore, "documents", property(documents_without_rehashing))  # noqa: B010
