@@ -66,7 +66,8 @@ class AsyncMongoDBSaver(
     Takes a `pymongo.AsyncMongoClient` or Motor's `AsyncIOMotorClient` (arguments: see
     `MongoDBSaverBase`). Call `await saver.setup()` once per process before use (it
     creates the indexes and is idempotent), or use `from_conn_string`, which does.
-    `async with saver:` calls `aclose()` on exit (`with saver:`, `close()`).
+    `async with saver:` calls `aclose()` on exit and `with saver:` calls `close()`; both
+    close only a client `from_conn_string` opened.
 
     The sync methods (`get_tuple`, `list`, `put`, ...) are for code running in *another*
     thread than the event loop the saver runs on; called from that loop they raise
