@@ -428,3 +428,36 @@ async def test_large_deletes_go_in_batches(
     assert writes == 1
     if backend.counts_commands:  # 6 pruned and 5 deleted checkpoints, 2 keys per batch
         assert command_log.names.count("delete") == 2 * (3 + 3)
+
+
+async def test_prune_delete_all_is_delete(saver: Any) -> None:
+    """LangGraph's Agent Server asks for `strategy="delete_all"` to delete everything."""
+    doomed, kept = new_thread(), new_thread()
+    for thread in (doomed, kept):
+        stored = await put(saver, thread)
+        await call(saver, "put_writes", stored, [("w", 1)], "t")
+    await call(saver, "prune", [doomed], strategy="delete_all")
+    assert await listed(saver, config(doomed)) == []
+    assert await call_raw(saver.writes_collection, "count_documents", {"thread_id": doomed}) == 0
+    assert len(await listed(saver, config(kept))) == 1
+    with pytest.raises(ValueError, match=r"strategy must be one of .*'delete_all'.*got 'all'"):
+        await call(saver, "prune", [kept], strategy="all")
+
+
+@pytest.mark.parametrize("field", ["metadata", "serialized_metadata"])
+async def test_delete_for_runs_skips_metadata_that_is_not_a_mapping(saver: Any, field: str) -> None:
+    """A document another program wrote, whose metadata (readable, or the serializer's
+    copy) is a list holding the run id: it belongs to no run and stays."""
+    thread = new_thread()
+    foreign = await put(saver, thread, metadata={"run_id": "r"})
+    await put(saver, thread, metadata={"run_id": "r"})  # deleted
+    as_list = [{"run_id": "r"}]
+    stored = as_list if field == "metadata" else saver.codec.encode(as_list)
+    await call_raw(
+        saver.checkpoint_collection,
+        "update_one",
+        {"_id.checkpoint_id": foreign["configurable"]["checkpoint_id"]},
+        {"$set": {field: stored}},
+    )
+    await call(saver, "delete_for_runs", ["r"])
+    assert [t.config for t in await listed(saver, config(thread))] == [foreign]

@@ -55,14 +55,23 @@ class Walk:
         return self.chain
 
 
+def parent_id(doc: LineageDocument) -> str | None:
+    """The parent a checkpoint names; `None` for a root, and for a checkpoint that names
+    itself (stored so when `put`'s config already named it, as `InMemorySaver` stores
+    it): every walk over parent ids takes that one for the root of its chain."""
+    parent = doc.get(F.PARENT_CHECKPOINT_ID)
+    return None if parent == doc[F.ID][F.CHECKPOINT_ID] else parent
+
+
 def walk(lineage: Lineage, target_id: str | None, channels: Iterable[str]) -> Walk:
     """Follow parent ids from the target until every channel has a seed or the root is
-    reached; a chain that comes back to a checkpoint it passed raises, never loops."""
+    reached; a chain that comes back to a checkpoint it passed (other than one that
+    names itself, a root) raises, never loops."""
     result = Walk()
     if target_id is None or target_id not in lineage:
         return result
     remaining = set(channels)
-    current = lineage[target_id].get(F.PARENT_CHECKPOINT_ID)
+    current = parent_id(lineage[target_id])
     seen = {target_id}
     while current is not None and remaining and current in lineage:
         doc = lineage[current]
@@ -76,7 +85,7 @@ def walk(lineage: Lineage, target_id: str | None, channels: Iterable[str]) -> Wa
         for channel in remaining.intersection(stored):
             result.seed_at[channel] = current
         remaining.difference_update(stored)
-        current = doc.get(F.PARENT_CHECKPOINT_ID)
+        current = parent_id(doc)
     return result
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
@@ -47,6 +48,47 @@ def identify(client: Any) -> None:
     append = getattr(type(target), "append_metadata", None)
     if append is not None:
         append(target, DRIVER_INFO)
+
+
+# The clients each saver takes, as (module, class): PyMongo's, and those of the in-process
+# stand-ins tests use (mongomock's, mongomock-motor's). Looked up among imported modules
+# only: a client of a class whose module was never imported cannot exist, so Motor and
+# the mocks stay optional.
+SYNC_CLIENTS = (("pymongo", "MongoClient"), ("mongomock", "MongoClient"))
+ASYNC_CLIENTS = (
+    ("pymongo", "AsyncMongoClient"),
+    ("motor.motor_asyncio", "AsyncIOMotorClient"),
+    ("mongomock_motor", "AsyncMongoMockClient"),
+)
+
+
+def _loaded(clients: tuple[tuple[str, str], ...]) -> tuple[type, ...]:
+    found = (getattr(sys.modules.get(module), name, None) for module, name in clients)
+    return tuple(cls for cls in found if isinstance(cls, type))
+
+
+# Per saver (by `asynchronous`): its name, the clients it takes in words, and as classes.
+_TAKES = {
+    False: ("MongoDBSaver", "a synchronous client, pymongo.MongoClient", SYNC_CLIENTS),
+    True: (
+        "AsyncMongoDBSaver",
+        "an asynchronous client, pymongo.AsyncMongoClient or Motor's AsyncIOMotorClient",
+        ASYNC_CLIENTS,
+    ),
+}
+
+
+def require_client(client: Any, *, asynchronous: bool) -> None:
+    """Refuse a client of the other kind (or no client) when a saver is built, instead of
+    failing deep in its first call. A client is recognised by its class, subclasses
+    included (a wrapper of one's own subclasses the client it wraps)."""
+    saver, takes, wanted = _TAKES[asynchronous]
+    if isinstance(client, _loaded(wanted)):
+        return
+    other_saver, _, other = _TAKES[not asynchronous]
+    got = f"{type(client).__module__}.{type(client).__qualname__}"
+    hint = f"; a {got} goes with {other_saver}" if isinstance(client, _loaded(other)) else ""
+    raise TypeError(f"{saver} takes {takes} (or a subclass of one), got {got}{hint}")
 
 
 async def maybe_await(value: Any) -> Any:

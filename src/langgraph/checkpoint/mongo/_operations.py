@@ -236,13 +236,10 @@ def put(
 ) -> Plan[RunnableConfig]:
     ref = ref_from_config(config)
     checkpoint_id, unchanged = unchanged_channels(checkpoint, new_versions)
-    if checkpoint_id == ref.checkpoint_id:
-        raise ValueError(
-            f"checkpoint {shown(checkpoint_id)} names itself as its parent "
-            "(config['configurable']['checkpoint_id'] is checkpoint['id']): a checkpoint "
-            "cannot be its own ancestor. Pass the parent's config (a CheckpointTuple's "
-            "parent_config, not its config), or a config without checkpoint_id for a root."
-        )
+    # A config that already names the checkpoint (peers' suites and users' tests put them
+    # so) is stored as `InMemorySaver` stores it: as its own parent, which every walk over
+    # parent ids takes for the root of its chain (`_delta.parent_id`). Its "parent" values
+    # are then its own earlier copy, if any, as `InMemorySaver`'s per-version blobs are.
     parent = yield from _parent_values(codec, recent, ref, unchanged)
     stamp = expiry.stamp() if expiry else None
     doc = checkpoint_document(
@@ -505,7 +502,10 @@ def _delete_checkpoints(keys: Sequence[CheckpointKey]) -> Plan[None]:
 
 
 def _run_id(codec: Codec, doc: MetadataDocument) -> str | None:
-    run_id = stored_metadata(codec, doc).get("run_id")
+    """The run a checkpoint belongs to. Metadata that is not a mapping (a document another
+    program wrote) has no run id, as a mapping without a string `run_id` has none."""
+    metadata = stored_metadata(codec, doc)
+    run_id = metadata.get("run_id") if isinstance(metadata, Mapping) else None
     return run_id if isinstance(run_id, str) else None
 
 
@@ -545,8 +545,13 @@ PRUNE_STRATEGIES = ("keep_latest", "delete")
 
 def prune(recent: RecentValues, thread_ids: Sequence[str], strategy: str) -> Plan[None]:
     threads = str_list(thread_ids, "thread_ids")
+    if strategy == "delete_all":  # LangGraph's Agent Server's name for "delete"
+        strategy = "delete"
     if strategy not in PRUNE_STRATEGIES:
-        raise ValueError(f"strategy must be one of {PRUNE_STRATEGIES}, got {shown(strategy)}")
+        raise ValueError(
+            f"strategy must be one of {PRUNE_STRATEGIES} (or 'delete_all', the same as "
+            f"'delete'), got {shown(strategy)}"
+        )
     if not threads:
         return
     recent.forget_threads(threads)

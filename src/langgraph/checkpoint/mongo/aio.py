@@ -10,12 +10,13 @@ from collections.abc import (
     Callable,
     Collection,
     Coroutine,
+    Generator,
     Iterator,
     Mapping,
     Sequence,
 )
-from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -33,26 +34,51 @@ from langgraph.checkpoint.mongo._base import MongoDBSaverBase, arun_plan
 from langgraph.checkpoint.mongo._commands import Command, Plan
 from langgraph.checkpoint.mongo._drivers import close_client, execute_async, open_cursor, plan_name
 
+if TYPE_CHECKING:
+    from motor.motor_asyncio import AsyncIOMotorClient
+
+    # What `AsyncMongoDBSaver` takes (Motor is optional: where it is not installed, a
+    # type checker sees `Any` for it).
+    AsyncClient = AsyncMongoClient[Any] | AsyncIOMotorClient[Any]
+
 T = TypeVar("T")
+
+
+class _NothingToAwait:
+    """What `close()` returns when it has finished before returning: awaiting it is
+    immediate (a coroutine would warn if never awaited)."""
+
+    def __await__(self) -> Generator[Any, None, None]:
+        yield from ()
+
+
+_NOTHING_TO_AWAIT = _NothingToAwait()
 
 # How often a sync caller waiting on the saver's loop checks that the loop still runs.
 _LOOP_CHECK_SECONDS = 0.1
 
 
-class AsyncMongoDBSaver(MongoDBSaverBase):
+class AsyncMongoDBSaver(
+    MongoDBSaverBase["AsyncClient", AbstractAsyncContextManager["AsyncMongoDBSaver"]]
+):
     """A LangGraph checkpointer on MongoDB for asyncio applications.
 
     Takes a `pymongo.AsyncMongoClient` or Motor's `AsyncIOMotorClient` (arguments: see
     `MongoDBSaverBase`). Call `await saver.setup()` once per process before use (it
     creates the indexes and is idempotent), or use `from_conn_string`, which does.
+    `async with saver:` calls `aclose()` on exit and `with saver:` calls `close()`; both
+    close only a client `from_conn_string` opened.
 
     The sync methods (`get_tuple`, `list`, `put`, ...) are for code running in *another*
     thread than the event loop the saver runs on; called from that loop they raise
     `asyncio.InvalidStateError` instead of deadlocking it.
     """
 
+    asynchronous = True
     # The event loop the saver's client runs on: the first one it is used on.
     loop: asyncio.AbstractEventLoop | None = None
+    # A close started by `close()` on the loop.
+    _closing: asyncio.Task[None] | None = None
 
     def _bind_loop(self) -> None:
         if self.loop is None:
@@ -60,19 +86,46 @@ class AsyncMongoDBSaver(MongoDBSaverBase):
 
     @classmethod
     @asynccontextmanager
-    async def from_conn_string(
-        cls, conn_string: str, *args: Any, **options: Any
+    async def _connect(
+        cls,
+        conn_string: str,
+        client_kwargs: dict[str, Any],
+        build: Callable[[AsyncMongoClient[dict[str, Any]]], AsyncMongoDBSaver],
     ) -> AsyncIterator[AsyncMongoDBSaver]:
-        """A saver on a new `AsyncMongoClient`, set up, and closed on exit (arguments: see
-        `MongoDBSaverBase`)."""
-        saver_options, client_options = cls._split_options(options)
-        client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(conn_string, **client_options)
+        client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(conn_string, **client_kwargs)
         try:
-            saver = cls(client, *args, **saver_options)
+            saver = build(client)
+            saver._owned_client = client
             await saver.setup()
             yield saver
         finally:
             await close_client(client)
+
+    async def aclose(self) -> None:
+        """Close the client `from_conn_string` opened for this saver; a client you passed
+        to the constructor stays open (it is yours, and may be shared). Idempotent. Also
+        what `async with saver:` calls on exit."""
+        client = self._disown_client()
+        if client is not None:
+            await close_client(client)
+
+    def close(self) -> Awaitable[None]:
+        """`aclose`, for code that calls `close()` (as on the official saver): await it
+        (`await saver.close()`), or call it without awaiting. On the saver's event loop
+        it starts the close and returns it as a task (awaiting it waits for the end);
+        from another thread (sync code) it returns once the client is closed, on the
+        saver's loop, which must be running. Without a client of its own to close it
+        does nothing."""
+        if self._owned_client is None:
+            return _NOTHING_TO_AWAIT
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            self._from_thread(self.aclose())
+            return _NOTHING_TO_AWAIT
+        # Kept: the loop holds tasks weakly, and this one may never be awaited.
+        self._closing = running.create_task(self.aclose())
+        return self._closing
 
     async def _run(self, plan: Plan[T]) -> T:
         self._bind_loop()

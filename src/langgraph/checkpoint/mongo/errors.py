@@ -57,11 +57,13 @@ class IndexCreationError(RuntimeError):
 
 
 class CheckpointCycleError(ValueError):
-    """A thread's parent chain loops back on itself, so no walk over it can finish.
+    """A thread's parent chain loops back through two or more checkpoints, so no walk
+    over it can finish.
 
-    `put` refuses a checkpoint that is its own parent, but data written by other tools
-    (a migration passing `t.config` where `t.parent_config` belonged) can still hold a
-    loop; `delete_thread` removes such a thread.
+    A checkpoint that names itself as its parent (`put` under a config that already named
+    it, as `InMemorySaver` allows) is no loop: walks take it for the root of its chain.
+    Longer loops come only from data written by other tools (a migration passing
+    `t.config` where `t.parent_config` belonged); `delete_thread` removes such a thread.
     """
 
     def __init__(self, thread_id: str, checkpoint_ns: str, cycle: list[str]) -> None:

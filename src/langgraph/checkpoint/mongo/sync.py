@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -26,32 +26,48 @@ from langgraph.checkpoint.mongo._drivers import execute_sync, open_cursor_sync, 
 T = TypeVar("T")
 
 
-class MongoDBSaver(MongoDBSaverBase):
+class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["MongoDBSaver"]]):
     """A LangGraph checkpointer on MongoDB for synchronous code (`graph.invoke`).
 
     Takes a `pymongo.MongoClient` (arguments: see `MongoDBSaverBase`).
     Call `saver.setup()` once per process before use, or use `from_conn_string`.
+    `with saver:` / `async with saver:` call `close()` on exit.
 
     Its async methods run the sync ones in a worker thread (`asyncio.to_thread`), so a
     graph compiled with it also works under `ainvoke`; asyncio applications get
     native async I/O from `AsyncMongoDBSaver` instead.
     """
 
+    asynchronous = False
+
     @classmethod
     @contextmanager
-    def from_conn_string(
-        cls, conn_string: str, *args: Any, **options: Any
+    def _connect(
+        cls,
+        conn_string: str,
+        client_kwargs: dict[str, Any],
+        build: Callable[[MongoClient[dict[str, Any]]], MongoDBSaver],
     ) -> Iterator[MongoDBSaver]:
-        """A saver on a new `MongoClient`, set up, and closed on exit (arguments: see
-        `MongoDBSaverBase`)."""
-        saver_options, client_options = cls._split_options(options)
-        client: MongoClient[dict[str, Any]] = MongoClient(conn_string, **client_options)
+        client: MongoClient[dict[str, Any]] = MongoClient(conn_string, **client_kwargs)
         try:
-            saver = cls(client, *args, **saver_options)
+            saver = build(client)
+            saver._owned_client = client
             saver.setup()
             yield saver
         finally:
             client.close()
+
+    def close(self) -> None:
+        """Close the client `from_conn_string` opened for this saver; a client you passed
+        to the constructor stays open (it is yours, and may be shared). Idempotent. Also
+        what `with saver:` and `async with saver:` call on exit."""
+        client = self._disown_client()
+        if client is not None:
+            client.close()
+
+    async def aclose(self) -> None:
+        """`close`, in a worker thread."""
+        await asyncio.to_thread(self.close)
 
     def _run(self, plan: Plan[T]) -> T:
         return run_plan(plan, self._executor(plan_name(plan)))
