@@ -1,5 +1,7 @@
-"""Which copies of the metadata a checkpoint document keeps, and that each read gets the
-metadata back exactly from whichever copy is there (see `_documents` and `_metadata`)."""
+"""Which copies of the metadata a checkpoint document keeps, that each read gets the
+metadata back exactly from whichever copy is there, and that `list(filter=...)` selects
+what Python equality selects: by an exact server condition where one exists, else by a
+check after the read (see `_documents` and `_metadata`)."""
 
 from __future__ import annotations
 
@@ -14,12 +16,15 @@ from typing import Any
 import bson
 import pytest
 from bson.codec_options import CodecOptions
+from bson.decimal128 import Decimal128
 from bson.raw_bson import RawBSONDocument
 from bson.son import SON
 from langgraph.checkpoint.memory import InMemorySaver
 
+from langgraph.checkpoint.mongo._commands import Command
 from langgraph.checkpoint.mongo._drivers import maybe_await
-from langgraph.checkpoint.mongo._metadata import _equals_term, _present_term, from_readable
+from langgraph.checkpoint.mongo._metadata import from_readable
+from support.backends import MONGODB_URI, Backend, CommandLog
 from support.helpers import call, config, ids, listed, new_thread, put
 
 
@@ -150,6 +155,13 @@ STORED_VALUES: list[Any] = [
     {"a": {"b": 1, "c": 2}},
     {"a": {"c": 2, "b": 1}},
     Decimal("0.5"),
+    Decimal(1),
+    2**63,
+    float(2**63),
+    ("a",),
+    "a",
+    ["a"],
+    b"a",
 ]
 FILTER_VALUES: list[Any] = [
     None,
@@ -192,6 +204,13 @@ FILTER_VALUES: list[Any] = [
     {"a": {"b": 1, "c": 2}},
     {"a": {"c": 2, "b": 1}},
     {},
+    "a",
+    ["a"],
+    ("a",),
+    b"a",
+    2**63,
+    float(2**63),
+    math.nan,
     "\ud800",
     {"\ud800": 1},
 ]
@@ -199,18 +218,7 @@ FILTER_VALUES: list[Any] = [
 UNSAFE_KEYS = ["a.b", "$x", ""]
 
 
-def version_1_terms(metadata: dict[str, Any]) -> list[bytes]:
-    """The terms version 1 stored: two for every key that is not None."""
-    return [
-        term
-        for key, value in metadata.items()
-        if value is not None
-        for term in (_present_term(key), _equals_term(key, value))
-    ]
-
-
-@pytest.mark.parametrize("version", [2, 1])
-async def test_filters_select_what_python_equality_selects(saver: Any, version: int) -> None:
+async def test_filters_select_what_python_equality_selects(saver: Any) -> None:
     thread = new_thread()
     memory = InMemorySaver()
     for position, value in enumerate(STORED_VALUES):
@@ -220,14 +228,6 @@ async def test_filters_select_what_python_equality_selects(saver: Any, version: 
         metadata[UNSAFE_KEYS[position % 3]] = value if value is not MISSING else 1
         stored = await put(saver, thread, metadata=metadata)
         await put(memory, thread, metadata=metadata, id=stored["configurable"]["checkpoint_id"])
-        if version == 1:  # a document stored before version 2, with all its terms
-            returned = (await call(saver, "get_tuple", stored)).metadata
-            await maybe_await(
-                saver.checkpoint_collection.update_one(
-                    {"_id.checkpoint_id": stored["configurable"]["checkpoint_id"]},
-                    {"$set": {"metadata_terms": version_1_terms(returned)}},
-                )
-            )
     filters = [{"k": value} for value in FILTER_VALUES]
     filters += [{key: value} for key in UNSAFE_KEYS for value in FILTER_VALUES]
     filters += [{"k": 1, "i": 4}, {"k": None, "a.b": None}, {"k": [1], "$x": 1}]
@@ -235,15 +235,150 @@ async def test_filters_select_what_python_equality_selects(saver: Any, version: 
     for flt in filters:
         want = ids(await listed(memory, config(thread), filter=flt))
         assert ids(await listed(saver, config(thread), filter=flt)) == want, flt
+        for limit in (1, 2):
+            got = ids(await listed(saver, config(thread), filter=flt, limit=limit))
+            assert got == want[:limit], (flt, limit)
         selected += bool(want)
     assert selected > len(filters) // 2  # not vacuous
 
 
-async def test_metadata_of_plain_values_stores_no_terms(saver: Any) -> None:
-    plain = await put(saver, new_thread(), metadata={"run_id": "r", "step": 3, "k": None})
-    assert "metadata_terms" not in await stored_document(saver, plain)
-    exotic = await put(saver, new_thread(), metadata={"run_id": "r", "flag": True})
-    assert len((await stored_document(saver, exotic))["metadata_terms"]) == 2
+async def test_the_readable_copy_shows_each_value_and_no_terms_are_stored(saver: Any) -> None:
+    metadata = {
+        "source": "loop",
+        "flag": True,
+        "tags": ["a", 1],
+        "t": ("a",),
+        "big": 2**64 - 1,
+        "d": Decimal("1.5"),
+        "one": Decimal(1),
+        "id": uuid.UUID(int=1),
+        "a.b": 1,
+    }
+    stored = await put(saver, new_thread(), metadata=metadata)
+    doc = await stored_document(saver, stored)
+    readable = from_readable(doc["metadata"])
+    assert "a.b" not in readable  # a key a query would read as a path
+    expected = {
+        "source": "loop",
+        "flag": True,
+        "tags": ["a", 1],
+        "t": ["a"],
+        "big": Decimal128(str(2**64 - 1)),
+        "d": 1.5,  # numbers of other types: the int64 or float they equal
+        "one": 1,
+        "id": {"repr": repr(uuid.UUID(int=1))},  # equal to no plain filter value
+    }
+    assert {k: readable[k] for k in expected} == expected
+    assert "serialized_metadata" in doc  # the readable copy is not exact
+    assert set(doc) <= {
+        "_id",
+        "thread_id",
+        "parent_checkpoint_id",
+        "checkpoint",
+        "channel_values",
+        "metadata",
+        "serialized_metadata",
+    }
+    got = await call(saver, "get_tuple", stored)
+    assert got.metadata["id"] == uuid.UUID(int=1)
+    assert got.metadata["a.b"] == 1
+
+
+def _list_pipelines(commands: list[Command]) -> list[list[dict[str, Any]]]:
+    return [c.args[0] for c in commands if c.method == "aggregate"]
+
+
+async def test_a_filter_of_plain_values_is_one_equality_per_key_an_index_serves(
+    saver: Any, sent_commands: list[Command]
+) -> None:
+    """`{"source": "loop", "user_id": "u1"}` is sent as an equality on each
+    `metadata.<key>` (arrays excluded: they would match by element), with the server's
+    `$limit`: an index a user creates on `metadata.user_id` serves it."""
+    thread = new_thread()
+    for user in ("u1", "u2", "u1"):
+        await put(saver, thread, metadata={"source": "loop", "user_id": user})
+    sent_commands.clear()
+    found = await listed(saver, None, filter={"source": "loop", "user_id": "u1"}, limit=5)
+    assert len(found) == 2
+    [pipeline] = _list_pipelines(sent_commands)
+    assert pipeline[0] == {
+        "$match": {
+            "metadata.source": {"$eq": "loop", "$not": {"$type": "array"}},
+            "metadata.user_id": {"$eq": "u1", "$not": {"$type": "array"}},
+        }
+    }
+    assert {"$limit": 5} in pipeline
+    sent_commands.clear()
+    await listed(saver, None, filter={"flag": True}, limit=1)
+    [pipeline] = _list_pipelines(sent_commands)
+    assert pipeline[0]["$match"] == {
+        "metadata.flag": {"$in": [True, 1], "$not": {"$type": "array"}}
+    }
+
+
+async def test_a_post_checked_filter_honours_limit_and_before_while_streaming(
+    backend: Backend,
+) -> None:
+    """A list filter is checked in Python after the read: the server cannot apply `limit`
+    (its `$limit` would count rejected checkpoints), so the list stops after `limit`
+    accepted ones, from one streamed aggregation (more batches only as read)."""
+    log = CommandLog()
+    async with backend.saver(log) as saver:
+        thread = new_thread()
+        memory = InMemorySaver()
+        stored = []
+        for i in range(260):
+            metadata = {"tags": ["a"] if i % 3 == 0 else ["a", "b"], "i": i}
+            cfg = await put(saver, thread, metadata=metadata)
+            await put(memory, thread, metadata=metadata, id=cfg["configurable"]["checkpoint_id"])
+            stored.append(cfg)
+        flt = {"tags": ["a"]}
+        for limit, before in [(None, None), (3, None), (2, stored[200]), (60, stored[250])]:
+            want = ids(await listed(memory, config(thread), filter=flt, limit=limit, before=before))
+            log.reset()
+            got = ids(await listed(saver, config(thread), filter=flt, limit=limit, before=before))
+            assert got == want, (limit, before)
+            if backend.counts_commands:
+                assert log.names[0] == "aggregate"
+                assert set(log.names[1:]) <= {"getMore", "killCursors"}
+        assert len(want) == 60  # not vacuous: the limit cut the list
+
+
+@pytest.mark.integration
+async def test_a_users_index_on_a_metadata_key_serves_their_filter() -> None:
+    """The README's recipe: an index on `metadata.user_id` (with the sort's fields) serves
+    `list(None, filter={"user_id": ...})` across threads."""
+    from langgraph.checkpoint.mongo._schema import F
+    from support.real_server import Plan
+
+    async with Backend("async", MONGODB_URI).saver() as saver:
+        await maybe_await(
+            saver.checkpoint_collection.create_index(
+                [("metadata.user_id", 1), (F.ID_CHECKPOINT_ID, -1)], name="user_id"
+            )
+        )
+        for i in range(30):
+            await put(saver, new_thread(), metadata={"user_id": f"u{i % 3}"})
+        explained = await maybe_await(
+            saver.db.command(
+                {
+                    "explain": {
+                        "aggregate": saver.checkpoint_collection_name,
+                        "pipeline": [
+                            {
+                                "$match": {
+                                    "metadata.user_id": {"$eq": "u1", "$not": {"$type": "array"}}
+                                }
+                            },
+                            {"$sort": {F.ID_CHECKPOINT_ID: -1}},
+                        ],
+                        "cursor": {},
+                    },
+                    "verbosity": "executionStats",
+                }
+            )
+        )
+        assert "user_id" in Plan.read(explained).indexes
 
 
 @pytest.mark.parametrize("channel", ["messages", "a.b"])

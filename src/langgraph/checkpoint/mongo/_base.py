@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import inspect
 import random
-from collections.abc import Awaitable, Callable, Collection, Generator, Mapping
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Generator,
+    Iterator,
+    Mapping,
+)
 from datetime import timedelta
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.mongo import _operations as ops
@@ -65,6 +73,41 @@ async def arun_plan(plan: Generator[Y, Any, T], execute: Callable[[Y], Awaitable
         else:
             request, value = step(plan, result)
     return value  # type: ignore[return-value]
+
+
+def run_listing(listing: ops.Listing, answer: Callable[[Any], Any]) -> Iterator[CheckpointTuple]:
+    """Run a `list` (`ops.list_checkpoints`): yield its tuples, answer its requests with
+    `answer`; an error `answer` raises goes back into it."""
+    request, _ = step(listing)
+    while request is not None:
+        if isinstance(request, CheckpointTuple):
+            yield request
+            request, _ = step(listing)
+            continue
+        try:
+            result = answer(request)
+        except Exception as error:
+            request, _ = step(listing, error=error)
+        else:
+            request, _ = step(listing, result)
+
+
+async def arun_listing(
+    listing: ops.Listing, answer: Callable[[Any], Awaitable[Any]]
+) -> AsyncIterator[CheckpointTuple]:
+    """`run_listing` with an async `answer`."""
+    request, _ = step(listing)
+    while request is not None:
+        if isinstance(request, CheckpointTuple):
+            yield request
+            request, _ = step(listing)
+            continue
+        try:
+            result = await answer(request)
+        except Exception as error:
+            request, _ = step(listing, error=error)
+        else:
+            request, _ = step(listing, result)
 
 
 class MongoDBSaverBase(BaseCheckpointSaver[int]):
@@ -159,14 +202,14 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
         # Built per call: `with_allowlist` swaps `serde` on a shallow copy of the saver.
         return Codec(self.serde, self.compression)
 
-    def _list_read(
+    def _listing(
         self,
         config: RunnableConfig | None,
         filter: dict[str, Any] | None,
         before: RunnableConfig | None,
         limit: int | None,
-    ) -> ops.ListRead | None:
-        return ops.list_read(
+    ) -> ops.Listing:
+        return ops.list_checkpoints(
             self.codec, self.join, config, filter=filter, before=before, limit=limit
         )
 
