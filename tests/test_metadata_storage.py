@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import math
+import os
 import uuid
 from decimal import Decimal
 from fractions import Fraction
@@ -403,3 +404,43 @@ async def test_replayed_channels_are_named_by_the_readable_counters_or_stored_ap
     assert "replayed_channels" not in await stored_document(saver, plain)
     await call(saver, "prune", [thread], strategy="keep_latest")
     assert await call(saver, "get_tuple", seed) is None
+
+
+async def test_a_post_checked_filter_keeps_its_limit_when_the_rest_is_read_apart(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A join too large to return stops the stream; the rest of the list is read apart in
+    pages, still checked in Python and still stopping after `limit` accepted checkpoints.
+    (The wire server's limit is lowered to 64 KiB so that small documents stand in for
+    16 MiB ones.)"""
+    if backend.wire is None:
+        pytest.skip("needs the wire server, whose limit the test sets")
+    from langgraph.checkpoint.mongo import _operations
+    from support.wire import cursors
+
+    monkeypatch.setattr(cursors, "MAX_INTERNAL_OBJECT_SIZE", 64 * 1024)
+    monkeypatch.setattr(_operations, "LIST_APART_PAGE", 2)
+    log = CommandLog()
+    async with backend.saver(log) as saver:
+        thread = new_thread()
+        memory = InMemorySaver()
+        for i in range(12):
+            metadata = {"tags": ["a"] if i % 2 else ["a", "b"]}
+            values = {"blob": os.urandom(40 * 1024)} if i == 9 else None
+            cfg = await put(saver, thread, metadata=metadata, values=values)
+            same = cfg["configurable"]["checkpoint_id"]
+            await put(memory, thread, metadata=metadata, values=values, id=same)
+            if i == 9:
+                writes = [("a", os.urandom(20 * 1024)), ("b", os.urandom(20 * 1024))]
+                await call(saver, "put_writes", cfg, writes, "t")
+                await call(memory, "put_writes", cfg, writes, "t")
+        for limit in (None, 1, 3, 5):
+            flt = {"tags": ["a"]}
+            want = await listed(memory, config(thread), filter=flt, limit=limit)
+            log.reset()
+            got = await listed(saver, config(thread), filter=flt, limit=limit)
+            if limit != 1:  # the big checkpoint is the second match: read apart
+                assert log.names.count("aggregate") > 1, log.names
+            assert ids(got) == ids(want), limit
+            assert [t.pending_writes for t in got] == [t.pending_writes for t in want]
+        assert len(want) == 5  # not vacuous: the limit cut the list

@@ -78,36 +78,32 @@ async def arun_plan(plan: Generator[Y, Any, T], execute: Callable[[Y], Awaitable
 def run_listing(listing: ops.Listing, answer: Callable[[Any], Any]) -> Iterator[CheckpointTuple]:
     """Run a `list` (`ops.list_checkpoints`): yield its tuples, answer its requests with
     `answer`; an error `answer` raises goes back into it."""
-    request, _ = step(listing)
-    while request is not None:
+    outcome: tuple[Any, Exception | None] = (None, None)
+    while (request := step(listing, *outcome)[0]) is not None:
         if isinstance(request, CheckpointTuple):
             yield request
-            request, _ = step(listing)
+            outcome = (None, None)
             continue
         try:
-            result = answer(request)
+            outcome = (answer(request), None)
         except Exception as error:
-            request, _ = step(listing, error=error)
-        else:
-            request, _ = step(listing, result)
+            outcome = (None, error)
 
 
 async def arun_listing(
     listing: ops.Listing, answer: Callable[[Any], Awaitable[Any]]
 ) -> AsyncIterator[CheckpointTuple]:
     """`run_listing` with an async `answer`."""
-    request, _ = step(listing)
-    while request is not None:
+    outcome: tuple[Any, Exception | None] = (None, None)
+    while (request := step(listing, *outcome)[0]) is not None:
         if isinstance(request, CheckpointTuple):
             yield request
-            request, _ = step(listing)
+            outcome = (None, None)
             continue
         try:
-            result = await answer(request)
+            outcome = (await answer(request), None)
         except Exception as error:
-            request, _ = step(listing, error=error)
-        else:
-            request, _ = step(listing, result)
+            outcome = (None, error)
 
 
 class MongoDBSaverBase(BaseCheckpointSaver[int]):

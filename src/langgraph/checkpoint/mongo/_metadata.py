@@ -112,7 +112,7 @@ def readable_metadata(value: Any) -> Any:
             return int(value)
         try:
             return Decimal128(str(value))
-        except Exception:  # over 34 digits (decimal.Inexact), or over `str`'s limit
+        except (ArithmeticError, ValueError):  # over 34 digits, or over `str`'s limit
             return {"repr": hex(value)}
     if isinstance(value, (list, tuple)):
         return [readable_metadata(v) for v in value]
