@@ -75,6 +75,8 @@ def _readable_key(key: Any) -> bool:
 
 def _utf8(text: str) -> bool:
     """A str BSON can hold (no lone surrogate)."""
+    if text.isascii():
+        return True
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -125,24 +127,32 @@ def readable_metadata(value: Any) -> Any:
 def exact_copy(value: Any, depth: int = 0) -> Any:
     """A copy of `value` that is its own readable copy and reads back as itself (plain
     types, exactly: None, bool, str, float, int64, and lists and dicts of them with
-    readable keys), else `NOT_EXACT`. Metadata with one needs no serializer copy."""
+    readable keys), else `NOT_EXACT`. Metadata with one needs no serializer copy; `put`
+    calls this on every checkpoint's metadata, so it returns as soon as it can."""
     kind = type(value)
-    if depth > _EXACT_DEPTH:
-        return NOT_EXACT
-    if value is None or kind is bool or kind is float:
-        return value
     if kind is str:
         return value if _utf8(value) else NOT_EXACT
     if kind is int:
         return value if _in_int64(value) else NOT_EXACT
+    if value is None or kind is bool or kind is float:
+        return value
+    if depth >= _EXACT_DEPTH or (kind is not dict and kind is not list):
+        return NOT_EXACT
     if kind is list:
-        items = [exact_copy(v, depth + 1) for v in value]
-        return NOT_EXACT if any(v is NOT_EXACT for v in items) else items
-    if kind is dict:
-        copy = {k: exact_copy(v, depth + 1) for k, v in value.items()}
-        if all(_readable_key(k) and v is not NOT_EXACT for k, v in copy.items()):
-            return copy
-    return NOT_EXACT
+        items = []
+        for item in value:
+            copied = exact_copy(item, depth + 1)
+            if copied is NOT_EXACT:
+                return NOT_EXACT
+            items.append(copied)
+        return items
+    copy = {}
+    for key, item in value.items():
+        copied = exact_copy(item, depth + 1)
+        if copied is NOT_EXACT or type(key) is not str or not _readable_key(key):
+            return NOT_EXACT
+        copy[key] = copied
+    return copy
 
 
 def from_readable(value: Any) -> Any:
