@@ -371,7 +371,8 @@ class _ListedDocuments:
 
     def __init__(self, pipeline: list[dict[str, Any]]) -> None:
         self.pipeline = pipeline
-        self.cursor: Any = None
+        # The request for the stream's next document, once its cursor is open.
+        self.next_document: NextDocument | None = None
         self.streaming = True
         self.page: list[JoinedCheckpoint] = []
         self.last: JoinedCheckpoint | None = None
@@ -379,10 +380,10 @@ class _ListedDocuments:
     def next(self, page_size: int) -> Generator[ListStep, Any, JoinedCheckpoint | None]:
         if self.streaming:
             try:
-                if self.cursor is None:
+                if self.next_document is None:
                     command = Command(Target.CHECKPOINTS, "aggregate", (self.pipeline,))
-                    self.cursor = yield OpenCursor(command)
-                doc: JoinedCheckpoint | None = yield NextDocument(self.cursor)
+                    self.next_document = NextDocument((yield OpenCursor(command)))
+                doc: JoinedCheckpoint | None = yield self.next_document
             except OperationFailure as error:
                 if not join_too_large(error):
                     raise
