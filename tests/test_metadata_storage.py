@@ -440,3 +440,51 @@ async def test_a_post_checked_filter_keeps_its_limit_when_the_rest_is_read_apart
             assert ids(got) == ids(want), limit
             assert [t.pending_writes for t in got] == [t.pending_writes for t in want]
         assert len(want) == 5  # not vacuous: the limit cut the list
+
+
+def test_the_core_checks_each_document_and_stops_after_the_limit() -> None:
+    """`list` is one core generator (`list_checkpoints`) that the savers only answer: with a
+    filter checked in Python it sends no `$limit`, reads one document at a time and stops
+    asking once `limit` checkpoints were accepted."""
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from langgraph.checkpoint.mongo import _operations as ops
+    from langgraph.checkpoint.mongo._base import run_listing
+    from langgraph.checkpoint.mongo._codec import Codec
+    from langgraph.checkpoint.mongo._documents import checkpoint_document
+    from langgraph.checkpoint.mongo._keys import CheckpointRef
+    from langgraph.checkpoint.mongo._queries import WritesJoin
+    from support.helpers import checkpoint
+
+    codec = Codec(JsonPlusSerializer())
+    cfg: RunnableConfig = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    docs = [
+        {
+            **checkpoint_document(
+                codec, CheckpointRef("t", "", None), checkpoint(), {"tags": tags}, cfg
+            ),
+            "pending_writes": [],
+        }
+        for tags in (["a", "b"], ["a"], ["b"], ["a"], ["a"], ["a"])
+    ]
+    requests: list[Any] = []
+
+    def answer(request: Any) -> Any:
+        requests.append(request)
+        if isinstance(request, ops.OpenCursor):
+            assert not any("$limit" in stage for stage in request.command.args[0])
+            return iter(docs)
+        assert isinstance(request, ops.NextDocument)
+        return next(request.cursor, None)
+
+    listing = ops.list_checkpoints(
+        codec, WritesJoin("writes"), None, filter={"tags": ["a"]}, before=None, limit=2
+    )
+    found = list(run_listing(listing, answer))
+    assert [t.metadata["tags"] for t in found] == [["a"], ["a"]]
+    assert [t.checkpoint["id"] for t in found] == [
+        docs[1]["_id"]["checkpoint_id"],
+        docs[3]["_id"]["checkpoint_id"],
+    ]
+    assert len(requests) == 1 + 4  # the cursor, then the first four documents only
