@@ -1,11 +1,14 @@
-"""Which copies of the metadata a checkpoint document keeps, and that each read gets the
-metadata back exactly from whichever copy is there (see `_documents` and `_metadata`)."""
+"""Which copies of the metadata a checkpoint document keeps, that each read gets the
+metadata back exactly from whichever copy is there, and that `list(filter=...)` selects
+what Python equality selects: by an exact server condition where one exists, else by a
+check after the read (see `_documents` and `_metadata`)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import enum
 import math
+import os
 import uuid
 from decimal import Decimal
 from fractions import Fraction
@@ -14,12 +17,15 @@ from typing import Any
 import bson
 import pytest
 from bson.codec_options import CodecOptions
+from bson.decimal128 import Decimal128
 from bson.raw_bson import RawBSONDocument
 from bson.son import SON
 from langgraph.checkpoint.memory import InMemorySaver
 
+from langgraph.checkpoint.mongo._commands import Command
 from langgraph.checkpoint.mongo._drivers import maybe_await
-from langgraph.checkpoint.mongo._metadata import _equals_term, _present_term, from_readable
+from langgraph.checkpoint.mongo._metadata import from_readable
+from support.backends import MONGODB_URI, Backend, CommandLog
 from support.helpers import call, config, ids, listed, new_thread, put
 
 
@@ -150,6 +156,13 @@ STORED_VALUES: list[Any] = [
     {"a": {"b": 1, "c": 2}},
     {"a": {"c": 2, "b": 1}},
     Decimal("0.5"),
+    Decimal(1),
+    2**63,
+    float(2**63),
+    ("a",),
+    "a",
+    ["a"],
+    b"a",
 ]
 FILTER_VALUES: list[Any] = [
     None,
@@ -192,6 +205,13 @@ FILTER_VALUES: list[Any] = [
     {"a": {"b": 1, "c": 2}},
     {"a": {"c": 2, "b": 1}},
     {},
+    "a",
+    ["a"],
+    ("a",),
+    b"a",
+    2**63,
+    float(2**63),
+    math.nan,
     "\ud800",
     {"\ud800": 1},
 ]
@@ -199,18 +219,7 @@ FILTER_VALUES: list[Any] = [
 UNSAFE_KEYS = ["a.b", "$x", ""]
 
 
-def version_1_terms(metadata: dict[str, Any]) -> list[bytes]:
-    """The terms version 1 stored: two for every key that is not None."""
-    return [
-        term
-        for key, value in metadata.items()
-        if value is not None
-        for term in (_present_term(key), _equals_term(key, value))
-    ]
-
-
-@pytest.mark.parametrize("version", [2, 1])
-async def test_filters_select_what_python_equality_selects(saver: Any, version: int) -> None:
+async def test_filters_select_what_python_equality_selects(saver: Any) -> None:
     thread = new_thread()
     memory = InMemorySaver()
     for position, value in enumerate(STORED_VALUES):
@@ -220,14 +229,6 @@ async def test_filters_select_what_python_equality_selects(saver: Any, version: 
         metadata[UNSAFE_KEYS[position % 3]] = value if value is not MISSING else 1
         stored = await put(saver, thread, metadata=metadata)
         await put(memory, thread, metadata=metadata, id=stored["configurable"]["checkpoint_id"])
-        if version == 1:  # a document stored before version 2, with all its terms
-            returned = (await call(saver, "get_tuple", stored)).metadata
-            await maybe_await(
-                saver.checkpoint_collection.update_one(
-                    {"_id.checkpoint_id": stored["configurable"]["checkpoint_id"]},
-                    {"$set": {"metadata_terms": version_1_terms(returned)}},
-                )
-            )
     filters = [{"k": value} for value in FILTER_VALUES]
     filters += [{key: value} for key in UNSAFE_KEYS for value in FILTER_VALUES]
     filters += [{"k": 1, "i": 4}, {"k": None, "a.b": None}, {"k": [1], "$x": 1}]
@@ -235,15 +236,146 @@ async def test_filters_select_what_python_equality_selects(saver: Any, version: 
     for flt in filters:
         want = ids(await listed(memory, config(thread), filter=flt))
         assert ids(await listed(saver, config(thread), filter=flt)) == want, flt
+        for limit in (1, 2):
+            got = ids(await listed(saver, config(thread), filter=flt, limit=limit))
+            assert got == want[:limit], (flt, limit)
         selected += bool(want)
     assert selected > len(filters) // 2  # not vacuous
 
 
-async def test_metadata_of_plain_values_stores_no_terms(saver: Any) -> None:
-    plain = await put(saver, new_thread(), metadata={"run_id": "r", "step": 3, "k": None})
-    assert "metadata_terms" not in await stored_document(saver, plain)
-    exotic = await put(saver, new_thread(), metadata={"run_id": "r", "flag": True})
-    assert len((await stored_document(saver, exotic))["metadata_terms"]) == 2
+async def test_the_readable_copy_shows_each_value_and_no_terms_are_stored(saver: Any) -> None:
+    metadata = {
+        "source": "loop",
+        "flag": True,
+        "tags": ["a", 1],
+        "t": ("a",),
+        "big": 2**64 - 1,
+        "d": Decimal("1.5"),
+        "one": Decimal(1),
+        "id": uuid.UUID(int=1),
+        "a.b": 1,
+    }
+    stored = await put(saver, new_thread(), metadata=metadata)
+    doc = await stored_document(saver, stored)
+    readable = from_readable(doc["metadata"])
+    assert "a.b" not in readable  # a key a query would read as a path
+    expected = {
+        "source": "loop",
+        "flag": True,
+        "tags": ["a", 1],
+        "t": ["a"],
+        "big": Decimal128(str(2**64 - 1)),
+        "d": 1.5,  # numbers of other types: the int64 or float they equal
+        "one": 1,
+        "id": {"repr": repr(uuid.UUID(int=1))},  # equal to no plain filter value
+    }
+    assert {k: readable[k] for k in expected} == expected
+    assert "serialized_metadata" in doc  # the readable copy is not exact
+    assert set(doc) <= {
+        "_id",
+        "thread_id",
+        "parent_checkpoint_id",
+        "checkpoint",
+        "channel_values",
+        "metadata",
+        "serialized_metadata",
+    }
+    got = await call(saver, "get_tuple", stored)
+    assert got.metadata["id"] == uuid.UUID(int=1)
+    assert got.metadata["a.b"] == 1
+
+
+def _list_pipelines(commands: list[Command]) -> list[list[dict[str, Any]]]:
+    return [c.args[0] for c in commands if c.method == "aggregate"]
+
+
+async def test_a_filter_of_plain_values_is_one_equality_per_key_an_index_serves(
+    saver: Any, sent_commands: list[Command]
+) -> None:
+    """`{"source": "loop", "user_id": "u1"}` is sent as an equality on each
+    `metadata.<key>` (arrays excluded: they would match by element), with the server's
+    `$limit`: an index a user creates on `metadata.user_id` serves it."""
+    thread = new_thread()
+    for user in ("u1", "u2", "u1"):
+        await put(saver, thread, metadata={"source": "loop", "user_id": user})
+    sent_commands.clear()
+    found = await listed(saver, None, filter={"source": "loop", "user_id": "u1"}, limit=5)
+    assert len(found) == 2
+    [pipeline] = _list_pipelines(sent_commands)
+    assert pipeline[0] == {
+        "$match": {
+            "metadata.source": {"$eq": "loop", "$not": {"$type": "array"}},
+            "metadata.user_id": {"$eq": "u1", "$not": {"$type": "array"}},
+        }
+    }
+    assert {"$limit": 5} in pipeline
+    sent_commands.clear()
+    await listed(saver, None, filter={"flag": True}, limit=1)
+    [pipeline] = _list_pipelines(sent_commands)
+    assert pipeline[0]["$match"] == {
+        "metadata.flag": {"$in": [True, 1], "$not": {"$type": "array"}}
+    }
+
+
+async def test_a_post_checked_filter_honours_limit_and_before_while_streaming(
+    backend: Backend,
+) -> None:
+    """A list filter is checked in Python after the read: the server cannot apply `limit`
+    (its `$limit` would count rejected checkpoints), so the list stops after `limit`
+    accepted ones, from one streamed aggregation (more batches only as read)."""
+    log = CommandLog()
+    async with backend.saver(log) as saver:
+        thread = new_thread()
+        memory = InMemorySaver()
+        stored = []
+        for i in range(260):
+            metadata = {"tags": ["a"] if i % 3 == 0 else ["a", "b"], "i": i}
+            cfg = await put(saver, thread, metadata=metadata)
+            await put(memory, thread, metadata=metadata, id=cfg["configurable"]["checkpoint_id"])
+            stored.append(cfg)
+        flt = {"tags": ["a"]}
+        for limit, before in [(None, None), (3, None), (2, stored[200]), (60, stored[250])]:
+            want = ids(await listed(memory, config(thread), filter=flt, limit=limit, before=before))
+            log.reset()
+            got = ids(await listed(saver, config(thread), filter=flt, limit=limit, before=before))
+            assert got == want, (limit, before)
+            if backend.counts_commands:
+                assert log.names[0] == "aggregate"
+                assert set(log.names[1:]) <= {"getMore", "killCursors"}
+        assert len(want) == 60  # not vacuous: the limit cut the list
+
+
+@pytest.mark.integration
+async def test_a_users_index_on_a_metadata_key_serves_their_filter(
+    sent_commands: list[Command],
+) -> None:
+    """docs/stored-format.md's recipe: an index on `metadata.user_id` (with `list`'s sort)
+    serves `list(None, filter={"user_id": ...})` across threads."""
+    from langgraph.checkpoint.mongo._schema import F
+    from support.real_server import Plan
+
+    async with Backend("async", MONGODB_URI).saver() as saver:
+        await maybe_await(
+            saver.checkpoint_collection.create_index(
+                [
+                    ("metadata.user_id", 1),
+                    (F.ID_CHECKPOINT_ID, -1),
+                    (F.THREAD_ID, 1),
+                    (F.ID_CHECKPOINT_NS, 1),
+                ],
+                name="metadata_user_id",
+            )
+        )
+        for i in range(30):
+            await put(saver, new_thread(), metadata={"user_id": f"u{i % 3}"})
+        sent_commands.clear()
+        assert len(await listed(saver, None, filter={"user_id": "u1"})) == 10
+        [pipeline] = _list_pipelines(sent_commands)
+        explain = {"aggregate": saver.checkpoint_collection_name, "pipeline": pipeline}
+        explained = await maybe_await(
+            saver.db.command({"explain": {**explain, "cursor": {}}, "verbosity": "executionStats"})
+        )
+        assert "metadata_user_id" in Plan.read(explained).indexes
 
 
 @pytest.mark.parametrize("channel", ["messages", "a.b"])
@@ -268,3 +400,91 @@ async def test_replayed_channels_are_named_by_the_readable_counters_or_stored_ap
     assert "replayed_channels" not in await stored_document(saver, plain)
     await call(saver, "prune", [thread], strategy="keep_latest")
     assert await call(saver, "get_tuple", seed) is None
+
+
+async def test_a_post_checked_filter_keeps_its_limit_when_the_rest_is_read_apart(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A join too large to return stops the stream; the rest of the list is read apart in
+    pages, still checked in Python and still stopping after `limit` accepted checkpoints.
+    (The wire server's limit is lowered to 64 KiB so that small documents stand in for
+    16 MiB ones.)"""
+    if backend.wire is None:
+        pytest.skip("needs the wire server, whose limit the test sets")
+    from langgraph.checkpoint.mongo import _operations
+    from support.wire import cursors
+
+    monkeypatch.setattr(cursors, "MAX_INTERNAL_OBJECT_SIZE", 64 * 1024)
+    monkeypatch.setattr(_operations, "LIST_APART_PAGE", 2)
+    log = CommandLog()
+    async with backend.saver(log) as saver:
+        thread = new_thread()
+        memory = InMemorySaver()
+        for i in range(12):
+            metadata = {"tags": ["a"] if i % 2 else ["a", "b"]}
+            values = {"blob": os.urandom(40 * 1024)} if i == 9 else None
+            cfg = await put(saver, thread, metadata=metadata, values=values)
+            same = cfg["configurable"]["checkpoint_id"]
+            await put(memory, thread, metadata=metadata, values=values, id=same)
+            if i == 9:
+                writes = [("a", os.urandom(20 * 1024)), ("b", os.urandom(20 * 1024))]
+                await call(saver, "put_writes", cfg, writes, "t")
+                await call(memory, "put_writes", cfg, writes, "t")
+        for limit in (None, 1, 3, 5):
+            flt = {"tags": ["a"]}
+            want = await listed(memory, config(thread), filter=flt, limit=limit)
+            log.reset()
+            got = await listed(saver, config(thread), filter=flt, limit=limit)
+            if limit != 1:  # the big checkpoint is the second match: read apart
+                assert log.names.count("aggregate") > 1, log.names
+            assert ids(got) == ids(want), limit
+            assert [t.pending_writes for t in got] == [t.pending_writes for t in want]
+        assert len(want) == 5  # not vacuous: the limit cut the list
+
+
+def test_the_core_checks_each_document_and_stops_after_the_limit() -> None:
+    """`list` is one core generator (`list_checkpoints`) that the savers only answer: with a
+    filter checked in Python it sends no `$limit`, reads one document at a time and stops
+    asking once `limit` checkpoints were accepted."""
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from langgraph.checkpoint.mongo import _operations as ops
+    from langgraph.checkpoint.mongo._base import run_listing
+    from langgraph.checkpoint.mongo._codec import Codec
+    from langgraph.checkpoint.mongo._documents import checkpoint_document
+    from langgraph.checkpoint.mongo._keys import CheckpointRef
+    from langgraph.checkpoint.mongo._queries import WritesJoin
+    from support.helpers import checkpoint
+
+    codec = Codec(JsonPlusSerializer())
+    cfg: RunnableConfig = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    docs = [
+        {
+            **checkpoint_document(
+                codec, CheckpointRef("t", "", None), checkpoint(), {"tags": tags}, cfg
+            ),
+            "pending_writes": [],
+        }
+        for tags in (["a", "b"], ["a"], ["b"], ["a"], ["a"], ["a"])
+    ]
+    requests: list[Any] = []
+
+    def answer(request: Any) -> Any:
+        requests.append(request)
+        if isinstance(request, ops.OpenCursor):
+            assert not any("$limit" in stage for stage in request.command.args[0])
+            return iter(docs)
+        assert isinstance(request, ops.NextDocument)
+        return next(request.cursor, None)
+
+    listing = ops.list_checkpoints(
+        codec, WritesJoin("writes"), None, filter={"tags": ["a"]}, before=None, limit=2
+    )
+    found = list(run_listing(listing, answer))
+    assert [t.metadata["tags"] for t in found] == [["a"], ["a"]]
+    assert [t.checkpoint["id"] for t in found] == [
+        docs[1]["_id"]["checkpoint_id"],
+        docs[3]["_id"]["checkpoint_id"],
+    ]
+    assert len(requests) == 1 + 4  # the cursor, then the first four documents only

@@ -133,12 +133,13 @@ def test_a_list_read_apart_resumes_exactly_where_it_stopped() -> None:
             checkpoint_ns=None,
             checkpoint_id=None,
             before_id=None,
-            metadata_match={},
+            metadata_conditions={},
             limit=limit,
             join=join,
         )
         everything = list(collection.aggregate(_queries.apart(pipeline)))
         assert len(everything) == (limit or 12)
-        for read in range(len(everything)):
-            rest = list(collection.aggregate(_queries.apart(pipeline, everything[read], read + 1)))
+        for read in range(len(everything) - 1):
+            page = len(everything) - read - 1
+            rest = list(collection.aggregate(_queries.apart(pipeline, everything[read], page)))
             assert [d["_id"] for d in rest] == [d["_id"] for d in everything[read + 1 :]]

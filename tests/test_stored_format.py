@@ -28,7 +28,7 @@ from langgraph.checkpoint.mongo._queries import upsert_filter
 from support.helpers import call, checkpoint, config, listed, new_thread
 
 # Fields of the metadata, which their own tests pin.
-METADATA_FIELDS = {"metadata", "serialized_metadata", "metadata_terms", "replayed_channels"}
+METADATA_FIELDS = {"metadata", "serialized_metadata", "replayed_channels"}
 
 
 async def _stored(saver: Any, thread: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -5,12 +5,19 @@ from __future__ import annotations
 import difflib
 import inspect
 import random
-from collections.abc import Awaitable, Callable, Collection, Generator
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Generator,
+    Iterator,
+)
 from datetime import timedelta
 from typing import Any, ClassVar, Generic, TypeVar
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from pymongo import MongoClient
 from pymongo.common import VALIDATORS
@@ -73,6 +80,37 @@ async def arun_plan(plan: Generator[Y, Any, T], execute: Callable[[Y], Awaitable
         else:
             request, value = step(plan, result)
     return value  # type: ignore[return-value]
+
+
+def run_listing(listing: ops.Listing, answer: Callable[[Any], Any]) -> Iterator[CheckpointTuple]:
+    """Run a `list` (`ops.list_checkpoints`): yield its tuples, answer its requests with
+    `answer`; an error `answer` raises goes back into it."""
+    outcome: tuple[Any, Exception | None] = (None, None)
+    while (request := step(listing, *outcome)[0]) is not None:
+        if isinstance(request, CheckpointTuple):
+            yield request
+            outcome = (None, None)
+            continue
+        try:
+            outcome = (answer(request), None)
+        except Exception as error:
+            outcome = (None, error)
+
+
+async def arun_listing(
+    listing: ops.Listing, answer: Callable[[Any], Awaitable[Any]]
+) -> AsyncIterator[CheckpointTuple]:
+    """`run_listing` with an async `answer`."""
+    outcome: tuple[Any, Exception | None] = (None, None)
+    while (request := step(listing, *outcome)[0]) is not None:
+        if isinstance(request, CheckpointTuple):
+            yield request
+            outcome = (None, None)
+            continue
+        try:
+            outcome = (await answer(request), None)
+        except Exception as error:
+            outcome = (None, error)
 
 
 class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
@@ -263,14 +301,14 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         # Built per call: `with_allowlist` swaps `serde` on a shallow copy of the saver.
         return Codec(self.serde, self.compression)
 
-    def _list_read(
+    def _listing(
         self,
         config: RunnableConfig | None,
         filter: dict[str, Any] | None,
         before: RunnableConfig | None,
         limit: int | None,
-    ) -> ops.ListRead | None:
-        return ops.list_read(
+    ) -> ops.Listing:
+        return ops.list_checkpoints(
             self.codec, self.join, config, filter=filter, before=before, limit=limit
         )
 

@@ -1,9 +1,8 @@
 """How checkpoints and pending writes become documents, and documents become tuples.
 
 A checkpoint document embeds the whole serialized checkpoint (one read returns it
-whole) and keeps the metadata as readable BSON, plus filter terms where that copy cannot
-answer a filter exactly (see `_metadata`) and the serializer's copy where it does not
-read back as the metadata `get_tuple` returns.
+whole) and keeps the metadata as readable BSON, plus the serializer's copy where that
+does not read back as the metadata `get_tuple` returns (see `_metadata`).
 """
 
 from __future__ import annotations
@@ -40,10 +39,9 @@ from langgraph.checkpoint.mongo._keys import (
 )
 from langgraph.checkpoint.mongo._metadata import (
     DELTA_COUNTERS,
+    NOT_EXACT,
+    exact_copy,
     from_readable,
-    metadata_terms,
-    plain_metadata,
-    readable_is_exact,
     readable_metadata,
 )
 from langgraph.checkpoint.mongo._queries import upsert_filter
@@ -217,16 +215,23 @@ def checkpoint_document(
         checkpoint.get("channel_values", {}), "checkpoint['channel_values']"
     )
     full_metadata = get_checkpoint_metadata(cast(Any, config), metadata)
-    readable = plain_metadata(full_metadata) if codec.round_trips_plain else None
-    returned_metadata = None
-    if readable is None:
+    # Metadata of plain types reads back from its readable copy exactly as a serializer
+    # round trip returns it, so it is not serialized at all (LangGraph's own `source`,
+    # `step`, `parents`, `run_id`); with another serializer it takes the full path.
+    readable = exact_copy(full_metadata) if codec.round_trips_plain else NOT_EXACT
+    serialized_metadata = None
+    if readable is NOT_EXACT:
         serialized_metadata = _encoded(
             codec, full_metadata, lambda: "metadata", ("metadata", full_metadata)
         )
-        # Terms and the readable copy describe what `get_tuple` will return, which is the
-        # metadata after a serializer round trip (tuples come back as lists, for example).
+        # The readable copy describes what `get_tuple` will return, which is the metadata
+        # after a serializer round trip (tuples come back as lists, for example).
         returned_metadata = codec.decode(serialized_metadata)
-        readable = readable_metadata(returned_metadata)
+        readable = exact_copy(returned_metadata)
+        if readable is NOT_EXACT:
+            readable = readable_metadata(returned_metadata)
+        else:
+            serialized_metadata = None
     values = encode_channel_values(
         channel_values,
         _require_mapping(checkpoint.get("channel_versions", {}), "checkpoint['channel_versions']"),
@@ -251,12 +256,8 @@ def checkpoint_document(
     ):
         # Only where the readable counters do not name them (see `_delta.replayed`).
         doc[F.REPLAYED_CHANNELS] = replayed
-    if returned_metadata is not None:
-        if not readable_is_exact(returned_metadata):
-            doc[F.SERIALIZED_METADATA] = serialized_metadata
-        terms = metadata_terms(returned_metadata)
-        if terms:
-            doc[F.METADATA_TERMS] = terms
+    if serialized_metadata is not None:
+        doc[F.SERIALIZED_METADATA] = serialized_metadata
     if touched_at is not None:
         doc[F.TOUCHED_AT] = touched_at
     stored_as = CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id)

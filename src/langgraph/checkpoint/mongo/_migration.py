@@ -329,8 +329,6 @@ def _built(
 
 # What the target already holds of a thread.
 
-_STORED_PROJECTION = {"metadata_terms": 0}
-
 
 def _stored(thread_id: str, keys: list[CheckpointKey]) -> Plan[tuple[list[Any], list[Any]]]:
     """The target's documents of these checkpoints and every write stored for them (also
@@ -338,7 +336,7 @@ def _stored(thread_id: str, keys: list[CheckpointKey]) -> Plan[tuple[list[Any], 
     checkpoints = yield Command(
         Target.CHECKPOINTS,
         "find",
-        ({"thread_id": thread_id, "_id": {"$in": keys}}, _STORED_PROJECTION),
+        ({"thread_id": thread_id, "_id": {"$in": keys}},),
     )
     writes = yield Command(Target.WRITES, "find", (_queries.writes_of(keys),))
     return checkpoints, writes

@@ -9,9 +9,9 @@ operation is written exactly once.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Generator, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -54,6 +54,7 @@ from langgraph.checkpoint.mongo._keys import (
     str_list,
     where,
 )
+from langgraph.checkpoint.mongo._metadata import metadata_filter
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
     CheckpointKey,
@@ -343,36 +344,61 @@ MAX_LIMIT = 2**63 - 1
 LIST_APART_PAGE = 25
 
 
-class ListRead:
-    """A `list` in progress, for the saver's loop: it streams `command` (one aggregation)
-    and hands each document to `streamed`. When the server refuses a joined document over
-    16 MiB (`join_too_large`), the saver runs `list_apart` until it returns `[]`: the rest
-    of the list, in pages read apart, from where the stream stopped."""
+class OpenCursor(NamedTuple):
+    """A `list` step: open a streamed cursor on `command`; the answer is that cursor."""
 
-    def __init__(self, codec: Codec, command: Command) -> None:
-        self.codec = codec
-        self.command = command
-        self._read = 0
-        self._last: JoinedCheckpoint | None = None
-
-    def streamed(self, doc: JoinedCheckpoint) -> CheckpointTuple:
-        self._read += 1
-        self._last = doc
-        return checkpoint_tuple(self.codec, doc)
-
-    def list_apart(self) -> Plan[list[CheckpointTuple]]:
-        """The next page, after what was read; `[]` when the list is done."""
-        pipeline = _queries.apart(self.command.args[0], self._last, self._read, LIST_APART_PAGE)
-        if _queries.limit_reached(pipeline):
-            return []
-        docs: list[JoinedCheckpoint] = yield from _read_apart(pipeline)
-        if docs:
-            self._read += len(docs)
-            self._last = docs[-1]
-        return [checkpoint_tuple(self.codec, doc) for doc in docs]
+    command: Command
 
 
-def list_read(
+class NextDocument(NamedTuple):
+    """A `list` step: the cursor's next document, or None after the last."""
+
+    cursor: Any
+
+
+# What `list_checkpoints` yields: a request for the saver, or a tuple for the caller.
+ListStep = Command | OpenCursor | NextDocument | CheckpointTuple
+Listing = Generator[ListStep, Any, None]
+
+
+class _ListedDocuments:
+    """The documents of a `list` pipeline in order: streamed from one aggregation; after
+    the server refuses a joined document over 16 MiB (`join_too_large`), the rest in
+    pages read apart, from where the stream stopped."""
+
+    def __init__(self, pipeline: list[dict[str, Any]]) -> None:
+        self.pipeline = pipeline
+        # The request for the stream's next document, once its cursor is open.
+        self.next_document: NextDocument | None = None
+        self.streaming = True
+        self.page: list[JoinedCheckpoint] = []
+        self.last: JoinedCheckpoint | None = None
+
+    def next(self, page_size: int) -> Generator[ListStep, Any, JoinedCheckpoint | None]:
+        if self.streaming:
+            try:
+                if self.next_document is None:
+                    command = Command(Target.CHECKPOINTS, "aggregate", (self.pipeline,))
+                    self.next_document = NextDocument((yield OpenCursor(command)))
+                doc: JoinedCheckpoint | None = yield self.next_document
+            except OperationFailure as error:
+                if not join_too_large(error):
+                    raise
+                self.streaming = False
+            else:
+                if doc is not None:
+                    self.last = doc
+                return doc
+        if not self.page:
+            pipeline = _queries.apart(self.pipeline, self.last, page_size)
+            self.page = yield from _read_apart(pipeline)
+            if not self.page:
+                return None
+        self.last = self.page.pop(0)
+        return self.last
+
+
+def list_checkpoints(
     codec: Codec,
     join: _queries.WritesJoin,
     config: RunnableConfig | None,
@@ -380,30 +406,49 @@ def list_read(
     filter: dict[str, Any] | None,
     before: RunnableConfig | None,
     limit: int | None,
-) -> ListRead | None:
-    """A `list` ready to stream its one aggregation; `None` when nothing can match."""
+) -> Listing:
+    """`list`: the matching checkpoints, newest first, each yielded as soon as it is read.
+
+    Where the metadata filter's server condition is not exact (see `_metadata`), the
+    server cannot apply `limit`: each checkpoint read is checked in Python, and the list
+    stops after `limit` accepted ones.
+    """
     # Every argument is checked before deciding that nothing can match.
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
         raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
     if limit is not None and limit > MAX_LIMIT:
         raise ValueError(f"limit must be at most 2**63 - 1 (a BSON int64), got {limit}")
-    metadata_match = _queries.metadata_filter(filter)
+    metadata = metadata_filter(filter)
     before_id = before_id_from_config(before)
     thread_id, checkpoint_ns, checkpoint_id = (
         list_scope(config) if config is not None else (None, None, None)
     )
     if limit is not None and limit <= 0:
-        return None
+        return
     pipeline = _queries.list_pipeline(
         thread_id=thread_id,
         checkpoint_ns=checkpoint_ns,
         checkpoint_id=checkpoint_id,
         before_id=before_id,
-        metadata_match=metadata_match,
-        limit=limit,
+        metadata_conditions=metadata.conditions,
+        limit=limit if metadata.exact else None,
         join=join,
     )
-    return ListRead(codec, Command(Target.CHECKPOINTS, "aggregate", (pipeline,)))
+    documents = _ListedDocuments(pipeline)
+    listed = 0
+    while True:
+        page_size = LIST_APART_PAGE
+        if metadata.exact and limit is not None:
+            page_size = min(page_size, limit - listed)
+        doc = yield from documents.next(page_size)
+        if doc is None:
+            return
+        found = checkpoint_tuple(codec, doc)
+        if metadata.exact or metadata.matches(found.metadata):
+            yield found
+            listed += 1
+            if listed == limit:
+                return
 
 
 def _lineage(query: dict[str, Any]) -> Command:

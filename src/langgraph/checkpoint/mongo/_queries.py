@@ -19,7 +19,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
 
 from langgraph.checkpoint.mongo._commands import Target
 from langgraph.checkpoint.mongo._keys import CheckpointRef, key_fields
-from langgraph.checkpoint.mongo._metadata import DELTA_COUNTERS, NO_PLAIN, key_filters
+from langgraph.checkpoint.mongo._metadata import DELTA_COUNTERS
 from langgraph.checkpoint.mongo._schema import CheckpointKey, F, Joined
 
 # Writes.
@@ -31,7 +31,7 @@ def upsert_filter(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # Checkpoint fields stored only where they are needed (see `_documents`).
-_OPTIONAL_CHECKPOINT_FIELDS = (F.SERIALIZED_METADATA, F.METADATA_TERMS, F.REPLAYED_CHANNELS)
+_OPTIONAL_CHECKPOINT_FIELDS = (F.SERIALIZED_METADATA, F.REPLAYED_CHANNELS)
 
 
 def upsert(
@@ -118,11 +118,8 @@ def writes_of(keys: list[CheckpointKey], channels: list[str] | None = None) -> d
 
 # Reads.
 
-# Fields a read never needs: the filter terms and the delta walk's channel names.
-_READ_PROJECTION = {
-    F.METADATA_TERMS: 0,
-    F.REPLAYED_CHANNELS: 0,
-}
+# Fields a read never needs: the delta walk's channel names.
+_READ_PROJECTION = {F.REPLAYED_CHANNELS: 0}
 
 NEWEST_FIRST = {
     F.ID_CHECKPOINT_ID: DESCENDING,
@@ -171,41 +168,20 @@ def get_tuple_pipeline(ref: CheckpointRef, join: WritesJoin) -> list[dict[str, A
     ]
 
 
-def metadata_filter(filter: Any) -> dict[str, Any]:
-    """The condition of `list(filter=...)` (see `_metadata`): per key, its terms, or its
-    readable value where the document stores no terms for that key. Every value is data
-    (`$eq`, opaque terms), never an operator."""
-    keys = key_filters(filter)
-    if keys is None:  # nothing can match
-        return {F.METADATA_TERMS: {"$in": []}}
-    conditions: list[dict[str, Any]] = []
-    for key in keys:
-        untermed = {F.METADATA_TERMS: {"$ne": key.present}}
-        path = f"{F.METADATA}.{key.key}"
-        if key.equals is None:
-            conditions.append({path: None, **untermed} if key.readable else untermed)
-        elif key.plain is NO_PLAIN:
-            conditions.append({F.METADATA_TERMS: key.equals})
-        else:
-            readable = {path: {"$eq": key.plain}, **untermed}
-            conditions.append({"$or": [{F.METADATA_TERMS: key.equals}, readable]})
-    if len(conditions) > 1:
-        return {"$and": conditions}
-    return conditions[0] if conditions else {}
-
-
 def list_pipeline(
     *,
     thread_id: str | None,
     checkpoint_ns: str | None,
     checkpoint_id: str | None,
     before_id: str | None,
-    metadata_match: dict[str, Any],
+    metadata_conditions: Mapping[str, Any],
     limit: int | None,
     join: WritesJoin,
 ) -> list[dict[str, Any]]:
-    """Checkpoints newest first across threads and namespaces, as `PostgresSaver` orders them."""
-    match: dict[str, Any] = dict(metadata_match)
+    """Checkpoints newest first across threads and namespaces, as `PostgresSaver` orders
+    them. `metadata_conditions` (see `_metadata`) are on `metadata.<key>` paths, so an
+    index a user creates on one serves them."""
+    match: dict[str, Any] = dict(metadata_conditions)
     if thread_id is not None:
         match[F.THREAD_ID] = thread_id
     if checkpoint_ns is not None:
@@ -225,16 +201,13 @@ def list_pipeline(
 
 
 def apart(
-    pipeline: list[dict[str, Any]],
-    after: Joined | None = None,
-    skip: int = 0,
-    page: int | None = None,
+    pipeline: list[dict[str, Any]], after: Joined | None = None, page: int | None = None
 ) -> list[dict[str, Any]]:
     """A read pipeline up to its `$lookup` (the join and what filters it are last), for
-    when a joined document would exceed 16 MiB. `after` (a document already read) and
-    `skip` (how many were) resume it; `page` caps what it returns."""
+    when a joined document would exceed 16 MiB. `after` (the last document read) resumes
+    it; `page` replaces its `$limit`."""
     cut = next((i for i, stage in enumerate(pipeline) if "$lookup" in stage), len(pipeline))
-    stages = [dict(stage) for stage in pipeline[:cut]]
+    stages = [stage for stage in pipeline[:cut] if page is None or "$limit" not in stage]
     if after is not None:
         # The next documents in `NEWEST_FIRST` order.
         thread, ns, cid = key_fields(after[F.ID])
@@ -244,17 +217,9 @@ def apart(
             {F.ID_CHECKPOINT_ID: cid, F.THREAD_ID: thread, F.ID_CHECKPOINT_NS: {"$gt": ns}},
         ]
         stages[0] = {"$match": {"$and": [stages[0]["$match"], {"$or": later}]}}
-    for stage in stages:
-        if "$limit" in stage:
-            stage["$limit"] -= skip
     if page is not None:
         stages.append({"$limit": page})
     return stages
-
-
-def limit_reached(pipeline: list[dict[str, Any]]) -> bool:
-    """A resumed pipeline (`apart`) whose `$limit` is used up: it has nothing left to read."""
-    return any(stage.get("$limit", 1) <= 0 for stage in pipeline)
 
 
 # The delta-channel history (see `_delta`).

@@ -29,11 +29,10 @@ class F:
     CHANNEL_VALUES: Final = "channel_values"
     # `DeltaChannel`s not snapshotted here, rebuilt from ancestors' writes on read.
     REPLAYED_CHANNELS: Final = "replayed_channels"
-    # The metadata as readable BSON; the serializer's copy where that is not exact, and
-    # filter terms where it cannot answer a filter exactly (see `_metadata`).
+    # The metadata as readable BSON, and the serializer's copy where that does not read
+    # back as the metadata itself (see `_metadata`).
     METADATA: Final = "metadata"
     SERIALIZED_METADATA: Final = "serialized_metadata"
-    METADATA_TERMS: Final = "metadata_terms"
     # The whole-thread TTL stamp (see `_ttl`), on both kinds of document.
     TOUCHED_AT: Final = "thread_touched_at"
     # Write documents (and write keys).
@@ -130,15 +129,11 @@ class _CheckpointRead(_Stamped, _SerializedMetadata):
     metadata: Any
 
 
-class _MetadataTerms(TypedDict, total=False):
-    metadata_terms: list[bytes]
-
-
 class _ReplayedChannels(TypedDict, total=False):
     replayed_channels: list[str]
 
 
-class CheckpointDocument(_CheckpointRead, _MetadataTerms, _ReplayedChannels):
+class CheckpointDocument(_CheckpointRead, _ReplayedChannels):
     """A checkpoint, as `put` stores it."""
 
 

@@ -15,7 +15,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -27,10 +27,9 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 from pymongo import AsyncMongoClient
-from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._base import MongoDBSaverBase, arun_plan
+from langgraph.checkpoint.mongo._base import MongoDBSaverBase, arun_listing, arun_plan
 from langgraph.checkpoint.mongo._commands import Command, Plan
 from langgraph.checkpoint.mongo._drivers import close_client, execute_async, open_cursor, plan_name
 
@@ -157,19 +156,19 @@ class AsyncMongoDBSaver(
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         self._bind_loop()
-        if (listing := self._list_read(config, filter, before, limit)) is None:
-            return
-        command = listing.command
-        try:
-            async with open_cursor("list", self._collection(command), command) as documents:
-                async for doc in documents:
-                    yield listing.streamed(doc)
-        except OperationFailure as error:
-            if not ops.join_too_large(error):
-                raise
-            while page := await self._run(listing.list_apart()):
-                for item in page:
-                    yield item
+        async with AsyncExitStack() as cursors:
+
+            async def answer(request: Any) -> Any:
+                if isinstance(request, ops.OpenCursor):
+                    command = request.command
+                    opened = open_cursor("list", self._collection(command), command)
+                    return await cursors.enter_async_context(opened)
+                if isinstance(request, ops.NextDocument):
+                    return await anext(request.cursor, None)
+                return await self._executor("list")(request)
+
+            async for item in arun_listing(self._listing(config, filter, before, limit), answer):
+                yield item
 
     async def aput(
         self,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -16,10 +16,9 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 from pymongo import MongoClient
-from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._base import MongoDBSaverBase, run_plan
+from langgraph.checkpoint.mongo._base import MongoDBSaverBase, run_listing, run_plan
 from langgraph.checkpoint.mongo._commands import Command, Plan
 from langgraph.checkpoint.mongo._drivers import execute_sync, open_cursor_sync, plan_name
 
@@ -95,18 +94,18 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
-        if (listing := self._list_read(config, filter, before, limit)) is None:
-            return
-        command = listing.command
-        try:
-            with open_cursor_sync("list", self._collection(command), command) as documents:
-                for doc in documents:
-                    yield listing.streamed(doc)
-        except OperationFailure as error:
-            if not ops.join_too_large(error):
-                raise
-            while page := self._run(listing.list_apart()):
-                yield from page
+        with ExitStack() as cursors:
+
+            def answer(request: Any) -> Any:
+                if isinstance(request, ops.OpenCursor):
+                    command = request.command
+                    opened = open_cursor_sync("list", self._collection(command), command)
+                    return cursors.enter_context(opened)
+                if isinstance(request, ops.NextDocument):
+                    return next(request.cursor, None)
+                return self._executor("list")(request)
+
+            yield from run_listing(self._listing(config, filter, before, limit), answer)
 
     def put(
         self,
