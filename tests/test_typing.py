@@ -72,7 +72,8 @@ def test_mypy_strict_flags_bad_options_and_wrong_clients(
 ) -> None:
     # One directory across runs where pytest keeps its cache (mypy's cache replays the
     # errors of an unchanged file under the path it had when it was checked).
-    work = pytestconfig.cache.mkdir("mypy-user-script") if pytestconfig.cache else tmp_path
+    cache = getattr(pytestconfig, "cache", None)  # None under `-p no:cacheprovider`
+    work = cache.mkdir("mypy-user-script") if cache is not None else tmp_path
     script = work / "user_app.py"
     script.write_text(textwrap.dedent(USER_SCRIPT))
     # The package under test, where it is imported from: a source tree is put on mypy's
