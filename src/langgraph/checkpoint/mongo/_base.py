@@ -13,7 +13,11 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._channel_values import RecentValues
+from langgraph.checkpoint.mongo._channel_values import (
+    DEFAULT_CACHE_MAX_BYTES,
+    RecentValues,
+    check_cache_max_bytes,
+)
 from langgraph.checkpoint.mongo._codec import Codec, Compression, check_compression
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._drivers import client_options, identify
@@ -84,6 +88,9 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
         targeted_joins: join pending writes with a `thread_id` match (MongoDB 5.0+), so
             reads target one shard of a sharded `checkpoint_writes`; `False` for services
             without MongoDB 5.0's `$lookup` (Azure Cosmos DB for MongoDB).
+        cache_max_bytes: the bound, in bytes of memory, of the cache of channel values this
+            process recently wrote or read (it spares `put` a read of the parent); 0 turns
+            it off. See docs/reliability.md for what it counts and how to size it.
 
     `from_conn_string(conn_string, *args, **options)` opens a client of its own, builds a
     saver on it, runs `setup()`, and closes the client on exit: `args` and the keywords
@@ -102,6 +109,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
         compression: Compression | None = None,
         ttl: float | timedelta | None = None,
         targeted_joins: bool = True,
+        cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
     ) -> None:
         super().__init__(serde=serde)
         self.compression = check_compression(compression)
@@ -127,7 +135,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
         self.writes_collection = self.db[writes_collection_name]
         self.join = WritesJoin(writes_collection_name, by_thread=targeted_joins)
         # Shared with `with_allowlist` copies, like the collections.
-        self.recent = RecentValues()
+        self.recent = RecentValues(check_cache_max_bytes(cache_max_bytes))
 
     def get_next_version(self, current: int | str | None, channel: None) -> Any:
         """Ints, as the base class counts; a thread whose versions are strings (copied from
