@@ -157,17 +157,27 @@ async def test_a_cancelled_write_never_lands_later(wire: Backend, operation: str
         assert stored(wire, saver) == stored(wire, uncancelled)
 
 
-async def test_a_cancellation_before_the_write_is_sent_cancels_at_once(wire: Backend) -> None:
-    """Cancelled while it reads what to delete, `adelete_for_runs` raises at once and sends
-    no delete: nothing changes, now or later."""
+# Calls cancelled while a read is on the wire, by the read's wire command.
+CANCELLED_READS: dict[str, tuple[str, Callable[[Saver, Seed], Awaitable[Any]]]] = {
+    # Before any of its deletes is sent: it sends none.
+    "adelete_for_runs": ("find", lambda s, seed: s.adelete_for_runs(["run-1", "run-2"])),
+    "aget_tuple": ("aggregate", lambda s, seed: s.aget_tuple(config(seed.thread))),
+}
+
+
+@pytest.mark.parametrize("operation", CANCELLED_READS)
+async def test_a_call_cancelled_during_a_read_raises_at_once(wire: Backend, operation: str) -> None:
+    """A cancellation that reaches a call while it reads (before any write is sent) is not
+    waited for, and nothing changes, now or once the server is done."""
     assert wire.wire is not None
+    command, run = CANCELLED_READS[operation]
     seed = Seed.new()
     async with wire.saver() as saver:
         await seed.store(saver)
         before = stored(wire, saver)
-        hold = Hold({"find"}, seconds=30)
+        hold = Hold({command}, seconds=30)
         wire.wire.hold = hold
-        task = asyncio.create_task(saver.adelete_for_runs(["run-1", "run-2"]))
+        task = asyncio.create_task(run(saver, seed))
         assert await asyncio.to_thread(hold.arrived.wait, 10)
         started = time.monotonic()
         task.cancel()
@@ -179,26 +189,6 @@ async def test_a_cancellation_before_the_write_is_sent_cancels_at_once(wire: Bac
         wire.wire.release()
         await settled(wire)
         assert stored(wire, saver) == before
-
-
-async def test_a_cancelled_read_returns_at_once(wire: Backend) -> None:
-    """Reads are not waited for: a cancelled `aget_tuple` raises before the server answers."""
-    assert wire.wire is not None
-    seed = Seed.new()
-    async with wire.saver() as saver:
-        await seed.store(saver)
-        hold = Hold({"aggregate"}, seconds=30)
-        wire.wire.hold = hold
-        task = asyncio.create_task(saver.aget_tuple(config(seed.thread)))
-        assert await asyncio.to_thread(hold.arrived.wait, 10)
-        started = time.monotonic()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        assert time.monotonic() - started < 10, "waited for the read"
-        wire.wire.hold = None
-        wire.wire.release()
-        await settled(wire)
 
 
 async def conversation(

@@ -20,9 +20,9 @@ from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._base import run_plan
 from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES, RecentValues
 from langgraph.checkpoint.mongo._codec import Codec
-from support.backends import Backend, CommandLog
+from support.backends import Backend
 from support.graphs import Run, chat_graph, human, in_memory, linear_graph, run_on
-from support.helpers import call, checkpoint, config, new_thread
+from support.helpers import checkpoint, config
 
 BOUND = 1024 * 1024
 
@@ -102,30 +102,6 @@ async def test_from_conn_string_takes_cache_max_bytes(backend: Backend) -> None:
         ) as asaver:
             assert asaver.recent.max_bytes == 4096
             await asaver.client.drop_database(db_name)
-
-
-async def test_without_the_cache_an_unchanged_channel_keeps_its_parent_bytes(
-    backend: Backend, command_log: CommandLog
-) -> None:
-    """With `cache_max_bytes=0` a channel mutated after it last changed is still stored
-    as it was then: `put` reads the parent's bytes instead of the cache's."""
-    async with backend.saver(command_log, cache_max_bytes=0) as saver:
-        thread = new_thread()
-        seen = {"a"}
-        first = checkpoint({"barrier": seen, "other": 1})
-        stored = await call(
-            saver, "put", config(thread), first, {"step": 0}, first["channel_versions"]
-        )
-        seen.add("b")  # the next step mutates the live object before the next put runs
-        second = checkpoint({"barrier": seen, "other": 2})
-        second["channel_versions"] = {"barrier": 1, "other": 2}
-        command_log.reset()
-        await call(saver, "put", stored, second, {"step": 1}, {"other": 2})
-        if backend.counts_commands:
-            assert command_log.names == ["find", "update"]  # the parent's bytes, read
-        got = await call(saver, "get_tuple", config(thread))
-        assert got.checkpoint["channel_values"] == {"barrier": {"a"}, "other": 2}
-        assert not saver.recent._entries
 
 
 async def test_without_the_cache_graphs_store_every_step_as_in_memory(backend: Backend) -> None:
