@@ -27,6 +27,7 @@ def backend(request: pytest.FixtureRequest) -> Backend:
         server = request.getfixturevalue("wire_server")
         server.delay = 0.0
         server.fault = None
+        server.hold = None
         return Backend(name, server.uri, server)
     return Backend(name, MONGODB_URI)
 

@@ -20,7 +20,7 @@ from typing_extensions import TypedDict
 
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._base import run_plan
-from langgraph.checkpoint.mongo._channel_values import RecentValues
+from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES, RecentValues
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command
 from support.backends import Backend, CommandLog
@@ -113,9 +113,13 @@ async def test_concurrent_joins_store_each_step_as_it_was(backend: Backend) -> N
             assert replayed["done"] == expected_done(TURNS), thread
 
 
-async def test_unchanged_channel_keeps_its_parent_bytes(backend: Backend) -> None:
-    """A value mutated after its channel last changed is stored as it was then."""
-    async with backend.saver() as saver:
+@pytest.mark.parametrize("cache_max_bytes", [DEFAULT_CACHE_MAX_BYTES, 0])
+async def test_unchanged_channel_keeps_its_parent_bytes(
+    backend: Backend, cache_max_bytes: int
+) -> None:
+    """A value mutated after its channel last changed is stored as it was then, also with
+    the value cache off (`put` then reads the parent's bytes)."""
+    async with backend.saver(cache_max_bytes=cache_max_bytes) as saver:
         thread = new_thread()
         seen = {"a"}
         first = checkpoint({"barrier": seen, "other": 1})
@@ -129,6 +133,7 @@ async def test_unchanged_channel_keeps_its_parent_bytes(backend: Backend) -> Non
         got = await call(saver, "get_tuple", config(thread))
         assert got.checkpoint["id"] == second["id"]
         assert got.checkpoint["channel_values"] == {"barrier": {"a"}, "other": 2}
+        assert bool(saver.recent._entries) == (cache_max_bytes > 0)
 
 
 async def test_parent_bytes_are_read_when_another_process_wrote_the_parent(

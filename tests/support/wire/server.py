@@ -5,7 +5,7 @@
 over a real TCP socket; every command runs on an in-process `mongomock.MongoClient`
 (`server.mock`). The modules of this package: `framing` (the messages), `cursors`
 (batches, `getMore`, `killCursors`), `commands` (what each command does) and this one
-(sockets, threads, counting, delay).
+(sockets, threads, counting, delay, holding, faults).
 
 Why not mockupdb: 1.8.1 runs every responder under one server-wide lock, so a responder
 that sleeps serialises all connections (measured: 10 concurrent `find`s with a 0.2 s
@@ -14,8 +14,8 @@ sleep took 2.0 s, not 0.2 s), and its `stop()` waits up to 1 s for a `select` ti
 Here: one accept thread (woken for shutdown through a socket pair) and one daemon thread
 per connection. mongomock is not thread-safe, so all work on it runs under `self.lock`;
 the `delay` sleep, BSON encoding and socket I/O happen outside it, so N concurrent
-commands with delay d wait about d, not N*d. `stop()` interrupts `delay` sleeps and
-hangs up on commands in flight (the drivers see a connection error, as when a server
+commands with delay d wait about d, not N*d. `stop()` interrupts `delay` and `hold`
+sleeps and hangs up on commands in flight (the drivers see a connection error, as when a server
 goes away). Touching `mock` directly while clients run commands should hold `lock`.
 """
 
@@ -52,7 +52,11 @@ class WireServer:
     Use as a context manager or call `start()` / `stop()`; `uri` is valid after
     `start()`. `commands` lists the names of the commands received, in order, except
     handshakes and session cleanup; `delay` seconds are slept (outside the execution
-    lock) before each of them is executed.
+    lock) before each of them is executed, and then whatever `hold` says for it. Both
+    happen after the command arrived and before it runs: a client that gives up on it
+    meanwhile (a cancelled task, a timeout) does not stop it from running, as on a real
+    server. `release()` ends the holds at once, `settle()` waits until every command
+    received has run.
     """
 
     def __init__(self, *, delay: float = 0.0) -> None:
@@ -60,6 +64,9 @@ class WireServer:
         #: Fault injection: called with each counted command's name and body before it
         #: runs; returning True hangs up on it unexecuted, as a network failure would.
         self.fault: Callable[[str, dict[str, Any]], bool] | None = None
+        #: Holding one command: called with each counted command's name and body when it
+        #: arrives; the command then waits that many seconds before it runs.
+        self.hold: Callable[[str, dict[str, Any]], float] | None = None
         # With the testing module's mongomock fixes, as the in-process backend (also when
         # the benchmarks run this server in a process of their own).
         self.mock: mongomock.MongoClient[dict[str, Any]] = testing.client()
@@ -71,9 +78,14 @@ class WireServer:
         self.lock: threading.Lock = threading.Lock()
         self._executor = Commands(self.mock, self.lock)
         self._state_lock = threading.Lock()
+        # Counted commands received and not yet run (or hung up on), for `settle`.
+        self._unsettled = 0
+        self._settled = threading.Condition(self._state_lock)
         self._conns: set[socket.socket] = set()
         self._threads: set[threading.Thread] = set()
         self._stopping = threading.Event()
+        # Set to end every `hold` now (`release`, `stop`).
+        self._released = threading.Event()
         self._listener: socket.socket | None = None
         self._wake_r: socket.socket | None = None
         self._wake_w: socket.socket | None = None
@@ -100,6 +112,7 @@ class WireServer:
         self.uri = f"mongodb://127.0.0.1:{self.port}/?directConnection=true"
         self._wake_r, self._wake_w = socket.socketpair()
         self._stopping.clear()
+        self._released.clear()
         self._accept_thread = threading.Thread(
             target=self._accept_loop, name=f"WireServer-accept-{self.port}", daemon=True
         )
@@ -111,6 +124,7 @@ class WireServer:
         if self._listener is None or self._stopping.is_set():
             return
         self._stopping.set()
+        self._released.set()
         assert self._wake_w is not None
         assert self._accept_thread is not None
         with contextlib.suppress(OSError):
@@ -155,6 +169,17 @@ class WireServer:
         """Number of commands received since start / last reset."""
         with self._state_lock:
             return len(self.commands)
+
+    def release(self) -> None:
+        """End every hold now: the held commands run at once."""
+        self._released.set()
+        self._released.clear()  # the waiting threads are woken all the same
+
+    def settle(self, timeout: float = 10.0) -> None:
+        """Wait until every command received so far has run (held ones included)."""
+        with self._settled:
+            if not self._settled.wait_for(lambda: self._unsettled == 0, timeout):
+                raise TimeoutError(f"{self._unsettled} commands still running after {timeout} s")
 
     def __repr__(self) -> str:
         return f"WireServer(uri={self.uri!r}, delay={self.delay!r})"
@@ -227,13 +252,27 @@ class WireServer:
 
     def _run(self, db: str, cmd: dict[str, Any], conn_id: int) -> bytes:
         name = next(iter(cmd), "")
-        if name.lower() not in CHATTER:
-            with self._state_lock:
-                self.commands.append(name)
+        if name.lower() in CHATTER:
+            return self._execute(db, cmd, conn_id)
+        with self._state_lock:
+            self.commands.append(name)
+            self._unsettled += 1
+        try:
             if self.delay > 0:
                 self._stopping.wait(self.delay)
+            hold = self.hold
+            held = hold(name, cmd) if hold is not None else 0.0
+            if held > 0:
+                self._released.wait(held)
+            return self._execute(db, cmd, conn_id)
+        finally:
+            with self._settled:
+                self._unsettled -= 1
+                self._settled.notify_all()
+
+    def _execute(self, db: str, cmd: dict[str, Any], conn_id: int) -> bytes:
         fault = self.fault
-        if self._stopping.is_set() or (fault is not None and fault(name, cmd)):
+        if self._stopping.is_set() or (fault is not None and fault(next(iter(cmd), ""), cmd)):
             raise _HangUpError
         reply = self._executor.run(db, cmd, conn_id)
         try:

@@ -23,7 +23,11 @@ from pymongo import MongoClient
 from pymongo.common import VALIDATORS
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._channel_values import RecentValues
+from langgraph.checkpoint.mongo._channel_values import (
+    DEFAULT_CACHE_MAX_BYTES,
+    RecentValues,
+    check_cache_max_bytes,
+)
 from langgraph.checkpoint.mongo._codec import Codec, Compression, check_compression
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._drivers import client_options, identify, require_client
@@ -137,6 +141,9 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         targeted_joins: join pending writes with a `thread_id` match (MongoDB 5.0+), so
             reads target one shard of a sharded `checkpoint_writes`; `False` for services
             without MongoDB 5.0's `$lookup` (Azure Cosmos DB for MongoDB).
+        cache_max_bytes: the bound, in bytes of memory, of the cache of channel values this
+            process recently wrote or read (it spares `put` a read of the parent); 0 turns
+            it off. See docs/reliability.md for what it counts and how to size it.
 
     Raises:
         TypeError: `client` is not of the kind the saver takes, or an option has the
@@ -161,6 +168,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         serde: SerializerProtocol | None = None,
         compression: Compression | None = None,
         targeted_joins: bool = True,
+        cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
     ) -> None:
         require_client(client, asynchronous=self.asynchronous)
         super().__init__(serde=serde)
@@ -187,7 +195,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         self.writes_collection = self.db[writes_collection_name]
         self.join = WritesJoin(writes_collection_name, by_thread=targeted_joins)
         # Shared with `with_allowlist` copies, like the collections.
-        self.recent = RecentValues()
+        self.recent = RecentValues(check_cache_max_bytes(cache_max_bytes))
 
     @classmethod
     def from_conn_string(
@@ -201,6 +209,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         serde: SerializerProtocol | None = None,
         compression: Compression | None = None,
         targeted_joins: bool = True,
+        cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
         **client_kwargs: Any,
     ) -> OpenedT:
         """A saver on a client of its own: `with MongoDBSaver.from_conn_string(...) as
@@ -221,6 +230,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             serde: as in the constructor.
             compression: as in the constructor.
             targeted_joins: as in the constructor.
+            cache_max_bytes: as in the constructor.
             **client_kwargs: PyMongo client options, passed to the client
                 (`timeoutMS`, `serverSelectionTimeoutMS`, TLS options, `w`, `driver`, ...).
 
@@ -243,6 +253,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
                 serde=serde,
                 compression=compression,
                 targeted_joins=targeted_joins,
+                cache_max_bytes=cache_max_bytes,
             ),
         )
 

@@ -80,16 +80,48 @@ def decode_channel_values(codec: Codec, entries: Iterable[ChannelValue]) -> dict
     return {entry[F.CHANNEL]: codec.decode(entry) for entry in entries}
 
 
-# What the cache may hold, in stored bytes (an entry's bytes are counted even where
-# consecutive checkpoints share them, so the real footprint is smaller).
-RECENT_VALUES_BYTES = 64 * 1024 * 1024
+# The default bound of the cache, in bytes of process memory (`cache_max_bytes`).
+DEFAULT_CACHE_MAX_BYTES = 64 * 1024 * 1024
+
+# What a cached checkpoint takes besides its values' bytes, as CPython lays it out:
+# per checkpoint its key (a tuple and two id strings), the cache's ordered-dict slot,
+# the `StoredValues` with its two dicts; per channel its entry dict, the `bytes` object
+# around its data and its slot in the versions dict. Estimates on the generous side, so
+# that many tiny entries cannot hold many times the bound (values alone would count a
+# small checkpoint at a few bytes of the ~1 KB it occupies).
+CHECKPOINT_OVERHEAD_BYTES = 600
+CHANNEL_OVERHEAD_BYTES = 300
+
+
+def check_cache_max_bytes(value: Any) -> int:
+    """`cache_max_bytes`, validated: an int of 0 or more (0 turns the cache off)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"cache_max_bytes must be an int (the value cache's bound in bytes), "
+            f"got {type(value).__name__} {value!r}"
+        )
+    if value < 0:
+        raise ValueError(f"cache_max_bytes must be 0 (no cache) or more bytes, got {value}")
+    return value
+
+
+def cached_size(values: StoredValues) -> int:
+    """The memory a cached checkpoint takes, estimated (see `CHECKPOINT_OVERHEAD_BYTES`);
+    an entry shared with another cached checkpoint is counted in each."""
+    entries = values.entries.values()
+    return (
+        CHECKPOINT_OVERHEAD_BYTES
+        + CHANNEL_OVERHEAD_BYTES * len(entries)
+        + sum(len(entry[F.DATA]) for entry in entries)
+    )
 
 
 class RecentValues:
     """The stored channel entries of checkpoints this process recently wrote or read,
-    least recently used evicted first. Thread-safe: a sync saver serves many threads."""
+    least recently used evicted first, within `max_bytes` of memory (estimated by
+    `cached_size`; 0 keeps nothing). Thread-safe: a sync saver serves many threads."""
 
-    def __init__(self, max_bytes: int = RECENT_VALUES_BYTES) -> None:
+    def __init__(self, max_bytes: int = DEFAULT_CACHE_MAX_BYTES) -> None:
         self.max_bytes = max_bytes
         self._entries: OrderedDict[KeyFields, tuple[StoredValues, int]] = OrderedDict()
         self._bytes = 0
@@ -104,7 +136,7 @@ class RecentValues:
             return found[0]
 
     def put(self, key: KeyFields, values: StoredValues) -> None:
-        size = sum(len(entry[F.DATA]) for entry in values.entries.values())
+        size = cached_size(values)
         with self._lock:
             self._remove(key)
             if size > self.max_bytes:

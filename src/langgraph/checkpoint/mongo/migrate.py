@@ -19,7 +19,6 @@ README for what each source exposes.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -28,7 +27,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.mongo import _migration as plans
 from langgraph.checkpoint.mongo._base import arun_plan, run_plan
 from langgraph.checkpoint.mongo._commands import Command
-from langgraph.checkpoint.mongo._drivers import plan_name
+from langgraph.checkpoint.mongo._drivers import in_worker_thread, plan_name
 from langgraph.checkpoint.mongo._keys import str_list
 from langgraph.checkpoint.mongo._migration import (
     CopyOptions,
@@ -158,7 +157,7 @@ def _command_executor(
     execute = target._executor(operation)
 
     async def in_a_thread(command: Command) -> Any:
-        return await asyncio.to_thread(execute, command)
+        return await in_worker_thread(execute, command)
 
     return in_a_thread
 

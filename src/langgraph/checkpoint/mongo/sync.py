@@ -20,7 +20,12 @@ from pymongo import MongoClient
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._base import MongoDBSaverBase, run_listing, run_plan
 from langgraph.checkpoint.mongo._commands import Command, Plan
-from langgraph.checkpoint.mongo._drivers import execute_sync, open_cursor_sync, plan_name
+from langgraph.checkpoint.mongo._drivers import (
+    execute_sync,
+    in_worker_thread,
+    open_cursor_sync,
+    plan_name,
+)
 
 T = TypeVar("T")
 
@@ -147,7 +152,8 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         """Writes and seed of `DeltaChannel`s along the parent chain, in two round trips."""
         return self._run(ops.delta_history(self.codec, self.join, config, channels))
 
-    # Async access for graphs run with `ainvoke`: the sync calls, in a worker thread.
+    # Async access for graphs run with `ainvoke`: the sync calls, in a worker thread (for
+    # writes, one that stops when the caller is cancelled, as `AsyncMongoDBSaver` does).
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await asyncio.to_thread(self.get_tuple, config)
@@ -173,7 +179,7 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
+        return await in_worker_thread(self.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
         self,
@@ -182,19 +188,19 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)
+        await in_worker_thread(self.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await asyncio.to_thread(self.delete_thread, thread_id)
+        await in_worker_thread(self.delete_thread, thread_id)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await asyncio.to_thread(self.delete_for_runs, run_ids)
+        await in_worker_thread(self.delete_for_runs, run_ids)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
+        await in_worker_thread(self.copy_thread, source_thread_id, target_thread_id)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await asyncio.to_thread(self.prune, thread_ids, strategy=strategy)
+        await in_worker_thread(self.prune, thread_ids, strategy=strategy)
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
