@@ -4,6 +4,7 @@ exit, and find the client closed; on every backend."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import re
@@ -23,7 +24,8 @@ from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo.agent_server import Settings, checkpointer
 from support.backends import Backend
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "agent_server"
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "agent_server"
 
 
 def load(path: str) -> Any:
@@ -37,6 +39,39 @@ def load(path: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return getattr(module, name)
+
+
+# Every place that gives users a `langgraph.json` checkpointer path.
+DOCUMENTED = [
+    "docs/agent-server.md",
+    "examples/agent_server/README.md",
+    "examples/agent_server/langgraph.json",
+    "examples/agent_server/checkpointer.py",
+    "src/langgraph/checkpoint/mongo/agent_server.py",
+    "CHANGELOG.md",
+]
+
+
+def test_every_documented_path_resolves_as_langgraph_api_resolves_it() -> None:
+    """langgraph-api 0.16 reads a path holding `/` or `.py:` as `file:name` (the file
+    relative to where `langgraph dev` runs: the example's directory), any other as a module
+    path split on its LAST `.`. tests/test_agent_server_e2e.py starts the real server with
+    both forms; this keeps every path the docs give one of them."""
+    paths = {
+        path
+        for name in DOCUMENTED
+        for path in re.findall(r'"path":\s*"([^"]+)"', (ROOT / name).read_text())
+    }
+    assert paths == {
+        "./checkpointer.py:checkpointer",
+        "langgraph.checkpoint.mongo.agent_server.checkpointer",
+    }
+    for path in paths:
+        if "/" in path or ".py:" in path:
+            assert load(path) is checkpointer
+        else:
+            module, _, name = path.rpartition(".")
+            assert vars(importlib.import_module(module)).get(name) is checkpointer, path
 
 
 async def test_the_example_runs_on_the_factory(
