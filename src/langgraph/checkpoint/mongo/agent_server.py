@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, fields
 from typing import Any
@@ -51,7 +51,7 @@ from langgraph.checkpoint.mongo.aio import AsyncMongoDBSaver
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 # The largest `expireAfterSeconds` MongoDB accepts for a TTL index (a 32-bit int); above it
 # `setup()` would fail on the server, after the client connected.
-MAX_TTL_SECONDS = 2**31 - 1
+_MAX_TTL_SECONDS = 2**31 - 1
 # MongoDB's database names: under 64 bytes, none of these characters (PyMongo refuses the
 # same set when the client is indexed, a `pymongo.errors.InvalidName` naming no variable).
 _MAX_DB_NAME_BYTES = 63
@@ -81,9 +81,9 @@ def _ttl(value: str | None) -> float | None:
         raise ValueError(
             f"MONGODB_TTL_SECONDS must be a number of seconds, got {value!r}"
         ) from None
-    if not math.isfinite(seconds) or not 1 <= seconds <= MAX_TTL_SECONDS:
+    if not math.isfinite(seconds) or not 1 <= seconds <= _MAX_TTL_SECONDS:
         raise ValueError(
-            f"MONGODB_TTL_SECONDS must be from 1 to {MAX_TTL_SECONDS} seconds (MongoDB's "
+            f"MONGODB_TTL_SECONDS must be from 1 to {_MAX_TTL_SECONDS} seconds (MongoDB's "
             f"largest TTL), got {value!r}"
         )
     return seconds
@@ -99,23 +99,19 @@ def _db_name(value: str) -> str:
     return value
 
 
-def _collection_name(variable: str) -> Callable[[str], str]:
-    def check(value: str) -> str:
-        if (
-            "$" in value
-            or "\x00" in value
-            or ".." in value
-            or value.startswith((".", "system."))
-            or value.endswith(".")
-        ):
-            raise ValueError(
-                f"{variable} must be a MongoDB collection name (no '$', null character or "
-                f"'..', not starting with 'system.', not starting or ending with '.'), got "
-                f"{value!r}"
-            )
-        return value
-
-    return check
+def _collection_name(value: str, variable: str) -> str:
+    if (
+        "$" in value
+        or "\x00" in value
+        or ".." in value
+        or value.startswith((".", "system."))
+        or value.endswith(".")
+    ):
+        raise ValueError(
+            f"{variable} must be a MongoDB collection name (no '$', null character or '..', "
+            f"not starting with 'system.', not starting or ending with '.'), got {value!r}"
+        )
+    return value
 
 
 def _compression(value: str | None) -> Compression | None:
@@ -162,11 +158,13 @@ class Settings:
         """The settings in `environ` (`os.environ` by default); a bad value raises
         `ValueError` naming its variable, so the server stops at startup, not mid-run."""
         env = os.environ if environ is None else environ
-        checkpoints = _collection_name("MONGODB_CHECKPOINT_COLLECTION")(
-            env.get("MONGODB_CHECKPOINT_COLLECTION") or DEFAULT_CHECKPOINT_COLLECTION
+        checkpoints = _collection_name(
+            env.get("MONGODB_CHECKPOINT_COLLECTION") or DEFAULT_CHECKPOINT_COLLECTION,
+            "MONGODB_CHECKPOINT_COLLECTION",
         )
-        writes = _collection_name("MONGODB_WRITES_COLLECTION")(
-            env.get("MONGODB_WRITES_COLLECTION") or DEFAULT_WRITES_COLLECTION
+        writes = _collection_name(
+            env.get("MONGODB_WRITES_COLLECTION") or DEFAULT_WRITES_COLLECTION,
+            "MONGODB_WRITES_COLLECTION",
         )
         if checkpoints == writes:
             raise ValueError(
