@@ -111,6 +111,25 @@ def quickstart(session: nox.Session) -> None:
     session.run("python", "examples/quickstart.py")
 
 
+# The Agent Server pins its own LangGraph versions, so it never joins the test venv.
+AGENT_SERVER = ("langgraph-cli[inmem]>=0.4,<0.5", "langgraph-api>=0.16,<0.17", "langgraph-sdk>=0.4")
+
+
+@nox.session(name="agent-server")
+def agent_server(session: nox.Session) -> None:
+    """The real `langgraph dev` on examples/agent_server/ against the wire server, in a venv
+    of its own (tests/test_agent_server_e2e.py, required to run here: never skipped)."""
+    session.install(*AGENT_SERVER, "pytest>=8", "pytest-asyncio>=1.0", "mongomock>=4.3", ".")
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "tests/test_agent_server_e2e.py",
+        *session.posargs,
+        env={"REQUIRE_AGENT_SERVER": "1", "MONGODB_URI": None},
+    )
+
+
 @nox.session
 def benchmarks(session: nox.Session) -> None:
     """`python -m benchmarks` (see benchmarks/README.md)."""

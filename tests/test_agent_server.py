@@ -4,8 +4,11 @@ exit, and find the client closed; on every backend."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
+import re
+import socket
 import uuid
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -14,14 +17,15 @@ from unittest import mock
 
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from pymongo.errors import InvalidOperation
+from pymongo.errors import InvalidOperation, ServerSelectionTimeoutError
 
-from langgraph.checkpoint.mongo import AsyncMongoDBSaver
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver, agent_server
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo.agent_server import Settings, checkpointer
 from support.backends import Backend
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "agent_server"
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "agent_server"
 
 
 def load(path: str) -> Any:
@@ -35,6 +39,39 @@ def load(path: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return getattr(module, name)
+
+
+# Every place that gives users a `langgraph.json` checkpointer path.
+DOCUMENTED = [
+    "docs/agent-server.md",
+    "examples/agent_server/README.md",
+    "examples/agent_server/langgraph.json",
+    "examples/agent_server/checkpointer.py",
+    "src/langgraph/checkpoint/mongo/agent_server.py",
+    "CHANGELOG.md",
+]
+
+
+def test_every_documented_path_resolves_as_langgraph_api_resolves_it() -> None:
+    """langgraph-api 0.16 reads a path holding `/` or `.py:` as `file:name` (the file
+    relative to where `langgraph dev` runs: the example's directory), any other as a module
+    path split on its LAST `.`. tests/test_agent_server_e2e.py starts the real server with
+    both forms; this keeps every path the docs give one of them."""
+    paths = {
+        path
+        for name in DOCUMENTED
+        for path in re.findall(r'"path":\s*"([^"]+)"', (ROOT / name).read_text())
+    }
+    assert paths == {
+        "./checkpointer.py:checkpointer",
+        "langgraph.checkpoint.mongo.agent_server.checkpointer",
+    }
+    for path in paths:
+        if "/" in path or ".py:" in path:
+            assert load(path) is checkpointer
+        else:
+            module, _, name = path.rpartition(".")
+            assert vars(importlib.import_module(module)).get(name) is checkpointer, path
 
 
 async def test_the_example_runs_on_the_factory(
@@ -104,16 +141,115 @@ def test_settings_come_from_the_environment() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "value", "message"),
+    ("variable", "value", "message"),
     [
-        ("MONGODB_TTL_SECONDS", "a day", "MONGODB_TTL_SECONDS must be a number of seconds"),
-        ("MONGODB_COMPRESSION", "lz4", "MONGODB_COMPRESSION must be one of zlib, zstd or none"),
-        ("MONGODB_TARGETED_JOINS", "maybe", "MONGODB_TARGETED_JOINS must be true or false"),
+        ("MONGODB_TTL_SECONDS", "a day", "must be a number of seconds"),
+        *(
+            ("MONGODB_TTL_SECONDS", value, "must be from 1 to 2147483647 seconds")
+            for value in ("inf", "-inf", "1e400", "nan", "-5", "0", "0.5", "2147483648")
+        ),
+        ("MONGODB_COMPRESSION", "lz4", "must be one of zlib, zstd or none"),
+        ("MONGODB_TARGETED_JOINS", "maybe", "must be true or false"),
+        *(
+            ("MONGODB_DB_NAME", value, "must be a MongoDB database name")
+            for value in ("my.db", "my db", "a/b", "a\\b", "a$b", 'a"b', "a\x00b", "d" * 64)
+        ),
+        *(
+            (variable, value, "must be a MongoDB collection name")
+            for variable in ("MONGODB_CHECKPOINT_COLLECTION", "MONGODB_WRITES_COLLECTION")
+            for value in ("a$b", "a\x00b", "a..b", ".a", "a.", "system.cps")
+        ),
     ],
 )
-def test_a_bad_variable_is_named(name: str, value: str, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        Settings.from_env({name: value})
+def test_a_bad_variable_is_named(variable: str, value: str, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"{variable} {message}")):
+        Settings.from_env({"MONGODB_URI": "mongodb://db.example", variable: value})
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"MONGODB_CHECKPOINT_COLLECTION": "same", "MONGODB_WRITES_COLLECTION": "same"},
+        {"MONGODB_WRITES_COLLECTION": "checkpoints"},  # the other's default
+        {"MONGODB_CHECKPOINT_COLLECTION": "checkpoint_writes"},
+    ],
+)
+def test_equal_collection_names_are_named(env: dict[str, str]) -> None:
+    with pytest.raises(
+        ValueError,
+        match="MONGODB_CHECKPOINT_COLLECTION and MONGODB_WRITES_COLLECTION must name two "
+        "different collections",
+    ):
+        Settings.from_env(env)
+
+
+async def test_a_bad_variable_stops_the_factory_before_any_io(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What the server runs at startup: the factory without arguments."""
+    monkeypatch.setenv("MONGODB_URI", "mongodb://db.example")
+    monkeypatch.setenv("MONGODB_TTL_SECONDS", "nan")
+
+    def no_client(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a client was created before the settings were checked")
+
+    monkeypatch.setattr(agent_server, "AsyncMongoClient", no_client)
+    with pytest.raises(ValueError, match="MONGODB_TTL_SECONDS"):
+        async with checkpointer():
+            pass
+
+
+@pytest.mark.parametrize(
+    ("uri", "shown"),
+    [
+        ("mongodb://app:s3cret@db.example:27017/?w=1", "mongodb://app:***@db.example:27017/?w=1"),
+        ("mongodb+srv://app:s3c%40ret@cluster0.example.net", "mongodb+srv://app:***@cluster0"),
+        ("mongodb://app:s3c@r/et@db.example/", "mongodb://app:***@db.example/"),  # unescaped
+        (
+            "mongodb://db.example/?tls=true&tlsCertificateKeyFilePassword=s3cret&w=1",
+            "tlsCertificateKeyFilePassword=***&w=1",
+        ),
+        (
+            "mongodb://db.example/?authMechanism=MONGODB-AWS&authMechanismProperties="
+            "AWS_SESSION_TOKEN:s3cret",
+            "authMechanismProperties=***",
+        ),
+    ],
+)
+def test_repr_hides_the_password(uri: str, shown: str) -> None:
+    settings = Settings.from_env({"MONGODB_URI": uri})
+    assert settings.uri == uri  # what the client gets is untouched
+    assert "s3c" not in repr(settings)
+    assert shown in repr(settings)
+    assert repr(settings).startswith("Settings(uri=")
+
+
+async def test_a_malformed_uri_is_named_without_its_password(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MONGODB_URI", "mongodb://app:s3cret@db.example:notaport/")
+    with pytest.raises(ValueError, match=r"MONGODB_URI 'mongodb://app:\*\*\*@db") as raised:
+        async with checkpointer():
+            pass
+    assert "s3cret" not in str(raised.value)
+
+
+async def test_an_unreachable_server_is_named_without_its_password(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv(
+        "MONGODB_URI", f"mongodb://app:s3cret@127.0.0.1:{port}/?serverSelectionTimeoutMS=200"
+    )
+    with pytest.raises(ServerSelectionTimeoutError) as raised:
+        async with checkpointer():
+            pass
+    message = str(raised.value)
+    assert f"MONGODB_URI 'mongodb://app:***@127.0.0.1:{port}/" in message
+    assert "serverSelectionTimeoutMS" in message
+    assert "s3cret" not in message
 
 
 async def test_without_a_uri_the_factory_says_what_is_missing() -> None:

@@ -1,9 +1,10 @@
 """The Agent Server's checkpointer: langgraph-checkpoint-mongo's `AsyncMongoDBSaver`,
 configured from the environment (`MONGODB_URI`, `MONGODB_DB_NAME`, `MONGODB_TTL_SECONDS`,
-`MONGODB_COMPRESSION`, ...; see the README's "Agent Server" section).
+`MONGODB_COMPRESSION`, ...; see docs/agent-server.md).
 
-`langgraph.json` names it as `"./checkpointer.py:checkpointer"`. To configure it in code
-instead, define your own factory around the package's::
+`langgraph.json` names it as `"./checkpointer.py:checkpointer"`, resolved against the
+directory `langgraph dev` runs in. To configure it in code instead, define your own factory
+around the package's::
 
     from langgraph.checkpoint.mongo import agent_server
 
