@@ -19,7 +19,7 @@ from langgraph.checkpoint.base import ERROR, INTERRUPT
 from langgraph.checkpoint.memory import InMemorySaver
 from pymongo.errors import AutoReconnect
 
-from langgraph.checkpoint.mongo import aio, migrate, sync
+from langgraph.checkpoint.mongo import migrate
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo.migrate import (
     OfficialMongoDBSource,
@@ -196,7 +196,7 @@ async def test_official_threads_come_from_one_aggregation(backend: Backend) -> N
 # Re-runs, conflicts, failures.
 
 
-def fail_bulk_writes_after(monkeypatch: pytest.MonkeyPatch, target: Any, allowed: int) -> list[str]:
+def fail_bulk_writes_after(monkeypatch: pytest.MonkeyPatch, allowed: int) -> list[str]:
     """Let `allowed` batch writes of a copy through (a bulk write, or an `update_one` for a
     batch of one document), then fail each as a lost connection."""
     sent: list[str] = []
@@ -207,22 +207,18 @@ def fail_bulk_writes_after(monkeypatch: pytest.MonkeyPatch, target: Any, allowed
                 raise AutoReconnect("injected: connection lost")
             sent.append(command.target.value)
 
-    if isinstance(target, migrate.MongoDBSaver):
-        execute_sync = sync.execute_sync
+    execute_sync, execute_async = migrate.execute_sync, migrate.execute_async
 
-        def failing(operation: str, collection: Any, command: Any) -> Any:
-            check(command)
-            return execute_sync(operation, collection, command)
+    def failing(operation: str, collection: Any, command: Any) -> Any:
+        check(command)
+        return execute_sync(operation, collection, command)
 
-        monkeypatch.setattr(sync, "execute_sync", failing)
-    else:
-        execute_async = aio.execute_async
+    async def failing_async(operation: str, collection: Any, command: Any) -> Any:
+        check(command)
+        return await execute_async(operation, collection, command)
 
-        async def failing_async(operation: str, collection: Any, command: Any) -> Any:
-            check(command)
-            return await execute_async(operation, collection, command)
-
-        monkeypatch.setattr(aio, "execute_async", failing_async)
+    monkeypatch.setattr(migrate, "execute_sync", failing)
+    monkeypatch.setattr(migrate, "execute_async", failing_async)
     return sent
 
 
@@ -233,7 +229,7 @@ async def test_an_interrupted_copy_resumes_without_duplicates(
     for thread_id in ("one", "two"):
         await chat(memory, thread_id, range(3))
     source = memory_source(memory)
-    sent = fail_bulk_writes_after(monkeypatch, saver, allowed=3)
+    sent = fail_bulk_writes_after(monkeypatch, allowed=3)
     with pytest.raises(AutoReconnect, match="injected"):
         await copy(backend, source, saver, batch_size=2)
     # Stopped between a batch's writes and its checkpoints.
@@ -254,7 +250,7 @@ async def test_an_interrupted_copy_resumes_without_duplicates(
     assert await stored(saver) == source_documents(memory)
     assert (await verify(backend, source, saver)).ok
 
-    sent = fail_bulk_writes_after(monkeypatch, saver, allowed=0)
+    sent = fail_bulk_writes_after(monkeypatch, allowed=0)
     again = await copy(backend, source, saver)
     assert {t.status for t in again.threads} == {ThreadStatus.UNCHANGED}
     assert sent == []  # nothing rewritten
@@ -408,7 +404,7 @@ async def test_a_long_thread_is_read_and_written_a_batch_at_a_time(
 ) -> None:
     memory = CountingSaver()
     await chat(memory, "long", range(10))  # 30 checkpoints
-    sent = fail_bulk_writes_after(monkeypatch, saver, allowed=1000)
+    sent = fail_bulk_writes_after(monkeypatch, allowed=1000)
     ahead: list[int] = []
     done = 0
 

@@ -176,3 +176,10 @@ class MongoDBSaverBase(BaseCheckpointSaver[int]):
             Target.WRITES: self.writes_collection_name,
         }
         return ops.setup(names, self.join, self.expiry, create_indexes, skip_indexes)
+
+
+def command_collection(saver: MongoDBSaverBase, command: Command) -> Any:
+    """The collection (or database) of `saver` that `command` runs on: with
+    `_drivers.execute_sync`/`execute_async`, a plan that also waits on other I/O (copying
+    threads in from another saver) runs its commands on a saver."""
+    return saver._collection(command)
