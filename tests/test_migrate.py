@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,7 +31,15 @@ from langgraph.checkpoint.mongo.migrate import (
 from support.backends import Backend
 from support.graphs import Run, chat_graph, human, run_on
 from support.helpers import call, checkpoint, config, listed
-from support.migration_sources import Source, copy, official_client, official_saver_class, verify
+from support.migration_sources import (
+    Source,
+    copy,
+    fail_bulk_writes_after,
+    official_client,
+    official_saver_class,
+    open_source,
+    verify,
+)
 
 
 async def chat(saver: Any, thread_id: str, turns: range, *, sync: bool = True) -> None:
@@ -194,32 +203,6 @@ async def test_official_threads_come_from_one_aggregation(backend: Backend) -> N
 
 
 # Re-runs, conflicts, failures.
-
-
-def fail_bulk_writes_after(monkeypatch: pytest.MonkeyPatch, allowed: int) -> list[str]:
-    """Let `allowed` batch writes of a copy through (a bulk write, or an `update_one` for a
-    batch of one document), then fail each as a lost connection."""
-    sent: list[str] = []
-
-    def check(command: Any) -> None:
-        if command.method in ("bulk_write", "update_one"):
-            if len(sent) >= allowed:
-                raise AutoReconnect("injected: connection lost")
-            sent.append(command.target.value)
-
-    execute_sync, execute_async = migrate.execute_sync, migrate.execute_async
-
-    def failing(operation: str, collection: Any, command: Any) -> Any:
-        check(command)
-        return execute_sync(operation, collection, command)
-
-    async def failing_async(operation: str, collection: Any, command: Any) -> Any:
-        check(command)
-        return await execute_async(operation, collection, command)
-
-    monkeypatch.setattr(migrate, "execute_sync", failing)
-    monkeypatch.setattr(migrate, "execute_async", failing_async)
-    return sent
 
 
 async def test_an_interrupted_copy_resumes_without_duplicates(
@@ -481,3 +464,113 @@ async def test_a_target_on_the_official_collections_is_refused_by_name(backend: 
                     await copy(backend, Source("official", source), target)
         finally:
             client.drop_database(name)
+
+
+# Values this environment cannot restore, and checkpoints that do not decode.
+
+
+async def test_an_application_type_that_cannot_be_imported_fails_its_thread_by_name(
+    backend: Backend, saver: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LangGraph's serializer would return the object's fields as a dict (and log once):
+    copied, the application would later read a dict where it stored its own type."""
+    (tmp_path / "shop_types.py").write_text(
+        "from dataclasses import dataclass\n\n@dataclass\nclass Order:\n    number: int\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import shop_types
+
+    memory = InMemorySaver()
+    held = checkpoint({"order": shop_types.Order(7)})
+    memory.put(config("shop", ""), held, {"source": "input", "step": -1}, {"order": 1})
+    await chat(memory, "plain", range(1))
+    monkeypatch.delitem(sys.modules, "shop_types")
+    monkeypatch.syspath_prepend(str(tmp_path / "elsewhere"))
+    sys.path.remove(str(tmp_path))
+
+    report = await copy(backend, memory_source(memory), saver)
+    found = {t.thread_id: t for t in report.threads}
+    assert found["plain"].status is ThreadStatus.COPIED
+    assert found["shop"].status is ThreadStatus.FAILED
+    detail = str(found["shop"].detail)
+    assert "shop_types.Order (cannot be imported here: ModuleNotFoundError" in detail
+    assert "nothing of this thread was written" in detail
+    assert await count(saver.checkpoint_collection, {"thread_id": "shop"}) == 0
+    assert not report.ok
+
+    verified = await verify(backend, memory_source(memory), saver, thread_ids=["shop"])
+    assert not verified.ok
+    assert "shop_types.Order" in verified.summary()
+
+    sys.path.insert(0, str(tmp_path))  # importable again: the copy is exact
+    again = await copy(backend, memory_source(memory), saver, thread_ids=["shop"])
+    assert [t.status for t in again.threads] == [ThreadStatus.COPIED]
+    copied = await call(saver, "get_tuple", config("shop", ""))
+    assert copied.checkpoint["channel_values"]["order"] == sys.modules["shop_types"].Order(7)
+    assert (await verify(backend, memory_source(memory), saver, thread_ids=["shop"])).ok
+
+
+async def test_verify_compares_exactly_what_the_target_stores(
+    backend: Backend, saver: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two stand-ins (the same dict of fields on both sides) are not an identical copy."""
+    (tmp_path / "shop_types.py").write_text(
+        "from dataclasses import dataclass\n\n@dataclass\nclass Order:\n    number: int\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import shop_types
+
+    memory = InMemorySaver()
+    held = checkpoint({"order": shop_types.Order(7)})
+    memory.put(config("shop", ""), held, {"source": "input", "step": -1}, {"order": 1})
+    assert (await copy(backend, memory_source(memory), saver)).ok
+    monkeypatch.delitem(sys.modules, "shop_types")
+    sys.path.remove(str(tmp_path))
+    verified = await verify(backend, memory_source(memory), saver)
+    assert not verified.ok
+    assert "shop_types.Order (cannot be imported here" in verified.summary()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "official"])
+async def test_a_checkpoint_that_does_not_decode_fails_its_thread_only(
+    backend: Backend, kind: str, tmp_path: Path
+) -> None:
+    async with open_source(kind, backend, tmp_path) as source, backend.saver() as target:
+        for thread_id in ("good", "garbled", "nothing"):
+            await chat(source.saver, thread_id, range(2))
+        garbled = source.saver.get_tuple(config("garbled"))
+        nothing = source.saver.get_tuple(config("nothing"))
+        for tuple_, type_, data in [(garbled, "msgpack", b"\xc1"), (nothing, "null", b"")]:
+            ids = tuple_.config["configurable"]
+            if kind == "sqlite":
+                with source.saver.cursor() as cursor:
+                    cursor.execute(
+                        "UPDATE checkpoints SET type = ?, checkpoint = ? "
+                        "WHERE thread_id = ? AND checkpoint_id = ?",
+                        (type_, data, ids["thread_id"], ids["checkpoint_id"]),
+                    )
+            else:
+                source.saver.checkpoint_collection.update_one(
+                    {"thread_id": ids["thread_id"], "checkpoint_id": ids["checkpoint_id"]},
+                    {"$set": {"type": type_, "checkpoint": data}},
+                )
+
+        report = await copy(backend, source, target)
+        found = {t.thread_id: t for t in report.threads}
+        assert found["good"].status is ThreadStatus.COPIED
+        assert found["garbled"].status is ThreadStatus.FAILED
+        assert "'msgpack' payload does not decode" in str(found["garbled"].detail)
+        if kind == "official":  # the stream names the checkpoint; `list` only the one before
+            assert garbled.config["configurable"]["checkpoint_id"] in str(found["garbled"].detail)
+        else:
+            assert "the first checkpoint the source lists" in str(found["garbled"].detail)
+        assert found["nothing"].status is ThreadStatus.FAILED
+        assert str(found["nothing"].detail).startswith(
+            f"checkpoint {nothing.config['configurable']['checkpoint_id']!r} (namespace ''): "
+            "it decodes to NoneType, not a checkpoint (a dict)"
+        )
+        for thread_id in ("garbled", "nothing"):
+            assert await count(target.checkpoint_collection, {"thread_id": thread_id}) == 0
+            assert await count(target.writes_collection, {"thread_id": thread_id}) == 0
+        verified = await verify(backend, source, target)
+        assert {t.thread_id for t in verified.threads if t.differences} == {"garbled", "nothing"}

@@ -95,8 +95,8 @@ def _reader(source: Source, fast_path: bool) -> Reader:
 
 def _async_requests(source: Source, fast_path: bool) -> AsyncRequests | ThreadedRequests:
     reader = _reader(source, fast_path)
-    if isinstance(reader, SaverReader) and not reads_in_threads(reader.saver):
-        return AsyncRequests(AsyncSaverReader(reader.saver))
+    if isinstance(reader, SaverReader) and not reads_in_threads(reader.source):
+        return AsyncRequests(AsyncSaverReader(reader.source))
     # The official saver's collections are read with the sync driver, in a worker thread.
     return ThreadedRequests(reader)
 
