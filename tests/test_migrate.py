@@ -493,6 +493,7 @@ async def test_an_application_type_that_cannot_be_imported_fails_its_thread_by_n
     assert found["plain"].status is ThreadStatus.COPIED
     assert found["shop"].status is ThreadStatus.FAILED
     detail = str(found["shop"].detail)
+    assert detail.startswith(f"checkpoint {held['id']!r} (namespace ''")
     assert "shop_types.Order (cannot be imported here: ModuleNotFoundError" in detail
     assert "nothing of this thread was written" in detail
     assert await count(saver.checkpoint_collection, {"thread_id": "shop"}) == 0

@@ -228,7 +228,10 @@ async def test_an_interrupt_without_langgraph_installed_fails_its_thread_by_name
         found = {t.thread_id: t for t in report.threads}
         assert found["plain"].status is ThreadStatus.COPIED
         assert found["hitl"].status is ThreadStatus.FAILED
-        assert "langgraph.types.Interrupt (cannot be imported here" in str(found["hitl"].detail)
+        detail = str(found["hitl"].detail)
+        assert "langgraph.types.Interrupt (cannot be imported here" in detail
+        waiting = source.saver.get_tuple(hitl)  # its pending writes hold the interrupt
+        assert detail.startswith(f"checkpoint {waiting.config['configurable']['checkpoint_id']!r}")
         assert await listed(target, hitl) == []
         assert [t.thread_id for t in verified.threads if t.differences] == ["hitl"]
 

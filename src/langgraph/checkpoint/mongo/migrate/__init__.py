@@ -33,7 +33,7 @@ from langgraph.checkpoint.mongo._drivers import execute_async, execute_sync, pla
 from langgraph.checkpoint.mongo._keys import str_list
 from langgraph.checkpoint.mongo.aio import AsyncMongoDBSaver
 from langgraph.checkpoint.mongo.migrate import _plans as plans
-from langgraph.checkpoint.mongo.migrate._decoding import exact_serializer
+from langgraph.checkpoint.mongo.migrate._decoding import ExactSerializer
 from langgraph.checkpoint.mongo.migrate._plans import (
     CopyOptions,
     CopyReport,
@@ -121,7 +121,7 @@ def _async_target(target: Any, name: str) -> AsyncMongoDBSaver | MongoDBSaver:
 
 def _plan_target(saver: AsyncMongoDBSaver | MongoDBSaver) -> TargetSaver:
     """The target as the plans see it, decoding what it stores exactly (comparisons)."""
-    codec = Codec(exact_serializer(saver.serde), saver.compression)
+    codec = Codec(ExactSerializer(saver.serde), saver.compression)
     return TargetSaver(codec, saver.join, saver.expiry, saver.recent)
 
 

@@ -24,7 +24,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, writ
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from langgraph.checkpoint.mongo.migrate._decoding import UnrestorableValueError, exact_serializer
+from langgraph.checkpoint.mongo.migrate._decoding import ExactSerializer, UnrestorableValueError
 from langgraph.checkpoint.mongo.migrate._plans import (
     ReadCheckpointsByKey,
     ReadLatest,
@@ -80,12 +80,31 @@ def _missing(key: tuple[str, str]) -> UnreadableCheckpoint:
     return UnreadableCheckpoint(_where(key), "the source no longer holds it")
 
 
-def exact_saver(saver: BaseCheckpointSaver[Any]) -> BaseCheckpointSaver[Any]:
-    """A shallow copy of `saver` that decodes exactly (as LangGraph's `with_allowlist`
-    copies a saver with another serializer)."""
-    clone = copy.copy(saver)
-    clone.serde = exact_serializer(saver.serde)
-    return clone
+class _ExactSaver:
+    """A shallow copy of a saver that decodes exactly (as LangGraph's `with_allowlist`
+    copies a saver with another serializer), and names the checkpoint holding a value it
+    could not rebuild: its decodes keep LangGraph's stand-ins, so a `list` goes on, and
+    each tuple is checked once returned."""
+
+    def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
+        self.serde = ExactSerializer(saver.serde, keep_stand_ins=True)
+        self.saver = copy.copy(saver)
+        self.saver.serde = self.serde
+
+    def item(self, checkpoint: CheckpointTuple) -> SourceItem:
+        """The checkpoint just returned, or why it holds a value that is not exact."""
+        reason = self.serde.take_failure()
+        if reason is not None:
+            return UnreadableCheckpoint(_where(_key(checkpoint)), reason)
+        return _from_tuple(checkpoint)
+
+    def latest(
+        self, checkpoint: CheckpointTuple | None
+    ) -> CheckpointTuple | UnreadableCheckpoint | None:
+        if checkpoint is None:
+            return None
+        item = self.item(checkpoint)
+        return item if isinstance(item, UnreadableCheckpoint) else checkpoint
 
 
 class Reader(Protocol):
@@ -125,7 +144,8 @@ class SaverReader:
 
     def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
         self.source = saver  # lists thread ids, whatever its values decode to
-        self.saver = exact_saver(saver)
+        self.exact = _ExactSaver(saver)
+        self.saver = self.exact.saver
 
     def thread_ids(self) -> list[str]:
         fast = _sqlite_thread_ids(self.source)
@@ -141,7 +161,7 @@ class SaverReader:
         last = None
         try:
             for last in stream:
-                yield _from_tuple(last)
+                yield self.exact.item(last)
         except UnrestorableValueError as exc:  # the stream ends with it
             yield UnreadableCheckpoint(_listed_after(last), str(exc))
         finally:  # a stream left early is closed now, not when collected
@@ -159,14 +179,15 @@ class SaverReader:
             except UnrestorableValueError as exc:
                 found.append(UnreadableCheckpoint(_where(key), str(exc)))
             else:
-                found.append(_missing(key) if checkpoint is None else _from_tuple(checkpoint))
+                found.append(_missing(key) if checkpoint is None else self.exact.item(checkpoint))
         return found
 
     def latest(self, thread_id: str) -> CheckpointTuple | UnreadableCheckpoint | None:
         try:
-            return self.saver.get_tuple(_thread_config(thread_id, root_only=True))
+            latest = self.saver.get_tuple(_thread_config(thread_id, root_only=True))
         except UnrestorableValueError as exc:
             return UnreadableCheckpoint("the latest checkpoint", str(exc))
+        return self.exact.latest(latest)
 
 
 class AsyncSaverReader:
@@ -174,7 +195,8 @@ class AsyncSaverReader:
 
     def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
         self.source = saver  # lists thread ids, whatever its values decode to
-        self.saver = exact_saver(saver)
+        self.exact = _ExactSaver(saver)
+        self.saver = self.exact.saver
 
     async def thread_ids(self) -> list[str]:
         ids: dict[str, None] = {}
@@ -187,7 +209,7 @@ class AsyncSaverReader:
         last = None
         try:
             async for last in stream:
-                yield _from_tuple(last)
+                yield self.exact.item(last)
         except UnrestorableValueError as exc:
             yield UnreadableCheckpoint(_listed_after(last), str(exc))
         finally:
@@ -205,14 +227,15 @@ class AsyncSaverReader:
             except UnrestorableValueError as exc:
                 found.append(UnreadableCheckpoint(_where(key), str(exc)))
             else:
-                found.append(_missing(key) if checkpoint is None else _from_tuple(checkpoint))
+                found.append(_missing(key) if checkpoint is None else self.exact.item(checkpoint))
         return found
 
     async def latest(self, thread_id: str) -> CheckpointTuple | UnreadableCheckpoint | None:
         try:
-            return await self.saver.aget_tuple(_thread_config(thread_id, root_only=True))
+            latest = await self.saver.aget_tuple(_thread_config(thread_id, root_only=True))
         except UnrestorableValueError as exc:
             return UnreadableCheckpoint("the latest checkpoint", str(exc))
+        return self.exact.latest(latest)
 
 
 def _loads_metadata(serde: SerializerProtocol, stored: Any) -> Any:
@@ -251,7 +274,7 @@ class OfficialMongoDBSource:
     ) -> None:
         self.checkpoints_collection = database[checkpoint_collection_name]
         self.writes_collection = database[writes_collection_name]
-        self.serde = exact_serializer(serde if serde is not None else JsonPlusSerializer())
+        self.serde = ExactSerializer(serde if serde is not None else JsonPlusSerializer())
         self.batch_size = batch_size
 
     @classmethod
