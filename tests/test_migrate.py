@@ -8,6 +8,7 @@ an `InMemorySaver` source.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
 import sys
 import uuid
@@ -469,24 +470,46 @@ async def test_a_target_on_the_official_collections_is_refused_by_name(backend: 
 # Values this environment cannot restore, and checkpoints that do not decode.
 
 
+class ShopTypes:
+    """An application's module of types (`shop_types.Order`), importable until `hide()`:
+    as in an environment the application is not installed in."""
+
+    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.path = str(tmp_path)
+        self.monkeypatch = monkeypatch
+        (tmp_path / "shop_types.py").write_text(
+            "from dataclasses import dataclass\n\n@dataclass\nclass Order:\n    number: int\n"
+        )
+        monkeypatch.syspath_prepend(self.path)  # restores sys.path afterwards
+
+    def order(self, number: int) -> Any:
+        return importlib.import_module("shop_types").Order(number)
+
+    def hide(self) -> None:
+        self.monkeypatch.delitem(sys.modules, "shop_types")
+        sys.path.remove(self.path)
+
+    def show(self) -> None:
+        sys.path.insert(0, self.path)
+
+
+def shop_thread(shop: ShopTypes) -> tuple[InMemorySaver, Any]:
+    """A source whose thread `shop` holds an `Order` in its channel values."""
+    memory = InMemorySaver()
+    held = checkpoint({"order": shop.order(7)})
+    memory.put(config("shop", ""), held, {"source": "input", "step": -1}, {"order": 1})
+    return memory, held
+
+
 async def test_an_application_type_that_cannot_be_imported_fails_its_thread_by_name(
     backend: Backend, saver: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """LangGraph's serializer would return the object's fields as a dict (and log once):
     copied, the application would later read a dict where it stored its own type."""
-    (tmp_path / "shop_types.py").write_text(
-        "from dataclasses import dataclass\n\n@dataclass\nclass Order:\n    number: int\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    import shop_types
-
-    memory = InMemorySaver()
-    held = checkpoint({"order": shop_types.Order(7)})
-    memory.put(config("shop", ""), held, {"source": "input", "step": -1}, {"order": 1})
+    shop = ShopTypes(tmp_path, monkeypatch)
+    memory, held = shop_thread(shop)
     await chat(memory, "plain", range(1))
-    monkeypatch.delitem(sys.modules, "shop_types")
-    monkeypatch.syspath_prepend(str(tmp_path / "elsewhere"))
-    sys.path.remove(str(tmp_path))
+    shop.hide()
 
     report = await copy(backend, memory_source(memory), saver)
     found = {t.thread_id: t for t in report.threads}
@@ -503,11 +526,11 @@ async def test_an_application_type_that_cannot_be_imported_fails_its_thread_by_n
     assert not verified.ok
     assert "shop_types.Order" in verified.summary()
 
-    sys.path.insert(0, str(tmp_path))  # importable again: the copy is exact
+    shop.show()  # importable again: the copy is exact
     again = await copy(backend, memory_source(memory), saver, thread_ids=["shop"])
     assert [t.status for t in again.threads] == [ThreadStatus.COPIED]
     copied = await call(saver, "get_tuple", config("shop", ""))
-    assert copied.checkpoint["channel_values"]["order"] == sys.modules["shop_types"].Order(7)
+    assert copied.checkpoint["channel_values"]["order"] == shop.order(7)
     assert (await verify(backend, memory_source(memory), saver, thread_ids=["shop"])).ok
 
 
@@ -515,18 +538,10 @@ async def test_verify_compares_exactly_what_the_target_stores(
     backend: Backend, saver: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two stand-ins (the same dict of fields on both sides) are not an identical copy."""
-    (tmp_path / "shop_types.py").write_text(
-        "from dataclasses import dataclass\n\n@dataclass\nclass Order:\n    number: int\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    import shop_types
-
-    memory = InMemorySaver()
-    held = checkpoint({"order": shop_types.Order(7)})
-    memory.put(config("shop", ""), held, {"source": "input", "step": -1}, {"order": 1})
+    shop = ShopTypes(tmp_path, monkeypatch)
+    memory, _ = shop_thread(shop)
     assert (await copy(backend, memory_source(memory), saver)).ok
-    monkeypatch.delitem(sys.modules, "shop_types")
-    sys.path.remove(str(tmp_path))
+    shop.hide()
     verified = await verify(backend, memory_source(memory), saver)
     assert not verified.ok
     assert "shop_types.Order (cannot be imported here" in verified.summary()
