@@ -590,3 +590,47 @@ async def test_a_checkpoint_that_does_not_decode_fails_its_thread_only(
             assert await count(target.writes_collection, {"thread_id": thread_id}) == 0
         verified = await verify(backend, source, target)
         assert {t.thread_id for t in verified.threads if t.differences} == {"garbled", "nothing"}
+
+
+async def test_an_encrypted_source_is_decoded_exactly_too(
+    backend: Backend, saver: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+    shop = ShopTypes(tmp_path, monkeypatch)
+    encrypted = InMemorySaver(serde=EncryptedSerializer.from_pycryptodome_aes(key=b"k" * 16))
+    held = checkpoint({"order": shop.order(7)})
+    encrypted.put(config("shop", ""), held, {"source": "input", "step": -1}, {"order": 1})
+    shop.hide()
+    report = await copy(backend, memory_source(encrypted), saver)
+    assert [t.status for t in report.threads] == [ThreadStatus.FAILED]
+    assert "shop_types.Order (cannot be imported here" in str(report.threads[0].detail)
+
+
+class ForgettingSaver(InMemorySaver):
+    """Loses a checkpoint after listing it: as a source another process prunes while the
+    copy runs, between the pass that checks a thread and the one that writes it."""
+
+    forgotten: str | None = None
+
+    def get_tuple(self, config: Any) -> Any:
+        if config["configurable"].get("checkpoint_id") == self.forgotten:
+            return None
+        return super().get_tuple(config)
+
+
+async def test_a_thread_the_source_changes_while_copied_fails_and_leaves_nothing(
+    backend: Backend, saver: Any
+) -> None:
+    source = ForgettingSaver()
+    await chat(source, "pruned", range(3))
+    listed_ids = [t.config["configurable"]["checkpoint_id"] for t in source.list(None)]
+    source.forgotten = listed_ids[len(listed_ids) // 2]
+    report = await copy(backend, memory_source(source), saver, batch_size=2)
+    [thread] = report.threads
+    assert thread.status is ThreadStatus.FAILED
+    assert str(thread.detail) == (
+        f"checkpoint {source.forgotten!r} (namespace ''): the source no longer holds it; "
+        "nothing of this thread was kept"
+    )
+    assert await stored(saver) == (0, 0)

@@ -122,7 +122,7 @@ class SourceCheckpoint:
 
 @dataclass(frozen=True, slots=True)
 class UnreadableCheckpoint:
-    """A checkpoint the source holds but cannot give exactly: `where` names it."""
+    """A checkpoint the source cannot give exactly: `where` names it, `reason` says why."""
 
     where: str
     reason: str
@@ -355,7 +355,7 @@ def _built(
     built = []
     for item in batch:
         if isinstance(item, UnreadableCheckpoint):
-            raise _BadCheckpointError(f"{item.where} does not decode exactly here: {item.reason}")
+            raise _BadCheckpointError(f"{item.where}: {item.reason}")
         try:
             built.append(documents(codec, thread_id, item, stamp))
         except (TypeError, ValueError) as exc:
@@ -707,7 +707,7 @@ def _source_refs(
     refs = []
     for item in batch:
         if isinstance(item, UnreadableCheckpoint):
-            differences.append(f"{item.where}: does not decode exactly here: {item.reason}")
+            differences.append(f"{item.where}: {item.reason}")
             continue
         try:
             refs.append((item, _ids(item, thread_id)))
@@ -751,7 +751,7 @@ def verify_thread(
         differences.append(f"latest checkpoint: does not decode exactly in the target: {exc}")
     else:
         if isinstance(theirs, UnreadableCheckpoint):
-            differences.append(f"latest checkpoint: does not decode exactly here: {theirs.reason}")
+            differences.append(f"latest checkpoint: {theirs.reason}")
             theirs = ours_latest
         latest = [
             t.config["configurable"]["checkpoint_id"] if t else None for t in (theirs, ours_latest)

@@ -76,6 +76,10 @@ def _from_tuple(checkpoint: CheckpointTuple) -> SourceCheckpoint:
     return SourceCheckpoint(checkpoint, inferred_writes(checkpoint.pending_writes or ()))
 
 
+def _inexact(where: str, reason: object) -> UnreadableCheckpoint:
+    return UnreadableCheckpoint(where, f"does not decode exactly here: {reason}")
+
+
 def _missing(key: tuple[str, str]) -> UnreadableCheckpoint:
     return UnreadableCheckpoint(_where(key), "the source no longer holds it")
 
@@ -95,7 +99,7 @@ class _ExactSaver:
         """The checkpoint just returned, or why it holds a value that is not exact."""
         reason = self.serde.take_failure()
         if reason is not None:
-            return UnreadableCheckpoint(_where(_key(checkpoint)), reason)
+            return _inexact(_where(_key(checkpoint)), reason)
         return _from_tuple(checkpoint)
 
     def latest(
@@ -163,7 +167,7 @@ class SaverReader:
             for last in stream:
                 yield self.exact.item(last)
         except UnrestorableValueError as exc:  # the stream ends with it
-            yield UnreadableCheckpoint(_listed_after(last), str(exc))
+            yield _inexact(_listed_after(last), exc)
         finally:  # a stream left early is closed now, not when collected
             close = getattr(stream, "close", None)
             if close is not None:
@@ -177,7 +181,7 @@ class SaverReader:
             try:
                 checkpoint = self.saver.get_tuple(_checkpoint_config(thread_id, key))
             except UnrestorableValueError as exc:
-                found.append(UnreadableCheckpoint(_where(key), str(exc)))
+                found.append(_inexact(_where(key), exc))
             else:
                 found.append(_missing(key) if checkpoint is None else self.exact.item(checkpoint))
         return found
@@ -186,7 +190,7 @@ class SaverReader:
         try:
             latest = self.saver.get_tuple(_thread_config(thread_id, root_only=True))
         except UnrestorableValueError as exc:
-            return UnreadableCheckpoint("the latest checkpoint", str(exc))
+            return _inexact("the latest checkpoint", exc)
         return self.exact.latest(latest)
 
 
@@ -211,7 +215,7 @@ class AsyncSaverReader:
             async for last in stream:
                 yield self.exact.item(last)
         except UnrestorableValueError as exc:
-            yield UnreadableCheckpoint(_listed_after(last), str(exc))
+            yield _inexact(_listed_after(last), exc)
         finally:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
@@ -225,7 +229,7 @@ class AsyncSaverReader:
             try:
                 checkpoint = await self.saver.aget_tuple(_checkpoint_config(thread_id, key))
             except UnrestorableValueError as exc:
-                found.append(UnreadableCheckpoint(_where(key), str(exc)))
+                found.append(_inexact(_where(key), exc))
             else:
                 found.append(_missing(key) if checkpoint is None else self.exact.item(checkpoint))
         return found
@@ -234,7 +238,7 @@ class AsyncSaverReader:
         try:
             latest = await self.saver.aget_tuple(_thread_config(thread_id, root_only=True))
         except UnrestorableValueError as exc:
-            return UnreadableCheckpoint("the latest checkpoint", str(exc))
+            return _inexact("the latest checkpoint", exc)
         return self.exact.latest(latest)
 
 
@@ -350,9 +354,7 @@ class OfficialMongoDBSource:
             checkpoint = self.serde.loads_typed((doc["type"], bytes(doc["checkpoint"])))
             metadata = _loads_metadata(self.serde, doc.get("metadata", {}))
         except UnrestorableValueError as exc:
-            return UnreadableCheckpoint(
-                _where((ids["checkpoint_ns"], ids["checkpoint_id"])), str(exc)
-            )
+            return _inexact(_where((ids["checkpoint_ns"], ids["checkpoint_id"])), exc)
         writes.sort(key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx))
         parent_id = doc.get("parent_checkpoint_id")
         return SourceCheckpoint(
