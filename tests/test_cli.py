@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.types import Command
 from pymongo import MongoClient
 
 from langgraph.checkpoint.mongo import MongoDBSaver
 from support.backends import MONGODB_URI
-from support.graphs import Run, chat_graph, human, run_on
+from support.graphs import Run, chat_graph, human, linear_graph, run_on
 from support.helpers import config
 from support.migration_sources import official_saver_class
 
@@ -193,6 +194,50 @@ async def test_a_dry_run_writes_nothing(
     assert result.stdout.startswith("dry run: 1 thread(s), 1 would be copied\n")
     assert "would be written" in result.stdout
     assert target_db not in client.list_database_names()
+
+
+async def test_an_interrupt_copied_without_langgraph_fails_by_name(
+    uri: str, client: MongoClient[dict[str, Any]], tmp_path: Path
+) -> None:
+    """As installed without `langgraph` (only `langgraph-checkpoint`): `langgraph.types`
+    does not import, and the thread waiting at an interrupt must not arrive as a dict."""
+    path = tmp_path / "threads.db"
+    hitl = config("hitl")
+    with sqlite3.connect(path, check_same_thread=False) as conn:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        async def scenario(run: Run) -> None:
+            await run.compile(linear_graph("draft", "review", ask="review")).invoke({}, hitl)
+
+        await run_on(SqliteSaver(conn), True, None, scenario)
+        waiting = SqliteSaver(conn).get_tuple(hitl)
+        assert waiting is not None
+    await sqlite_file(path, "plain")
+    hidden = tmp_path / "without_langgraph" / "langgraph"
+    hidden.mkdir(parents=True)  # a portion of the namespace package, found first
+    (hidden / "types.py").write_text("raise ImportError('langgraph is not installed')\n")
+    pythonpath = os.pathsep.join([str(hidden.parent), os.environ.get("PYTHONPATH", "")])
+    target_db = client.new_db()
+    args = ["--from-sqlite", str(path), "--to", uri, "--to-db", target_db, "--verify"]
+
+    result = run(*args, env={"PYTHONPATH": pythonpath})
+    assert result.returncode == 1
+    assert "2 thread(s), 1 copied, 1 failed" in result.stdout
+    assert (
+        f"failed: 'hitl': checkpoint {waiting.config['configurable']['checkpoint_id']!r} "
+        "(namespace ''): does not decode exactly here: it holds langgraph.types.Interrupt "
+        "(cannot be imported here: ImportError: langgraph is not installed); nothing of this "
+        "thread was written"
+    ) in result.stderr
+    assert "verify: 2 thread(s)" in result.stdout
+    assert "1 thread(s) differ" in result.stdout
+    assert MongoDBSaver(client, target_db).get_tuple(hitl) is None
+
+    result = run(*args)  # with langgraph
+    assert result.returncode == 0, result.stderr
+    assert "2 thread(s), 1 copied, 1 unchanged" in result.stdout
+    graph = linear_graph("draft", "review", ask="review").compile(MongoDBSaver(client, target_db))
+    assert graph.invoke(Command(resume="ok"), hitl)["log"] == ["draft", "review=ok"]
 
 
 async def test_a_conflict_exits_1_and_is_named(
