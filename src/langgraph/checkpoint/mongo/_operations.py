@@ -585,14 +585,10 @@ def thread_document_counts(thread_id: str) -> Plan[tuple[int, int]]:
     return checkpoints, writes
 
 
-def stored_documents(
-    thread_id: str, keys: list[CheckpointKey]
-) -> Plan[tuple[list[Any], list[Any]]]:
-    """The documents of these checkpoints of a thread, as stored, and every write stored
-    for them (also writes whose checkpoint is not there: an interrupted copy leaves those)."""
-    checkpoints = yield Command(
-        Target.CHECKPOINTS, "find", (_queries.checkpoints_of_thread(thread_id, keys),)
-    )
+def stored_documents(keys: list[CheckpointKey]) -> Plan[tuple[list[Any], list[Any]]]:
+    """The documents of these checkpoints, as stored, and every write stored for them
+    (also writes whose checkpoint is not there: an interrupted copy leaves those)."""
+    checkpoints = yield Command(Target.CHECKPOINTS, "find", (_queries.checkpoints_of(keys),))
     writes = yield Command(Target.WRITES, "find", (_queries.writes_of(keys),))
     return checkpoints, writes
 

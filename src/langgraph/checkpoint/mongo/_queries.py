@@ -430,11 +430,6 @@ def touch_thread(thread_id: str, now: datetime) -> tuple[dict[str, Any], dict[st
 # Copying threads in from another saver (`migrate`).
 
 
-def checkpoints_of_thread(thread_id: str, keys: list[CheckpointKey]) -> dict[str, Any]:
-    """These checkpoints (`_id`s) of one thread."""
-    return {F.THREAD_ID: thread_id, F.ID: {"$in": keys}}
-
-
 def foreign_checkpoints_of(thread_id: str) -> dict[str, Any]:
     """A thread's checkpoint documents that this package did not write (they have no
     channel entries: `langgraph-checkpoint-mongodb` shares our default names)."""

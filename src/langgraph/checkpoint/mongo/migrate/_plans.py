@@ -506,7 +506,7 @@ def _compare_batch(
     built: list[tuple[CheckpointDocument, list[WriteDocument]]],
     check: _Check,
 ) -> Plan[None]:
-    checkpoints, writes = yield from ops.stored_documents(thread_id, [cp[F.ID] for cp, _ in built])
+    checkpoints, writes = yield from ops.stored_documents([cp[F.ID] for cp, _ in built])
     stored = {key_fields(doc[F.ID]): doc for doc in checkpoints}
     stored_writes = {_write_fields(doc[F.ID]): doc for doc in writes}
     for item, (checkpoint, write_docs) in zip(batch, built, strict=True):
@@ -633,7 +633,7 @@ def _target_tuples(
     codec: Codec, thread_id: str, keys: list[CheckpointKey]
 ) -> Plan[dict[tuple[str, str, str], CheckpointTuple | str]]:
     """The target's tuples of these checkpoints, or why one cannot be restored exactly."""
-    checkpoints, writes = yield from ops.stored_documents(thread_id, keys)
+    checkpoints, writes = yield from ops.stored_documents(keys)
     joined: dict[tuple[str, str, str], list[Any]] = {}
     for write in writes:
         joined.setdefault(key_fields(write[F.ID][F.CHECKPOINT]), []).append(write)
