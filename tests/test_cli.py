@@ -11,17 +11,19 @@ import struct
 import subprocess
 import sys
 import termios
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.types import Command
 from pymongo import MongoClient
 
 from langgraph.checkpoint.mongo import MongoDBSaver
 from support.backends import MONGODB_URI
-from support.graphs import Run, chat_graph, human, run_on
+from support.graphs import Run, chat_graph, human, linear_graph, run_on
 from support.helpers import config
 from support.migration_sources import official_saver_class
 
@@ -48,9 +50,11 @@ def client(uri: str) -> Iterator[MongoClient[dict[str, Any]]]:
             client.drop_database(name)
 
 
-def run(*args: str, tty: bool = False) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str, tty: bool = False, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """The command; with `tty`, stderr is a terminal (and comes back in `stderr`)."""
-    env = {**os.environ, "COLUMNS": "120"}
+    env = {**os.environ, "COLUMNS": "120", **(env or {})}
     if not tty:
         return subprocess.run(
             [*COMMAND, *args], capture_output=True, text=True, timeout=120, env=env, check=False
@@ -116,8 +120,26 @@ def test_help_says_what_every_flag_does() -> None:
         "--overwrite",
         "--batch-size",
         "--no-progress",
+        "--timeout",
     ):
         assert flag in result.stdout
+    assert "2 bad arguments" in result.stdout
+    assert "130 interrupted" in result.stdout
+
+
+def test_version() -> None:
+    from langgraph.checkpoint.mongo import __version__
+
+    result = subprocess.run(
+        [sys.executable, "-m", "langgraph.checkpoint.mongo", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (result.returncode, result.stdout) == (
+        0,
+        f"python -m langgraph.checkpoint.mongo {__version__}\n",
+    )
 
 
 async def test_copies_the_official_collections_and_verifies(
@@ -169,9 +191,53 @@ async def test_a_dry_run_writes_nothing(
     target_db = client.new_db()
     result = run("--from-sqlite", str(path), "--to", uri, "--to-db", target_db, "--dry-run")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("dry run: 1 thread(s), 1 copied")
+    assert result.stdout.startswith("dry run: 1 thread(s), 1 would be copied\n")
     assert "would be written" in result.stdout
     assert target_db not in client.list_database_names()
+
+
+async def test_an_interrupt_copied_without_langgraph_fails_by_name(
+    uri: str, client: MongoClient[dict[str, Any]], tmp_path: Path
+) -> None:
+    """As installed without `langgraph` (only `langgraph-checkpoint`): `langgraph.types`
+    does not import, and the thread waiting at an interrupt must not arrive as a dict."""
+    path = tmp_path / "threads.db"
+    hitl = config("hitl")
+    with sqlite3.connect(path, check_same_thread=False) as conn:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        async def scenario(run: Run) -> None:
+            await run.compile(linear_graph("draft", "review", ask="review")).invoke({}, hitl)
+
+        await run_on(SqliteSaver(conn), True, None, scenario)
+        waiting = SqliteSaver(conn).get_tuple(hitl)
+        assert waiting is not None
+    await sqlite_file(path, "plain")
+    hidden = tmp_path / "without_langgraph" / "langgraph"
+    hidden.mkdir(parents=True)  # a portion of the namespace package, found first
+    (hidden / "types.py").write_text("raise ImportError('langgraph is not installed')\n")
+    pythonpath = os.pathsep.join([str(hidden.parent), os.environ.get("PYTHONPATH", "")])
+    target_db = client.new_db()
+    args = ["--from-sqlite", str(path), "--to", uri, "--to-db", target_db, "--verify"]
+
+    result = run(*args, env={"PYTHONPATH": pythonpath})
+    assert result.returncode == 1
+    assert "2 thread(s), 1 copied, 1 failed" in result.stdout
+    assert (
+        f"failed: 'hitl': checkpoint {waiting.config['configurable']['checkpoint_id']!r} "
+        "(namespace ''): does not decode exactly here: it holds langgraph.types.Interrupt "
+        "(cannot be imported here: ImportError: langgraph is not installed); nothing of this "
+        "thread was written"
+    ) in result.stderr
+    assert "verify: 2 thread(s)" in result.stdout
+    assert "1 thread(s) differ" in result.stdout
+    assert MongoDBSaver(client, target_db).get_tuple(hitl) is None
+
+    result = run(*args)  # with langgraph
+    assert result.returncode == 0, result.stderr
+    assert "2 thread(s), 1 copied, 1 unchanged" in result.stdout
+    graph = linear_graph("draft", "review", ask="review").compile(MongoDBSaver(client, target_db))
+    assert graph.invoke(Command(resume="ok"), hitl)["log"] == ["draft", "review=ok"]
 
 
 async def test_a_conflict_exits_1_and_is_named(
@@ -191,25 +257,70 @@ async def test_a_conflict_exits_1_and_is_named(
     assert "1 unchanged, 1 replaced" in overwritten.stdout
 
 
-def test_errors_are_one_readable_line(tmp_path: Path, uri: str) -> None:
-    missing = run("--from-sqlite", str(tmp_path / "nope.db"), "--to", uri)
-    assert missing.returncode == 1
-    assert missing.stderr == f"error: --from-sqlite {str(tmp_path / 'nope.db')!r}: no such file\n"
-
-    same = run("--from-mongodb", uri, "--to", uri)
-    assert same.returncode == 1
-    assert "the source and the target are the same collections" in same.stderr
-
+def test_usage_errors_exit_2_before_connecting(tmp_path: Path, uri: str) -> None:
+    """Nothing is connected to: the target given is a port nobody listens on."""
     path = tmp_path / "empty.db"
     sqlite3.connect(path).close()
-    unreachable = "mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=300"
-    down = run("--from-sqlite", str(path), "--to", unreachable)
-    assert down.returncode == 1
-    assert down.stderr.startswith("error: ServerSelectionTimeoutError: 127.0.0.1:9")
-    assert len(down.stderr.strip().splitlines()) == 1
-
-    bad = run("--from-sqlite", str(path), "--to", uri, "--batch-size", "0")
-    assert (bad.returncode, bad.stderr) == (1, "error: --batch-size must be at least 1, got 0\n")
+    nobody = "mongodb://127.0.0.1:9/"
+    missing = run("--from-sqlite", str(tmp_path / "nope.db"), "--to", nobody)
+    assert (missing.returncode, missing.stderr) == (
+        2,
+        f"error: --from-sqlite {str(tmp_path / 'nope.db')!r}: no such file\n",
+    )
+    same = run("--from-mongodb", nobody, "--to", nobody)
+    assert same.returncode == 2
+    assert "the source and the target are the same collections" in same.stderr
+    for flag, value, says in [
+        ("--batch-size", "0", "must be at least 1, got 0"),
+        ("--batch-size", "x", "must be a whole number, got 'x'"),
+        ("--ttl", "-5", "must be a number of seconds of at least 1, got -5"),
+        ("--ttl", "inf", "must be a number of seconds of at least 1, got inf"),
+        ("--timeout", "0", "must be a number of seconds of at least 0.1, got 0"),
+    ]:
+        bad = run("--from-sqlite", str(path), "--to", nobody, flag, value)
+        assert bad.returncode == 2, (flag, value)
+        assert f"argument {flag}: {says}" in bad.stderr
+        assert "day" not in bad.stderr
     usage = run("--to", uri)
     assert usage.returncode == 2
     assert "one of the arguments --from-mongodb --from-sqlite is required" in usage.stderr
+
+
+def test_an_unreachable_server_is_named_within_the_timeout(tmp_path: Path) -> None:
+    path = tmp_path / "empty.db"
+    sqlite3.connect(path).close()
+    unreachable = "mongodb://someone:secret@127.0.0.1:9/?authSource=admin"
+    started = time.monotonic()
+    down = run("--from-sqlite", str(path), "--to", unreachable, "--timeout", "0.5")
+    assert time.monotonic() - started < 20
+    assert down.returncode == 1
+    assert down.stderr.startswith(
+        "error: cannot reach the target (--to) at mongodb://127.0.0.1:9/: no server answered "
+        "within 0.5 s (--timeout): 127.0.0.1:9"
+    )
+    assert "secret" not in down.stderr
+    assert len(down.stderr.strip().splitlines()) == 1
+
+
+async def test_without_tqdm_there_is_no_bar_and_the_copy_runs(
+    uri: str, client: MongoClient[dict[str, Any]], tmp_path: Path
+) -> None:
+    path = await sqlite_file(tmp_path / "threads.db", "x")
+    hidden = tmp_path / "no_tqdm"
+    (hidden / "tqdm").mkdir(parents=True)
+    (hidden / "tqdm" / "__init__.py").write_text("raise ImportError('tqdm is not installed')\n")
+    target_db = client.new_db()
+    pythonpath = os.pathsep.join([str(hidden), os.environ.get("PYTHONPATH", "")])
+    result = run(
+        "--from-sqlite",
+        str(path),
+        "--to",
+        uri,
+        "--to-db",
+        target_db,
+        tty=True,
+        env={"PYTHONPATH": pythonpath},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "1 thread(s), 1 copied" in result.stdout
+    assert "copy:" not in result.stderr

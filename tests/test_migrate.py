@@ -8,7 +8,9 @@ an `InMemorySaver` source.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +21,7 @@ from langgraph.checkpoint.base import ERROR, INTERRUPT
 from langgraph.checkpoint.memory import InMemorySaver
 from pymongo.errors import AutoReconnect
 
-from langgraph.checkpoint.mongo import aio, migrate, sync
+from langgraph.checkpoint.mongo import migrate
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo.migrate import (
     OfficialMongoDBSource,
@@ -30,7 +32,15 @@ from langgraph.checkpoint.mongo.migrate import (
 from support.backends import Backend
 from support.graphs import Run, chat_graph, human, run_on
 from support.helpers import call, checkpoint, config, listed
-from support.migration_sources import Source, copy, official_client, official_saver_class, verify
+from support.migration_sources import (
+    Source,
+    copy,
+    fail_bulk_writes_after,
+    official_client,
+    official_saver_class,
+    open_source,
+    verify,
+)
 
 
 async def chat(saver: Any, thread_id: str, turns: range, *, sync: bool = True) -> None:
@@ -196,36 +206,6 @@ async def test_official_threads_come_from_one_aggregation(backend: Backend) -> N
 # Re-runs, conflicts, failures.
 
 
-def fail_bulk_writes_after(monkeypatch: pytest.MonkeyPatch, target: Any, allowed: int) -> list[str]:
-    """Let `allowed` batch writes of a copy through (a bulk write, or an `update_one` for a
-    batch of one document), then fail each as a lost connection."""
-    sent: list[str] = []
-
-    def check(command: Any) -> None:
-        if command.method in ("bulk_write", "update_one"):
-            if len(sent) >= allowed:
-                raise AutoReconnect("injected: connection lost")
-            sent.append(command.target.value)
-
-    if isinstance(target, migrate.MongoDBSaver):
-        execute_sync = sync.execute_sync
-
-        def failing(operation: str, collection: Any, command: Any) -> Any:
-            check(command)
-            return execute_sync(operation, collection, command)
-
-        monkeypatch.setattr(sync, "execute_sync", failing)
-    else:
-        execute_async = aio.execute_async
-
-        async def failing_async(operation: str, collection: Any, command: Any) -> Any:
-            check(command)
-            return await execute_async(operation, collection, command)
-
-        monkeypatch.setattr(aio, "execute_async", failing_async)
-    return sent
-
-
 async def test_an_interrupted_copy_resumes_without_duplicates(
     backend: Backend, saver: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -233,7 +213,7 @@ async def test_an_interrupted_copy_resumes_without_duplicates(
     for thread_id in ("one", "two"):
         await chat(memory, thread_id, range(3))
     source = memory_source(memory)
-    sent = fail_bulk_writes_after(monkeypatch, saver, allowed=3)
+    sent = fail_bulk_writes_after(monkeypatch, allowed=3)
     with pytest.raises(AutoReconnect, match="injected"):
         await copy(backend, source, saver, batch_size=2)
     # Stopped between a batch's writes and its checkpoints.
@@ -254,7 +234,7 @@ async def test_an_interrupted_copy_resumes_without_duplicates(
     assert await stored(saver) == source_documents(memory)
     assert (await verify(backend, source, saver)).ok
 
-    sent = fail_bulk_writes_after(monkeypatch, saver, allowed=0)
+    sent = fail_bulk_writes_after(monkeypatch, allowed=0)
     again = await copy(backend, source, saver)
     assert {t.status for t in again.threads} == {ThreadStatus.UNCHANGED}
     assert sent == []  # nothing rewritten
@@ -393,31 +373,38 @@ def ids(thread_id: str, memory: InMemorySaver) -> list[str]:
 
 
 class CountingSaver(InMemorySaver):
-    """An `InMemorySaver` that counts the checkpoints its `list` has handed out."""
+    """An `InMemorySaver` that counts the checkpoints its `list` and its `get_tuple` have
+    handed out (in a dict its shallow copies share: the copy reads through one)."""
 
-    handed_out = 0
+    def __init__(self) -> None:
+        super().__init__()
+        self.handed_out = {"list": 0, "get_tuple": 0}
 
     def list(self, config: Any, **kwargs: Any) -> Iterator[Any]:
         for item in super().list(config, **kwargs):
-            self.handed_out += 1
+            self.handed_out["list"] += 1
             yield item
 
+    def get_tuple(self, config: Any) -> Any:
+        self.handed_out["get_tuple"] += 1
+        return super().get_tuple(config)
 
-async def test_a_long_thread_is_read_and_written_a_batch_at_a_time(
+
+async def test_a_long_thread_is_checked_whole_then_read_and_written_a_batch_at_a_time(
     backend: Backend, saver: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     memory = CountingSaver()
     await chat(memory, "long", range(10))  # 30 checkpoints
-    sent = fail_bulk_writes_after(monkeypatch, saver, allowed=1000)
-    ahead: list[int] = []
+    sent = fail_bulk_writes_after(monkeypatch, allowed=1000)
+    seen: list[tuple[int, int]] = []  # (listed, fetched and not yet written), per batch
     done = 0
 
     def on_progress(thread_id: str, checkpoints: int) -> None:
         nonlocal done
         done += checkpoints
-        ahead.append(memory.handed_out - done)
+        seen.append((memory.handed_out["list"], memory.handed_out["get_tuple"] - done))
 
-    memory.handed_out = 0
+    memory.handed_out.update({"list": 0, "get_tuple": 0})
     await copy(
         backend,
         memory_source(memory),
@@ -427,8 +414,9 @@ async def test_a_long_thread_is_read_and_written_a_batch_at_a_time(
         on_progress=on_progress,
     )
     assert done == 30
-    # Never more than a batch read ahead of what was written.
-    assert max(ahead) <= 4
+    # The whole thread was checked before anything was written, and each batch is read
+    # just before it is written: never more than a batch in memory.
+    assert seen == [(30, 0)] * 8
     assert sent.count("checkpoints") == 8
 
 
@@ -485,3 +473,172 @@ async def test_a_target_on_the_official_collections_is_refused_by_name(backend: 
                     await copy(backend, Source("official", source), target)
         finally:
             client.drop_database(name)
+
+
+# Values this environment cannot restore, and checkpoints that do not decode.
+
+
+class ShopTypes:
+    """An application's module of types (`shop_types.Order`), importable until `hide()`:
+    as in an environment the application is not installed in."""
+
+    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.path = str(tmp_path)
+        self.monkeypatch = monkeypatch
+        (tmp_path / "shop_types.py").write_text(
+            "from dataclasses import dataclass\n\n@dataclass\nclass Order:\n    number: int\n"
+        )
+        monkeypatch.syspath_prepend(self.path)  # restores sys.path afterwards
+
+    def order(self, number: int) -> Any:
+        return importlib.import_module("shop_types").Order(number)
+
+    def hide(self) -> None:
+        self.monkeypatch.delitem(sys.modules, "shop_types")
+        sys.path.remove(self.path)
+
+    def show(self) -> None:
+        sys.path.insert(0, self.path)
+
+
+def shop_thread(shop: ShopTypes) -> tuple[InMemorySaver, Any]:
+    """A source whose thread `shop` holds an `Order` in its channel values."""
+    memory = InMemorySaver()
+    held = checkpoint({"order": shop.order(7)})
+    memory.put(config("shop", ""), held, {"source": "input", "step": -1}, {"order": 1})
+    return memory, held
+
+
+async def test_an_application_type_that_cannot_be_imported_fails_its_thread_by_name(
+    backend: Backend, saver: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LangGraph's serializer would return the object's fields as a dict (and log once):
+    copied, the application would later read a dict where it stored its own type."""
+    shop = ShopTypes(tmp_path, monkeypatch)
+    memory, held = shop_thread(shop)
+    await chat(memory, "plain", range(1))
+    shop.hide()
+
+    report = await copy(backend, memory_source(memory), saver)
+    found = {t.thread_id: t for t in report.threads}
+    assert found["plain"].status is ThreadStatus.COPIED
+    assert found["shop"].status is ThreadStatus.FAILED
+    detail = str(found["shop"].detail)
+    assert detail.startswith(f"checkpoint {held['id']!r} (namespace ''")
+    assert "shop_types.Order (cannot be imported here: ModuleNotFoundError" in detail
+    assert "nothing of this thread was written" in detail
+    assert await count(saver.checkpoint_collection, {"thread_id": "shop"}) == 0
+    assert not report.ok
+
+    verified = await verify(backend, memory_source(memory), saver, thread_ids=["shop"])
+    assert not verified.ok
+    assert "shop_types.Order" in verified.summary()
+
+    shop.show()  # importable again: the copy is exact
+    again = await copy(backend, memory_source(memory), saver, thread_ids=["shop"])
+    assert [t.status for t in again.threads] == [ThreadStatus.COPIED]
+    copied = await call(saver, "get_tuple", config("shop", ""))
+    assert copied.checkpoint["channel_values"]["order"] == shop.order(7)
+    assert (await verify(backend, memory_source(memory), saver, thread_ids=["shop"])).ok
+
+
+async def test_verify_compares_exactly_what_the_target_stores(
+    backend: Backend, saver: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two stand-ins (the same dict of fields on both sides) are not an identical copy."""
+    shop = ShopTypes(tmp_path, monkeypatch)
+    memory, _ = shop_thread(shop)
+    assert (await copy(backend, memory_source(memory), saver)).ok
+    shop.hide()
+    verified = await verify(backend, memory_source(memory), saver)
+    assert not verified.ok
+    assert "shop_types.Order (cannot be imported here" in verified.summary()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "official"])
+async def test_a_checkpoint_that_does_not_decode_fails_its_thread_only(
+    backend: Backend, kind: str, tmp_path: Path
+) -> None:
+    async with open_source(kind, backend, tmp_path) as source, backend.saver() as target:
+        for thread_id in ("good", "garbled", "nothing"):
+            await chat(source.saver, thread_id, range(2))
+        garbled = source.saver.get_tuple(config("garbled"))
+        nothing = source.saver.get_tuple(config("nothing"))
+        for tuple_, type_, data in [(garbled, "msgpack", b"\xc1"), (nothing, "null", b"")]:
+            ids = tuple_.config["configurable"]
+            if kind == "sqlite":
+                with source.saver.cursor() as cursor:
+                    cursor.execute(
+                        "UPDATE checkpoints SET type = ?, checkpoint = ? "
+                        "WHERE thread_id = ? AND checkpoint_id = ?",
+                        (type_, data, ids["thread_id"], ids["checkpoint_id"]),
+                    )
+            else:
+                source.saver.checkpoint_collection.update_one(
+                    {"thread_id": ids["thread_id"], "checkpoint_id": ids["checkpoint_id"]},
+                    {"$set": {"type": type_, "checkpoint": data}},
+                )
+
+        report = await copy(backend, source, target)
+        found = {t.thread_id: t for t in report.threads}
+        assert found["good"].status is ThreadStatus.COPIED
+        assert found["garbled"].status is ThreadStatus.FAILED
+        assert "'msgpack' payload does not decode" in str(found["garbled"].detail)
+        if kind == "official":  # the stream names the checkpoint; `list` only the one before
+            assert garbled.config["configurable"]["checkpoint_id"] in str(found["garbled"].detail)
+        else:
+            assert "the first checkpoint the source lists" in str(found["garbled"].detail)
+        assert found["nothing"].status is ThreadStatus.FAILED
+        assert str(found["nothing"].detail).startswith(
+            f"checkpoint {nothing.config['configurable']['checkpoint_id']!r} (namespace ''): "
+            "it decodes to NoneType, not a checkpoint (a dict)"
+        )
+        for thread_id in ("garbled", "nothing"):
+            assert await count(target.checkpoint_collection, {"thread_id": thread_id}) == 0
+            assert await count(target.writes_collection, {"thread_id": thread_id}) == 0
+        verified = await verify(backend, source, target)
+        assert {t.thread_id for t in verified.threads if t.differences} == {"garbled", "nothing"}
+
+
+async def test_an_encrypted_source_is_decoded_exactly_too(
+    backend: Backend, saver: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+
+    shop = ShopTypes(tmp_path, monkeypatch)
+    encrypted = InMemorySaver(serde=EncryptedSerializer.from_pycryptodome_aes(key=b"k" * 16))
+    held = checkpoint({"order": shop.order(7)})
+    encrypted.put(config("shop", ""), held, {"source": "input", "step": -1}, {"order": 1})
+    shop.hide()
+    report = await copy(backend, memory_source(encrypted), saver)
+    assert [t.status for t in report.threads] == [ThreadStatus.FAILED]
+    assert "shop_types.Order (cannot be imported here" in str(report.threads[0].detail)
+
+
+class ForgettingSaver(InMemorySaver):
+    """Loses a checkpoint after listing it: as a source another process prunes while the
+    copy runs, between the pass that checks a thread and the one that writes it."""
+
+    forgotten: str | None = None
+
+    def get_tuple(self, config: Any) -> Any:
+        if config["configurable"].get("checkpoint_id") == self.forgotten:
+            return None
+        return super().get_tuple(config)
+
+
+async def test_a_thread_the_source_changes_while_copied_fails_and_leaves_nothing(
+    backend: Backend, saver: Any
+) -> None:
+    source = ForgettingSaver()
+    await chat(source, "pruned", range(3))
+    listed_ids = [t.config["configurable"]["checkpoint_id"] for t in source.list(None)]
+    source.forgotten = listed_ids[len(listed_ids) // 2]
+    report = await copy(backend, memory_source(source), saver, batch_size=2)
+    [thread] = report.threads
+    assert thread.status is ThreadStatus.FAILED
+    assert str(thread.detail) == (
+        f"checkpoint {source.forgotten!r} (namespace ''): the source no longer holds it; "
+        "nothing of this thread was kept"
+    )
+    assert await stored(saver) == (0, 0)

@@ -9,16 +9,19 @@ copy keeps ids, so the history before the copy lines up) must be equal.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph.types import Command
+from pymongo.errors import AutoReconnect
 
 from langgraph.checkpoint.mongo.migrate import ThreadStatus
 from support.backends import Backend
 from support.graphs import (
     CHANNELS,
+    Driver,
     FlakyWork,
     Run,
     Scenario,
@@ -30,8 +33,8 @@ from support.graphs import (
     run_on,
     subgraph_parent,
 )
-from support.helpers import config
-from support.migration_sources import SOURCES, copy, open_source, verify
+from support.helpers import config, listed
+from support.migration_sources import SOURCES, copy, fail_bulk_writes_after, open_source, verify
 
 
 async def copied_and_continued(
@@ -168,3 +171,74 @@ async def test_failed_fan_out_resumes_only_the_failed_branch(
     log = await copied_and_continued(backend, kind, tmp_path, start, go_on)
     assert reruns == [{2: 1}, {2: 1}]
     assert log["resumed"]["results"][-1] == "collected 5"
+
+
+@pytest.mark.parametrize("kind", SOURCES)
+async def test_a_copy_stopped_halfway_leaves_an_older_whole_state(
+    backend: Backend, kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `DeltaChannel` is rebuilt from the ancestors' writes (here never snapshotted): a
+    copy that wrote the newest checkpoints first would leave the newest state quietly
+    missing messages."""
+    cfg = config("delta")
+
+    async def start(run: Run) -> None:
+        graph = run.compile(chat_graph("delta", snapshot_frequency=100))
+        for turn in range(1, 8):
+            await graph.invoke(human(turn), cfg)
+
+    async with open_source(kind, backend, tmp_path) as source, backend.saver() as target:
+        await run_on(source.saver, True, None, start)
+        theirs = Driver(chat_graph("delta", 100).compile(checkpointer=source.saver), True)
+        ours = Driver(chat_graph("delta", 100).compile(checkpointer=target), backend.is_sync)
+        fail_bulk_writes_after(monkeypatch, allowed=4)
+        with pytest.raises(AutoReconnect, match="injected"):
+            await copy(backend, source, target, batch_size=3)
+        monkeypatch.undo()
+
+        partial = await ours.state(cfg)
+        assert 0 < len(partial.values["messages"]) < 14
+        # The state the source had at that checkpoint, whole.
+        assert partial.values == (await theirs.state(partial.config)).values
+        assert partial.next == (await theirs.state(partial.config)).next
+
+        report = await copy(backend, source, target, batch_size=3)
+        assert [t.status for t in report.threads] == [ThreadStatus.COMPLETED]
+        assert (await ours.state(cfg)).values == (await theirs.state(cfg)).values
+
+
+@pytest.mark.parametrize("kind", SOURCES)
+async def test_an_interrupt_without_langgraph_installed_fails_its_thread_by_name(
+    backend: Backend, kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As in an environment with only `langgraph-checkpoint` (no `langgraph.types`):
+    the interrupt would be copied as a dict and the resumed graph would crash."""
+    hitl, plain = config("hitl"), config("plain")
+
+    async def start(run: Run) -> None:
+        await run.compile(linear_graph("draft", "review", ask="review")).invoke({"log": []}, hitl)
+        await run.compile(linear_graph("draft", "review")).invoke({"log": []}, plain)
+
+    async with open_source(kind, backend, tmp_path) as source, backend.saver() as target:
+        await run_on(source.saver, True, None, start)
+        monkeypatch.setitem(sys.modules, "langgraph.types", None)  # import fails
+        report = await copy(backend, source, target)
+        verified = await verify(backend, source, target)
+        monkeypatch.undo()
+        found = {t.thread_id: t for t in report.threads}
+        assert found["plain"].status is ThreadStatus.COPIED
+        assert found["hitl"].status is ThreadStatus.FAILED
+        detail = str(found["hitl"].detail)
+        assert "langgraph.types.Interrupt (cannot be imported here" in detail
+        waiting = source.saver.get_tuple(hitl)  # its pending writes hold the interrupt
+        assert detail.startswith(f"checkpoint {waiting.config['configurable']['checkpoint_id']!r}")
+        assert await listed(target, hitl) == []
+        assert [t.thread_id for t in verified.threads if t.differences] == ["hitl"]
+
+        report = await copy(backend, source, target)  # with langgraph: exact
+        assert report.ok, report.summary()
+        graph = Driver(
+            linear_graph("draft", "review", ask="review").compile(target), backend.is_sync
+        )
+        resumed = await graph.invoke(Command(resume="ok"), hitl)
+        assert resumed["log"] == ["draft", "review=ok"]

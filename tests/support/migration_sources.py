@@ -23,7 +23,9 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from pymongo import MongoClient
+from pymongo.errors import AutoReconnect
 
+from langgraph.checkpoint.mongo import migrate
 from langgraph.checkpoint.mongo.migrate import (
     acopy_threads,
     averify_threads,
@@ -100,3 +102,29 @@ async def verify(backend: Backend, source: Source, target: Any, **kwargs: Any) -
     if backend.is_sync:
         return await asyncio.to_thread(verify_threads, source.saver, target, **kwargs)
     return await averify_threads(source.saver, target, **kwargs)
+
+
+def fail_bulk_writes_after(monkeypatch: pytest.MonkeyPatch, allowed: int) -> list[str]:
+    """Let `allowed` batch writes of a copy through (a bulk write, or an `update_one` for a
+    batch of one document), then fail each as a lost connection."""
+    sent: list[str] = []
+
+    def check(command: Any) -> None:
+        if command.method in ("bulk_write", "update_one"):
+            if len(sent) >= allowed:
+                raise AutoReconnect("injected: connection lost")
+            sent.append(command.target.value)
+
+    execute_sync, execute_async = migrate.execute_sync, migrate.execute_async
+
+    def failing(operation: str, collection: Any, command: Any) -> Any:
+        check(command)
+        return execute_sync(operation, collection, command)
+
+    async def failing_async(operation: str, collection: Any, command: Any) -> Any:
+        check(command)
+        return await execute_async(operation, collection, command)
+
+    monkeypatch.setattr(migrate, "execute_sync", failing)
+    monkeypatch.setattr(migrate, "execute_async", failing_async)
+    return sent

@@ -355,3 +355,10 @@ def _unknown_options(saver: type[MongoDBSaverBase[Any, Any]], unknown: list[str]
         f"{', '.join(hints)}: neither a parameter of the saver ({', '.join(own)}) nor a "
         "PyMongo client option (timeoutMS, serverSelectionTimeoutMS, tls, w, ...)"
     )
+
+
+def command_collection(saver: MongoDBSaverBase[Any, Any], command: Command) -> Any:
+    """The collection (or database) of `saver` that `command` runs on: with
+    `_drivers.execute_sync`/`execute_async`, a plan that also waits on other I/O (copying
+    threads in from another saver) runs its commands on a saver."""
+    return saver._collection(command)

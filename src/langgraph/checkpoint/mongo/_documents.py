@@ -410,3 +410,8 @@ def moved_write(doc: WriteDocument, thread_id: str, touched_at: datetime | None)
     if touched_at is not None:
         moved[F.TOUCHED_AT] = touched_at
     return moved
+
+
+def written_by_us(doc: D) -> D:
+    """`doc`, or a `ValueError` saying which package wrote it and what to do."""
+    return _ours(doc)

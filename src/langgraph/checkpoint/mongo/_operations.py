@@ -40,6 +40,7 @@ from langgraph.checkpoint.mongo._documents import (
     stored_metadata,
     unchanged_channels,
     write_documents,
+    written_by_us,
 )
 from langgraph.checkpoint.mongo._keys import (
     CheckpointRef,
@@ -609,3 +610,48 @@ def prune(recent: RecentValues, thread_ids: Sequence[str], strategy: str) -> Pla
     # DeltaChannels from (dropping those would silently empty the channels). Only what
     # was read is deleted: a checkpoint written meanwhile is newer, and stays.
     yield from _delete_checkpoints(_delta.prunable((yield _lineage(in_threads))))
+
+
+# What `migrate` (copying threads in from another saver) runs on the target.
+
+
+def upsert_documents(target: Target, docs: Sequence[Mapping[str, Any]]) -> Command:
+    """Insert these documents or replace the stored ones under their keys: one command."""
+    return _upserts(target, [(False, doc) for doc in docs])
+
+
+def touch_thread(
+    expiry: ThreadExpiry | None, thread_id: str, written: datetime | None
+) -> Plan[None]:
+    """After documents stamped `written` were stored, give the whole thread that stamp."""
+    yield from _touch_thread(expiry, thread_id, written)
+
+
+def thread_document_counts(thread_id: str) -> Plan[tuple[int, int]]:
+    """How many checkpoint and pending-write documents the thread has."""
+    query = _queries.of_thread(thread_id)
+    checkpoints = yield Command(Target.CHECKPOINTS, "count_documents", (query,))
+    writes = yield Command(Target.WRITES, "count_documents", (query,))
+    return checkpoints, writes
+
+
+def stored_documents(keys: list[CheckpointKey]) -> Plan[tuple[list[Any], list[Any]]]:
+    """The documents of these checkpoints, as stored, and every write stored for them
+    (also writes whose checkpoint is not there: an interrupted copy leaves those)."""
+    checkpoints = yield Command(Target.CHECKPOINTS, "find", (_queries.checkpoints_of(keys),))
+    writes = yield Command(Target.WRITES, "find", (_queries.writes_of(keys),))
+    return checkpoints, writes
+
+
+def refuse_foreign_checkpoints(thread_id: str) -> Plan[None]:
+    """Raise `ValueError`, saying what to do, if another package's checkpoint documents
+    share the thread's collection."""
+    query = _queries.foreign_checkpoints_of(thread_id)
+    for doc in (yield Command(Target.CHECKPOINTS, "find", (query,), {"limit": 1})):
+        written_by_us(doc)
+
+
+def checkpoint_keys_of_thread(thread_id: str) -> Plan[list[CheckpointKey]]:
+    """The keys of every checkpoint document of the thread."""
+    docs = yield Command(Target.CHECKPOINTS, "find", _queries.keys_of_thread(thread_id))
+    return [doc[F.ID] for doc in docs]

@@ -390,3 +390,12 @@ def touch_thread(thread_id: str, now: datetime) -> tuple[dict[str, Any], dict[st
         {F.THREAD_ID: thread_id, F.TOUCHED_AT: {"$not": {"$gte": now}}},
         {"$set": {F.TOUCHED_AT: now}},
     )
+
+
+# Copying threads in from another saver (`migrate`).
+
+
+def foreign_checkpoints_of(thread_id: str) -> dict[str, Any]:
+    """A thread's checkpoint documents that this package did not write (they have no
+    channel entries: `langgraph-checkpoint-mongodb` shares our default names)."""
+    return {F.THREAD_ID: thread_id, F.CHANNEL_VALUES: {"$exists": False}}

@@ -13,8 +13,9 @@ with MongoDBSaver.from_conn_string(uri, "langgraph_db") as target:
 Every checkpoint of every namespace arrives with its id, parent, metadata, channel
 versions and pending writes; running a copy again finishes an interrupted one and
 duplicates nothing; a thread the target already holds with other data is reported as a
-conflict and left alone unless `overwrite=True`. See "Moving from another saver" in the
-README for what each source exposes.
+conflict and left alone unless `overwrite=True`. A thread holding a value that this
+environment cannot restore exactly (a type it cannot import) fails by name and nothing of
+it is written. See docs/migrating.md.
 """
 
 from __future__ import annotations
@@ -24,12 +25,20 @@ from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from langgraph.checkpoint.mongo import _migration as plans
-from langgraph.checkpoint.mongo._base import arun_plan, run_plan
+from langgraph.checkpoint.mongo._base import arun_plan, command_collection, run_plan
+from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command
-from langgraph.checkpoint.mongo._drivers import in_worker_thread, plan_name
+from langgraph.checkpoint.mongo._drivers import (
+    execute_async,
+    execute_sync,
+    in_worker_thread,
+    plan_name,
+)
 from langgraph.checkpoint.mongo._keys import str_list
-from langgraph.checkpoint.mongo._migration import (
+from langgraph.checkpoint.mongo.aio import AsyncMongoDBSaver
+from langgraph.checkpoint.mongo.migrate import _plans as plans
+from langgraph.checkpoint.mongo.migrate._decoding import ExactSerializer
+from langgraph.checkpoint.mongo.migrate._plans import (
     CopyOptions,
     CopyReport,
     MigrationPlan,
@@ -41,7 +50,7 @@ from langgraph.checkpoint.mongo._migration import (
     ThreadVerification,
     VerifyReport,
 )
-from langgraph.checkpoint.mongo._sources import (
+from langgraph.checkpoint.mongo.migrate._sources import (
     AsyncRequests,
     AsyncSaverReader,
     OfficialMongoDBSource,
@@ -52,7 +61,6 @@ from langgraph.checkpoint.mongo._sources import (
     official_source,
     reads_in_threads,
 )
-from langgraph.checkpoint.mongo.aio import AsyncMongoDBSaver
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
 
 __all__ = [
@@ -91,8 +99,8 @@ def _reader(source: Source, fast_path: bool) -> Reader:
 
 def _async_requests(source: Source, fast_path: bool) -> AsyncRequests | ThreadedRequests:
     reader = _reader(source, fast_path)
-    if isinstance(reader, SaverReader) and not reads_in_threads(reader.saver):
-        return AsyncRequests(AsyncSaverReader(reader.saver))
+    if isinstance(reader, SaverReader) and not reads_in_threads(reader.source):
+        return AsyncRequests(AsyncSaverReader(reader.source))
     # The official saver's collections are read with the sync driver, in a worker thread.
     return ThreadedRequests(reader)
 
@@ -116,7 +124,9 @@ def _async_target(target: Any, name: str) -> AsyncMongoDBSaver | MongoDBSaver:
 
 
 def _plan_target(saver: AsyncMongoDBSaver | MongoDBSaver) -> TargetSaver:
-    return TargetSaver(saver.codec, saver.join, saver.expiry, saver.recent)
+    """The target as the plans see it, decoding what it stores exactly (comparisons)."""
+    codec = Codec(ExactSerializer(saver.serde), saver.compression)
+    return TargetSaver(codec, saver.join, saver.expiry, saver.recent)
 
 
 def _batch_size(value: Any) -> int:
@@ -135,12 +145,10 @@ def _thread_list(thread_ids: Sequence[str] | None) -> list[str] | None:
 def _run(plan: MigrationPlan[T], requests: Requests, target: MongoDBSaver) -> T:
     operation = plan_name(plan)
 
-    execute_command = target._executor(operation)
-
     def execute(request: Command | SourceRead) -> Any:
         if isinstance(request, SourceRequest):
             return requests.answer(request)
-        return execute_command(request)
+        return execute_sync(operation, command_collection(target, request), request)
 
     try:
         return run_plan(plan, execute)
@@ -152,12 +160,13 @@ def _command_executor(
     target: AsyncMongoDBSaver | MongoDBSaver, operation: str
 ) -> Callable[[Command], Awaitable[Any]]:
     if isinstance(target, AsyncMongoDBSaver):
-        return target._executor(operation)
-
-    execute = target._executor(operation)
+        return lambda command: execute_async(
+            operation, command_collection(target, command), command
+        )
 
     async def in_a_thread(command: Command) -> Any:
-        return await in_worker_thread(execute, command)
+        collection = command_collection(target, command)
+        return await in_worker_thread(execute_sync, operation, collection, command)
 
     return in_a_thread
 

@@ -4,6 +4,8 @@ MongoDB saver's collections or a SqliteSaver file into this package's collection
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pymongo import MongoClient
+from pymongo.errors import ServerSelectionTimeoutError
 
 from langgraph.checkpoint.mongo._base import (
     DEFAULT_CHECKPOINT_COLLECTION,
@@ -19,7 +22,7 @@ from langgraph.checkpoint.mongo._base import (
     DEFAULT_WRITES_COLLECTION,
 )
 from langgraph.checkpoint.mongo._codec import COMPRESSIONS
-from langgraph.checkpoint.mongo._drivers import DRIVER_INFO
+from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, __version__
 from langgraph.checkpoint.mongo.migrate import (
     OfficialMongoDBSource,
     Source,
@@ -37,8 +40,12 @@ Copy LangGraph threads into langgraph-checkpoint-mongo's collections: every chec
 every namespace with its id, parent, metadata, channel versions and pending writes.
 Running the same command again finishes an interrupted copy and duplicates nothing; a
 thread the target already holds with other data is reported and left alone (see
---overwrite). Exits 0 when every thread was copied (and, with --verify, verified),
-1 when a thread conflicted, failed or differs, or on any error, 2 on bad arguments.
+--overwrite). A thread holding a value that this environment cannot restore exactly
+(a type it cannot import) fails by name, and nothing of it is written.
+
+exit codes: 0 every thread was copied (and, with --verify, verified); 1 a thread
+conflicted, failed or differs, or any other error; 2 bad arguments; 130 interrupted
+(Ctrl-C): run the same command again to finish.
 """
 
 EPILOG = """\
@@ -53,8 +60,46 @@ examples:
 """
 
 
+# Seconds to wait for a server to answer before saying which one did not.
+DEFAULT_TIMEOUT = 10.0
+
+
 class UsageError(Exception):
-    """A problem with the arguments or the environment, told as one line."""
+    """A problem with the arguments, told as one line (exit code 2)."""
+
+
+class SetupError(Exception):
+    """A problem with the environment or a connection, told as one line (exit code 1)."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _seconds(minimum: float) -> Callable[[str], float]:
+    def seconds(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be seconds, got {text!r}") from None
+        if not math.isfinite(value) or value < minimum:
+            raise argparse.ArgumentTypeError(
+                f"must be a number of seconds of at least {minimum:g}, got {text}"
+            )
+        return value
+
+    return seconds
+
+
+def _shown_uri(uri: str) -> str:
+    """A connection string without its user, password and options."""
+    return re.sub(r"//[^@/]*@", "//", uri.split("?", 1)[0])
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,6 +107,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m langgraph.checkpoint.mongo",
         description="Tools for langgraph-checkpoint-mongo.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     copy = commands.add_parser(
         "copy-threads",
@@ -133,9 +179,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     target.add_argument(
         "--ttl",
-        type=float,
+        type=_seconds(1),
         metavar="SECONDS",
         help="the ttl your savers use: copied threads get a fresh whole-thread TTL stamp",
+    )
+    target.add_argument(
+        "--timeout",
+        type=_seconds(0.1),
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help="how long to wait for a server (source or target) to answer before giving up "
+        "and naming it (default: %(default)g)",
     )
     what = copy.add_argument_group("what to do")
     what.add_argument(
@@ -165,7 +219,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     what.add_argument(
         "--batch-size",
-        type=int,
+        type=_positive_int,
         default=100,
         metavar="N",
         help="checkpoints read and written per round trip; memory holds about this many "
@@ -174,7 +228,8 @@ def _parser() -> argparse.ArgumentParser:
     what.add_argument(
         "--no-progress",
         action="store_true",
-        help="no progress bar (there is none anyway when stderr is not a terminal)",
+        help="no progress bar (there is none anyway when stderr is not a terminal or "
+        "tqdm is not installed)",
     )
     return parser
 
@@ -186,17 +241,39 @@ def _same_collections(args: argparse.Namespace) -> bool:
     )
 
 
+def _check_arguments(args: argparse.Namespace) -> None:
+    """What argparse cannot check, before any connection is made."""
+    if args.from_mongodb is not None and _same_collections(args):
+        raise UsageError(
+            "the source and the target are the same collections: both packages use "
+            "the names 'checkpoints' and 'checkpoint_writes' by default, so copy into "
+            "another database (--to-db) or other collections (--to-checkpoints, "
+            "--to-writes)"
+        )
+    if args.from_sqlite is not None and not args.from_sqlite.is_file():
+        raise UsageError(f"--from-sqlite {str(args.from_sqlite)!r}: no such file")
+
+
+def _client(uri: str, what: str, timeout: float) -> MongoClient[dict[str, Any]]:
+    """A client that has reached its server within `timeout` seconds."""
+    client: MongoClient[dict[str, Any]] = MongoClient(
+        uri, driver=DRIVER_INFO, serverSelectionTimeoutMS=int(timeout * 1000)
+    )
+    try:
+        client.admin.command("buildInfo")
+    except ServerSelectionTimeoutError as exc:
+        client.close()
+        raise SetupError(
+            f"cannot reach the {what} at {_shown_uri(uri)}: no server answered within "
+            f"{timeout:g} s (--timeout): {exc}"
+        ) from None
+    return client
+
+
 @contextmanager
 def _source(args: argparse.Namespace) -> Iterator[Source]:
     if args.from_mongodb is not None:
-        if _same_collections(args):
-            raise UsageError(
-                "the source and the target are the same collections: both packages use "
-                "the names 'checkpoints' and 'checkpoint_writes' by default, so copy into "
-                "another database (--to-db) or other collections (--to-checkpoints, "
-                "--to-writes)"
-            )
-        client: MongoClient[dict[str, Any]] = MongoClient(args.from_mongodb, driver=DRIVER_INFO)
+        client = _client(args.from_mongodb, "source (--from-mongodb)", args.timeout)
         try:
             yield OfficialMongoDBSource(
                 client[args.from_db],
@@ -210,13 +287,11 @@ def _source(args: argparse.Namespace) -> Iterator[Source]:
     try:
         from langgraph.checkpoint.sqlite import SqliteSaver
     except ImportError as exc:
-        raise UsageError(
+        raise SetupError(
             "--from-sqlite needs langgraph-checkpoint-sqlite: "
             'pip install "langgraph-checkpoint-mongo[sqlite]"'
         ) from exc
     path: Path = args.from_sqlite
-    if not path.is_file():
-        raise UsageError(f"--from-sqlite {str(path)!r}: no such file")
     # Read-only: the copy never changes its source.
     conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
     try:
@@ -227,7 +302,7 @@ def _source(args: argparse.Namespace) -> Iterator[Source]:
 
 @contextmanager
 def _target(args: argparse.Namespace) -> Iterator[MongoDBSaver]:
-    client: MongoClient[dict[str, Any]] = MongoClient(args.to, driver=DRIVER_INFO)
+    client = _client(args.to, "target (--to)", args.timeout)
     try:
         saver = MongoDBSaver(
             client,
@@ -255,11 +330,8 @@ class Progress:
         if show:
             try:
                 from tqdm import tqdm
-            except ImportError as exc:
-                raise UsageError(
-                    "the progress bar needs tqdm: "
-                    'pip install "langgraph-checkpoint-mongo[cli]", or pass --no-progress'
-                ) from exc
+            except ImportError:  # the `cli` extra brings it; without, no bar
+                return
             self.bar = tqdm(total=total, desc=what, unit="thread", file=out, dynamic_ncols=True)
 
     def checkpoints_done(self, thread_id: str, count: int) -> None:
@@ -289,8 +361,7 @@ class Progress:
 
 
 def _copy_threads(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    if args.batch_size < 1:
-        raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
+    _check_arguments(args)
     show = not args.no_progress and err.isatty()
     with _source(args) as source, _target(args) as target:
         threads = args.threads or source_thread_ids(source)
@@ -342,6 +413,9 @@ def main(
         )
         return 130
     except UsageError as exc:
+        print(f"error: {exc}", file=err)
+        return 2
+    except SetupError as exc:
         print(f"error: {exc}", file=err)
         return 1
     except Exception as exc:  # any failure: one line (drivers name the server or document)

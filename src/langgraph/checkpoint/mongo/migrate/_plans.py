@@ -1,24 +1,27 @@
 """Copying threads from any saver into ours, and comparing them afterwards, without I/O.
 
 The plans here yield two kinds of request: `Command`s for the target saver, as every
-saver operation does, and `ReadCheckpoints`/`ReadLatest` for the source, which the
-executors in `migrate` answer from the source (its `list`/`get_tuple`, or the official
-MongoDB saver's collections). So the copy and the verification are written once for the
-sync and the async API.
+saver operation does, and `ReadCheckpoints`/`ReadCheckpointsByKey`/`ReadLatest` for the
+source, which the executors in `migrate` answer from the source (its `list`/`get_tuple`,
+or the official MongoDB saver's collections). So the copy and the verification are
+written once for the sync and the async API.
 
-A thread is copied in batches, newest checkpoints first as sources list them: each batch
-is read, turned into our documents (every channel value serialized from the source's
-tuple, metadata as the source returns it), and written with keyed upserts, the pending
-writes before their checkpoints. An interrupted copy therefore never leaves a checkpoint
-without its writes, and running it again rewrites the same documents: nothing is
-duplicated. Before writing into a thread the target already holds, the plan compares what
-is there with the source: a subset of the source (an interrupted copy, or a source that
-has grown since) is completed, an identical thread is left alone, anything else is a
-conflict, reported and left alone unless `overwrite` is set.
+A thread is copied in two passes. The first reads the whole thread a batch at a time and
+turns every checkpoint into our documents, keeping only their keys: a checkpoint that
+does not decode exactly (see `_decoding`) or cannot be stored fails the thread, by name,
+before anything of it is written, and the other threads go on. It also compares them with
+what the target holds: a subset of the source (an interrupted copy, or a source that has
+grown since) is completed, an identical thread is left alone, anything else is a
+conflict, reported and left alone unless `overwrite` is set. The second pass reads the
+checkpoints again, parents first, and writes them with keyed upserts, each batch's
+pending writes before its checkpoints: a copy stopped at any point leaves an older,
+consistent history of the thread (never a checkpoint without its writes or ancestors),
+and running it again rewrites the same documents: nothing is duplicated.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -39,11 +42,11 @@ from langgraph.checkpoint.mongo._channel_values import RecentValues
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import (
-    _ours,
     checkpoint_document,
     checkpoint_tuple,
     stored_metadata,
     write_documents,
+    written_by_us,
 )
 from langgraph.checkpoint.mongo._keys import CheckpointRef, checkpoint_key, key_fields
 from langgraph.checkpoint.mongo._schema import (
@@ -54,6 +57,7 @@ from langgraph.checkpoint.mongo._schema import (
     WriteDocument,
 )
 from langgraph.checkpoint.mongo._ttl import ThreadExpiry
+from langgraph.checkpoint.mongo.migrate._decoding import UnrestorableValueError
 
 T = TypeVar("T")
 
@@ -71,6 +75,14 @@ class ReadCheckpoints:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadCheckpointsByKey:
+    """These checkpoints of a thread, `(namespace, checkpoint id)` each, in this order."""
+
+    thread_id: str
+    keys: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ReadLatest:
     """The source's newest checkpoint of the thread's root namespace (`get_tuple`)."""
 
@@ -82,8 +94,8 @@ class ReadThreadIds:
     """Every thread id the source holds."""
 
 
-SourceRead = ReadThreadIds | ReadCheckpoints | ReadLatest
-SourceRequest = (ReadThreadIds, ReadCheckpoints, ReadLatest)
+SourceRead = ReadThreadIds | ReadCheckpoints | ReadCheckpointsByKey | ReadLatest
+SourceRequest = (ReadThreadIds, ReadCheckpoints, ReadCheckpointsByKey, ReadLatest)
 # A plan that also reads the source.
 MigrationPlan = Generator[Command | SourceRead, Any, T]
 
@@ -106,6 +118,18 @@ class SourceCheckpoint:
 
     tuple: CheckpointTuple
     writes: Sequence[SourceWrite]
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadableCheckpoint:
+    """A checkpoint the source cannot give exactly: `where` names it, `reason` says why."""
+
+    where: str
+    reason: str
+
+
+# What a source answers for each checkpoint it is asked for.
+SourceItem = SourceCheckpoint | UnreadableCheckpoint
 
 
 def inferred_writes(pending: Sequence[PendingWrite]) -> list[SourceWrite]:
@@ -187,7 +211,11 @@ class CopyReport:
         checkpoints = sum(t.checkpoints for t in written)
         writes = sum(t.writes for t in written)
         parts = [f"{len(self.threads)} thread(s)"]
-        parts += [f"{self.count(s)} {s.value}" for s in ThreadStatus if self.count(s)]
+        parts += [
+            f"{self.count(s)} {'would be ' if self.dry_run and s in _WRITTEN else ''}{s.value}"
+            for s in ThreadStatus
+            if self.count(s)
+        ]
         lines = [
             ", ".join(parts),
             f"{checkpoints} checkpoint(s) and {writes} pending write(s) "
@@ -262,6 +290,10 @@ def _ids(item: SourceCheckpoint, thread_id: str) -> tuple[str, str, str | None]:
             f"when asked for thread {thread_id!r}"
         )
     checkpoint_id = configurable["checkpoint_id"]
+    if not isinstance(item.tuple.checkpoint, Mapping):
+        raise TypeError(
+            f"it decodes to {type(item.tuple.checkpoint).__name__}, not a checkpoint (a dict)"
+        )
     if item.tuple.checkpoint.get("id") != checkpoint_id:
         raise ValueError(
             f"checkpoint {checkpoint_id!r} holds the id {item.tuple.checkpoint.get('id')!r}"
@@ -316,10 +348,14 @@ class _BadCheckpointError(Exception):
 
 
 def _built(
-    codec: Codec, thread_id: str, batch: list[SourceCheckpoint], stamp: datetime | None
+    codec: Codec, thread_id: str, batch: Sequence[SourceItem], stamp: datetime | None
 ) -> list[tuple[CheckpointDocument, list[WriteDocument]]]:
+    """Our documents of a batch; the first checkpoint that cannot become them raises
+    `_BadCheckpointError` naming the thread, the checkpoint and why."""
     built = []
     for item in batch:
+        if isinstance(item, UnreadableCheckpoint):
+            raise _BadCheckpointError(f"{item.where}: {item.reason}")
         try:
             built.append(documents(codec, thread_id, item, stamp))
         except (TypeError, ValueError) as exc:
@@ -327,19 +363,7 @@ def _built(
     return built
 
 
-# What the target already holds of a thread.
-
-
-def _stored(thread_id: str, keys: list[CheckpointKey]) -> Plan[tuple[list[Any], list[Any]]]:
-    """The target's documents of these checkpoints and every write stored for them (also
-    writes whose checkpoint is not there yet: an interrupted copy leaves those)."""
-    checkpoints = yield Command(
-        Target.CHECKPOINTS,
-        "find",
-        ({"thread_id": thread_id, "_id": {"$in": keys}},),
-    )
-    writes = yield Command(Target.WRITES, "find", (_queries.writes_of(keys),))
-    return checkpoints, writes
+# Comparing a source thread with what the target holds.
 
 
 def _write_fields(key: Any) -> tuple[str, str, str, str, int]:
@@ -348,8 +372,13 @@ def _write_fields(key: Any) -> tuple[str, str, str, str, int]:
 
 def _same_value(codec: Codec, stored: StoredField, built: StoredField) -> bool:
     """The same bytes, or (with a serializer that encrypts, or another compression) values
-    that decode equal."""
-    return stored == built or codec.decode(stored) == codec.decode(built)
+    that decode equal, exactly (see `_decoding`: a value that cannot differs)."""
+    if stored == built:
+        return True
+    try:
+        return bool(codec.decode(stored) == codec.decode(built))
+    except UnrestorableValueError:
+        return False
 
 
 def _same_metadata(codec: Codec, stored: Any, built: CheckpointDocument) -> bool:
@@ -357,7 +386,10 @@ def _same_metadata(codec: Codec, stored: Any, built: CheckpointDocument) -> bool
     copies = (F.METADATA, F.SERIALIZED_METADATA)
     if all(bson.encode({k: stored.get(k)}) == bson.encode({k: built.get(k)}) for k in copies):
         return True
-    return bool(stored_metadata(codec, stored) == stored_metadata(codec, built))
+    try:
+        return bool(stored_metadata(codec, stored) == stored_metadata(codec, built))
+    except UnrestorableValueError:
+        return False
 
 
 def _values_differ(codec: Codec, stored: Any, built: Any) -> bool:
@@ -369,8 +401,8 @@ def _values_differ(codec: Codec, stored: Any, built: Any) -> bool:
 
 def _checkpoint_differs(codec: Codec, stored: Any, built: CheckpointDocument) -> bool:
     return (
-        stored.get("parent_checkpoint_id") != built["parent_checkpoint_id"]
-        or not _same_value(codec, stored["checkpoint"], built["checkpoint"])
+        stored.get(F.PARENT_CHECKPOINT_ID) != built[F.PARENT_CHECKPOINT_ID]
+        or not _same_value(codec, stored[F.CHECKPOINT], built[F.CHECKPOINT])
         or _values_differ(codec, stored.get(F.CHANNEL_VALUES), built[F.CHANNEL_VALUES])
         or not _same_metadata(codec, stored, built)
     )
@@ -378,125 +410,199 @@ def _checkpoint_differs(codec: Codec, stored: Any, built: CheckpointDocument) ->
 
 def _write_differs(codec: Codec, stored: Any, built: WriteDocument) -> bool:
     return (
-        stored.get("channel") != built["channel"]
-        or stored.get("task_path") != built["task_path"]
-        or not _same_value(codec, stored["value"], built["value"])
+        stored.get(F.CHANNEL) != built[F.CHANNEL]
+        or stored.get(F.TASK_PATH) != built[F.TASK_PATH]
+        or not _same_value(codec, stored[F.VALUE], built[F.VALUE])
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Comparison:
-    difference: str | None = None  # the first difference found, for the report
-    identical: bool = False
-    checkpoints: int = 0
+# A checkpoint of the thread: (namespace, checkpoint id).
+SourceKey = tuple[str, str]
+
+
+@dataclass
+class _Check:
+    """What reading the whole source thread found, before anything is written."""
+
+    order: list[SourceKey]  # parents first (see `_parents_first`)
+    checkpoints: int = 0  # in the source
     writes: int = 0
+    matched_checkpoints: int = 0  # in the source and, the same, in the target
+    matched_writes: int = 0
+    difference: str | None = None  # the first difference found with the target
+
+    @property
+    def identical(self) -> bool:
+        return self.difference is None and (self.checkpoints, self.writes) == (
+            self.matched_checkpoints,
+            self.matched_writes,
+        )
 
 
-def _compare(
+def _parents_first(checkpoints: list[tuple[str, str, str | None]]) -> list[SourceKey]:
+    """`(namespace, id, parent id)`s, each after its parent, else by id (LangGraph's ids
+    grow with time): any prefix of this order is a history whose every checkpoint has its
+    ancestors, so a copy stopped halfway leaves an older state, never a shortened one (a
+    `DeltaChannel` is rebuilt from the ancestors' writes)."""
+    present = {(ns, cid) for ns, cid, _ in checkpoints}
+    children: dict[SourceKey, list[tuple[str, str]]] = {}
+    ready: list[tuple[str, str]] = []  # (id, namespace): a heap, smallest id first
+    for ns, cid, parent in checkpoints:
+        if parent is None or parent == cid or (ns, parent) not in present:
+            ready.append((cid, ns))
+        else:
+            children.setdefault((ns, parent), []).append((cid, ns))
+    heapq.heapify(ready)
+    order: list[SourceKey] = []
+    while ready:
+        cid, ns = heapq.heappop(ready)
+        order.append((ns, cid))
+        for child in children.pop((ns, cid), ()):
+            heapq.heappush(ready, child)
+    # Checkpoints on a cycle of parents (no root): last, by id.
+    order += sorted((ns, cid) for group in children.values() for cid, ns in group)
+    return order
+
+
+def _check(
     codec: Codec, thread_id: str, held: tuple[int, int], batch_size: int
-) -> MigrationPlan[_Comparison]:
-    """Whether the target's documents of the thread (`held`: how many of each) are all
-    documents the source has, and all of them."""
-    matched, built_count = [0, 0], [0, 0]
+) -> MigrationPlan[_Check]:
+    """Read the whole source thread, turning every checkpoint into our documents (a
+    checkpoint that cannot be raises `_BadCheckpointError`), and compare them with the
+    target's (`held`: how many documents of each kind it holds of the thread)."""
+    keys: list[tuple[str, str, str | None]] = []
+    check = _Check([])
     from_start = True
     while batch := (yield ReadCheckpoints(thread_id, batch_size, from_start)):
         from_start = False
         built = _built(codec, thread_id, batch, None)
-        checkpoints, writes = yield from _stored(thread_id, [cp["_id"] for cp, _ in built])
-        stored = {key_fields(doc["_id"]): doc for doc in checkpoints}
-        stored_writes = {_write_fields(doc["_id"]): doc for doc in writes}
-        for item, (checkpoint, write_docs) in zip(batch, built, strict=True):
-            built_count[0] += 1
-            built_count[1] += len(write_docs)
-            old = stored.get(key_fields(checkpoint["_id"]))
-            if old is not None:
-                if _checkpoint_differs(codec, _ours(old), checkpoint):
-                    return _Comparison(f"{_where(item)} differs in the target")
-                matched[0] += 1
-            for write in write_docs:
-                old = stored_writes.get(_write_fields(write["_id"]))
-                if old is not None:
-                    if _write_differs(codec, old, write):
-                        return _Comparison(
-                            f"a pending write of task {write['_id']['task_id']!r} (channel "
-                            f"{write['channel']!r}) of {_where(item)} differs in the target"
-                        )
-                    matched[1] += 1
-    extra = (held[0] - matched[0], held[1] - matched[1])
+        for checkpoint, write_docs in built:
+            _, ns, cid = key_fields(checkpoint[F.ID])
+            keys.append((ns, cid, checkpoint[F.PARENT_CHECKPOINT_ID]))
+            check.checkpoints += 1
+            check.writes += len(write_docs)
+        if held != (0, 0):
+            yield from _compare_batch(codec, thread_id, batch, built, check)
+    check.order = _parents_first(keys)
+    if held == (0, 0):
+        return check
+    extra = (held[0] - check.matched_checkpoints, held[1] - check.matched_writes)
     if extra[0]:
         # Documents another package wrote (the official saver shares our default names)
         # stop the copy with a message that says so.
-        foreign = {"thread_id": thread_id, F.CHANNEL_VALUES: {"$exists": False}}
-        for doc in (yield Command(Target.CHECKPOINTS, "find", (foreign,), {"limit": 1})):
-            _ours(doc)
-    if extra != (0, 0):
-        return _Comparison(
+        yield from ops.refuse_foreign_checkpoints(thread_id)
+    if extra != (0, 0) and check.difference is None:
+        check.difference = (
             f"the target holds {extra[0]} checkpoint(s) and {extra[1]} pending write(s) of "
             "this thread that the source does not"
         )
-    return _Comparison(identical=matched == built_count, checkpoints=matched[0], writes=matched[1])
+    return check
+
+
+def _compare_batch(
+    codec: Codec,
+    thread_id: str,
+    batch: list[SourceCheckpoint],
+    built: list[tuple[CheckpointDocument, list[WriteDocument]]],
+    check: _Check,
+) -> Plan[None]:
+    checkpoints, writes = yield from ops.stored_documents([cp[F.ID] for cp, _ in built])
+    stored = {key_fields(doc[F.ID]): doc for doc in checkpoints}
+    stored_writes = {_write_fields(doc[F.ID]): doc for doc in writes}
+    for item, (checkpoint, write_docs) in zip(batch, built, strict=True):
+        old = stored.get(key_fields(checkpoint[F.ID]))
+        if old is not None:
+            if _checkpoint_differs(codec, written_by_us(old), checkpoint):
+                check.difference = check.difference or f"{_where(item)} differs in the target"
+            else:
+                check.matched_checkpoints += 1
+        for write in write_docs:
+            old = stored_writes.get(_write_fields(write[F.ID]))
+            if old is None:
+                continue
+            if _write_differs(codec, old, write):
+                check.difference = check.difference or (
+                    f"a pending write of task {write[F.ID][F.TASK_ID]!r} (channel "
+                    f"{write[F.CHANNEL]!r}) of {_where(item)} differs in the target"
+                )
+            else:
+                check.matched_writes += 1
 
 
 # Copying.
 
 
-def _held(thread_id: str) -> Plan[tuple[int, int]]:
-    """How many checkpoint and write documents of the thread the target holds."""
-    query = {"thread_id": thread_id}
-    checkpoints = yield Command(Target.CHECKPOINTS, "count_documents", (query,))
-    writes = yield Command(Target.WRITES, "count_documents", (query,))
-    return checkpoints, writes
-
-
 def copy_thread(
     target: TargetSaver, thread_id: str, options: CopyOptions
 ) -> MigrationPlan[ThreadCopy]:
-    held = yield from _held(thread_id)
-    status = ThreadStatus.COPIED
+    """Check the whole thread first (nothing is written for a thread that cannot be
+    copied exactly), then write it parents first, a batch at a time."""
+    held = yield from ops.thread_document_counts(thread_id)
     try:
-        if held != (0, 0):
-            found = yield from _compare(target.codec, thread_id, held, options.batch_size)
-            if found.identical:
-                return ThreadCopy(
-                    thread_id, ThreadStatus.UNCHANGED, found.checkpoints, found.writes
-                )
-            if found.difference is None:
-                status = ThreadStatus.COMPLETED
-            elif not options.overwrite:
-                return ThreadCopy(thread_id, ThreadStatus.CONFLICT, detail=found.difference)
-            else:
-                status = ThreadStatus.REPLACED
-                if not options.dry_run:
-                    yield from ops.delete_thread(target.recent, thread_id)
-        return (yield from _write_thread(target, thread_id, options, status))
+        check = yield from _check(target.codec, thread_id, held, options.batch_size)
     except _BadCheckpointError as bad:
-        return ThreadCopy(thread_id, ThreadStatus.FAILED, detail=str(bad))
+        detail = f"{bad}; nothing of this thread was written"
+        return ThreadCopy(thread_id, ThreadStatus.FAILED, detail=detail)
+    status = ThreadStatus.COPIED
+    if held != (0, 0):
+        if check.identical:
+            return ThreadCopy(
+                thread_id,
+                ThreadStatus.UNCHANGED,
+                check.matched_checkpoints,
+                check.matched_writes,
+            )
+        if check.difference is None:
+            status = ThreadStatus.COMPLETED
+        elif not options.overwrite:
+            return ThreadCopy(thread_id, ThreadStatus.CONFLICT, detail=check.difference)
+        else:
+            status = ThreadStatus.REPLACED
+    if options.dry_run:
+        if options.on_progress is not None:
+            options.on_progress(thread_id, check.checkpoints)
+        return ThreadCopy(thread_id, status, check.checkpoints, check.writes)
+    if status is ThreadStatus.REPLACED:
+        yield from ops.delete_thread(target.recent, thread_id)
+    try:
+        return (yield from _write_thread(target, thread_id, check.order, options, status))
+    except _BadCheckpointError as bad:  # the source changed since `_check` read it
+        if status is not ThreadStatus.COPIED:
+            detail = f"{bad}; the target keeps an older, consistent part of this thread"
+            return ThreadCopy(thread_id, ThreadStatus.FAILED, detail=detail)
+        # The target held nothing of the thread: nor does it now.
+        yield from ops.delete_thread(target.recent, thread_id)
+        detail = f"{bad}; nothing of this thread was kept"
+        return ThreadCopy(thread_id, ThreadStatus.FAILED, detail=detail)
 
 
 def _write_thread(
-    target: TargetSaver, thread_id: str, options: CopyOptions, status: ThreadStatus
+    target: TargetSaver,
+    thread_id: str,
+    order: list[SourceKey],
+    options: CopyOptions,
+    status: ThreadStatus,
 ) -> MigrationPlan[ThreadCopy]:
     expiry = target.expiry
-    stamp = expiry.stamp() if expiry is not None and not options.dry_run else None
+    stamp = expiry.stamp() if expiry is not None else None
     checkpoints = writes = 0
-    from_start = True
-    while batch := (yield ReadCheckpoints(thread_id, options.batch_size, from_start)):
-        from_start = False
+    for start in range(0, len(order), options.batch_size):
+        keys = order[start : start + options.batch_size]
+        batch = yield ReadCheckpointsByKey(thread_id, tuple(keys))
         built = _built(target.codec, thread_id, batch, stamp)
         write_docs = [doc for _, docs in built for doc in docs]
-        if not options.dry_run:
-            # The writes first: a copy stopped in between leaves writes that no checkpoint
-            # joins yet, never a checkpoint without its writes. Upserts overwrite (the
-            # source is the truth) and move TTL stamps only forward, as `put` does.
-            if write_docs:
-                yield ops._upserts(Target.WRITES, [(False, doc) for doc in write_docs])
-            yield ops._upserts(Target.CHECKPOINTS, [(False, doc) for doc, _ in built])
+        # The writes first: a copy stopped in between leaves writes that no checkpoint
+        # joins yet, never a checkpoint without its writes. Upserts overwrite (the source
+        # is the truth) and move TTL stamps only forward, as `put` does.
+        if write_docs:
+            yield ops.upsert_documents(Target.WRITES, write_docs)
+        yield ops.upsert_documents(Target.CHECKPOINTS, [doc for doc, _ in built])
         checkpoints += len(built)
         writes += len(write_docs)
         if options.on_progress is not None:
             options.on_progress(thread_id, len(built))
-    if checkpoints and not options.dry_run:
-        yield from ops._touch_thread(expiry, thread_id, stamp)
+    if checkpoints:
+        yield from ops.touch_thread(expiry, thread_id, stamp)
     return ThreadCopy(thread_id, status, checkpoints, writes)
 
 
@@ -525,16 +631,20 @@ MAX_DIFFERENCES = 20
 
 def _target_tuples(
     codec: Codec, thread_id: str, keys: list[CheckpointKey]
-) -> Plan[dict[tuple[str, str, str], CheckpointTuple]]:
-    checkpoints, writes = yield from _stored(thread_id, keys)
+) -> Plan[dict[tuple[str, str, str], CheckpointTuple | str]]:
+    """The target's tuples of these checkpoints, or why one cannot be restored exactly."""
+    checkpoints, writes = yield from ops.stored_documents(keys)
     joined: dict[tuple[str, str, str], list[Any]] = {}
     for write in writes:
         joined.setdefault(key_fields(write[F.ID][F.CHECKPOINT]), []).append(write)
-    found = {}
+    found: dict[tuple[str, str, str], CheckpointTuple | str] = {}
     for doc in checkpoints:
-        key = key_fields(doc["_id"])
+        key = key_fields(doc[F.ID])
         with_writes: Any = {**doc, F.JOINED_WRITES: joined.get(key, [])}
-        found[key] = checkpoint_tuple(codec, with_writes)
+        try:
+            found[key] = checkpoint_tuple(codec, with_writes)
+        except UnrestorableValueError as exc:
+            found[key] = f"does not decode exactly in the target: {exc}"
     return found
 
 
@@ -589,38 +699,67 @@ def tuple_differences(where: str, source: CheckpointTuple, target: CheckpointTup
     return found
 
 
+def _source_refs(
+    thread_id: str, batch: Sequence[SourceItem], differences: list[str]
+) -> list[tuple[SourceCheckpoint, tuple[str, str, str | None]]]:
+    """The batch's checkpoints with their ids; one that the source cannot give exactly is
+    a difference."""
+    refs = []
+    for item in batch:
+        if isinstance(item, UnreadableCheckpoint):
+            differences.append(f"{item.where}: {item.reason}")
+            continue
+        try:
+            refs.append((item, _ids(item, thread_id)))
+        except (TypeError, ValueError) as exc:
+            differences.append(f"{_where(item)}: {exc}")
+    return refs
+
+
 def verify_thread(
     target: TargetSaver, thread_id: str, batch_size: int
 ) -> MigrationPlan[ThreadVerification]:
+    """Both sides are decoded exactly (see `_decoding`): a value either side cannot
+    restore is a difference, never two stand-ins that compare equal."""
     differences: list[str] = []
     seen: set[tuple[str, str]] = set()
     from_start = True
     while batch := (yield ReadCheckpoints(thread_id, batch_size, from_start)):
         from_start = False
-        refs = [_ids(item, thread_id) for item in batch]
-        keys = [checkpoint_key(thread_id, ns, cid) for ns, cid, _ in refs]
+        refs = _source_refs(thread_id, batch, differences)
+        keys = [checkpoint_key(thread_id, ns, cid) for _, (ns, cid, _) in refs]
         stored = yield from _target_tuples(target.codec, thread_id, keys)
-        for item, (ns, cid, _) in zip(batch, refs, strict=True):
+        for item, (ns, cid, _) in refs:
             seen.add((ns, cid))
             where = f"checkpoint {cid!r} (namespace {ns!r})"
             ours = stored.get((thread_id, ns, cid))
             if ours is None:
                 differences.append(f"{where}: missing from the target")
+            elif isinstance(ours, str):
+                differences.append(f"{where}: {ours}")
             else:
                 differences += tuple_differences(where, item.tuple, ours)
-    held = yield Command(Target.CHECKPOINTS, "find", _queries.keys_of_thread(thread_id))
-    for doc in held:
-        _, ns, cid = key_fields(doc[F.ID])
+    for key in (yield from ops.checkpoint_keys_of_thread(thread_id)):
+        _, ns, cid = key_fields(key)
         if (ns, cid) not in seen:
             differences.append(f"checkpoint {cid!r} (namespace {ns!r}): in the target only")
     theirs = yield ReadLatest(thread_id)
     root = CheckpointRef(thread_id, "", None).config()
-    ours = yield from ops.get_tuple(target.codec, target.join, target.recent, root)
-    latest = [t.config["configurable"]["checkpoint_id"] if t else None for t in (theirs, ours)]
-    if latest[0] != latest[1]:
-        differences.append(
-            f"latest checkpoint: {latest[0]!r} in the source, {latest[1]!r} in the target"
-        )
+    try:
+        ours_latest = yield from ops.get_tuple(target.codec, target.join, target.recent, root)
+    except UnrestorableValueError as exc:
+        differences.append(f"latest checkpoint: does not decode exactly in the target: {exc}")
+    else:
+        if isinstance(theirs, UnreadableCheckpoint):
+            differences.append(f"latest checkpoint: {theirs.reason}")
+            theirs = ours_latest
+        latest = [
+            t.config["configurable"]["checkpoint_id"] if t else None for t in (theirs, ours_latest)
+        ]
+        if latest[0] != latest[1]:
+            differences.append(
+                f"latest checkpoint: {latest[0]!r} in the source, {latest[1]!r} in the target"
+            )
     if len(differences) > MAX_DIFFERENCES:
         more = len(differences) - MAX_DIFFERENCES
         differences = [*differences[:MAX_DIFFERENCES], f"... and {more} more"]

@@ -1,0 +1,134 @@
+"""Decoding that fails instead of returning a stand-in, so a copy stores exactly what its
+source stores or fails the thread by name.
+
+LangGraph's `JsonPlusSerializer` rebuilds a stored object by importing its class; where
+the import or the construction fails (a type of an application that is not installed
+here, `langgraph.types.Interrupt` without `langgraph`), or an allowlist blocks the type
+(`LANGGRAPH_STRICT_MSGPACK=true`), it logs once and returns the object's serialized
+arguments instead: a `dict` where the application stored its own type. Copied, that dict
+would be stored as a dict, and read back equal to it. `ExactSerializer` wraps a
+serializer so that every such case, and any payload that does not decode at all, raises
+`UnrestorableValueError` naming the type; or, with `keep_stand_ins`, lets such a value
+decode as LangGraph's does and records why (`take_failure`), for a reader that must name
+the checkpoint holding it (a saver's `list` decodes a whole checkpoint before yielding it,
+so its caller learns the checkpoint's id only if the decode completes).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import ormsgpack
+from langgraph.checkpoint.serde import _msgpack as lg_msgpack
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+# `JsonPlusSerializer`'s msgpack extension codes (langgraph.checkpoint.serde.jsonplus).
+_CONSTRUCTED = (0, 1, 2, 4, 5)  # a class called with the stored arguments
+_METHOD = 3  # a class's method called with the stored argument (datetime, ...)
+_NUMPY_ARRAY = 6
+_DELTA_SNAPSHOT = 7
+ExtHook = Callable[[int, bytes], Any]
+
+
+class UnrestorableValueError(ValueError):
+    """A stored value that this environment cannot restore exactly."""
+
+
+def _unpack(data: bytes, hook: ExtHook) -> Any:
+    return ormsgpack.unpackb(data, ext_hook=hook, option=ormsgpack.OPT_NON_STR_KEYS)
+
+
+def _checked_hook(base: ExtHook, allowed: Any, failures: list[str], raises: bool) -> ExtHook:
+    """`base` (the serializer's own hook), after checking that it will rebuild the value
+    itself. A failure is recorded (ormsgpack replaces a hook's exception by its own), then
+    raised, or (not `raises`) the value decodes as `base` decodes it."""
+
+    def fail(reason: str) -> None:
+        failures.append(reason)
+        if raises:
+            raise UnrestorableValueError(reason)
+
+    def hook(code: int, data: bytes) -> Any:
+        if code == _DELTA_SNAPSHOT:
+            _unpack(data, hook)  # checks the values inside
+            return base(code, data)
+        if code == _NUMPY_ARRAY:
+            value = base(code, data)
+            if value is None:
+                fail("a numpy array (numpy cannot be imported here)")
+            return value
+        if code not in _CONSTRUCTED and code != _METHOD:
+            fail(f"a value of msgpack extension type {code}, which LangGraph does not write")
+            return base(code, data)
+        parts = _unpack(data, hook)  # checks the arguments first
+        module, name = str(parts[0]), str(parts[1])
+        if code == _METHOD:
+            if (module, name, parts[3]) not in lg_msgpack.SAFE_MSGPACK_METHODS:
+                fail(f"{module}.{name}.{parts[3]} (a method LangGraph does not call)")
+        elif (module, name) not in lg_msgpack.SAFE_MSGPACK_TYPES and not (
+            allowed is True or (allowed is not None and (module, name) in allowed)
+        ):
+            fail(f"{module}.{name} (not in the serializer's allowed_msgpack_modules)")
+        try:
+            cls = getattr(importlib.import_module(module), name)
+        except Exception as exc:
+            fail(f"{module}.{name} (cannot be imported here: {type(exc).__name__}: {exc})")
+            return base(code, data)
+        value = base(code, data)
+        if code != _METHOD and isinstance(cls, type) and not isinstance(value, cls):
+            fail(f"{module}.{name} (its stored arguments do not rebuild it here)")
+        return value
+
+    return hook
+
+
+class ExactSerializer(SerializerProtocol):
+    """`serde`, decoding only what it restores exactly (see the module's docstring)."""
+
+    def __init__(self, serde: SerializerProtocol, *, keep_stand_ins: bool = False) -> None:
+        self._failures: list[str] = []
+        self.keep_stand_ins = keep_stand_ins
+        self.serde = self._checking(serde)
+
+    def _checking(self, serde: SerializerProtocol) -> SerializerProtocol:
+        if isinstance(serde, ExactSerializer):
+            serde = serde.serde
+        if isinstance(serde, EncryptedSerializer):
+            return EncryptedSerializer(serde.cipher, self._checking(serde.serde))
+        if not isinstance(serde, JsonPlusSerializer):
+            return serde  # another serializer: what it decodes is taken as exact
+        checking = copy.copy(serde)
+        checking._unpack_ext_hook = _checked_hook(
+            serde._unpack_ext_hook,
+            serde._allowed_msgpack_modules,
+            self._failures,
+            raises=not self.keep_stand_ins,
+        )
+        return checking
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        return self.serde.dumps_typed(obj)
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        if not self.keep_stand_ins:
+            self._failures.clear()
+        try:
+            return self.serde.loads_typed(data)
+        except Exception as exc:
+            reason = self.take_failure()
+            if reason is not None:
+                raise UnrestorableValueError(reason) from exc
+            raise UnrestorableValueError(
+                f"its {data[0]!r} payload does not decode: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def take_failure(self) -> str | None:
+        """With `keep_stand_ins`: why a value decoded since the last call is a stand-in."""
+        reason = f"it holds {self._failures[0]}" if self._failures else None
+        self._failures.clear()
+        return reason
