@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.base import ERROR, INTERRUPT
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pymongo.errors import AutoReconnect
 
 from langgraph.checkpoint.mongo import migrate
@@ -540,6 +541,27 @@ async def test_an_application_type_that_cannot_be_imported_fails_its_thread_by_n
     copied = await call(saver, "get_tuple", config("shop", ""))
     assert copied.checkpoint["channel_values"]["order"] == shop.order(7)
     assert (await verify(backend, memory_source(memory), saver, thread_ids=["shop"])).ok
+
+
+async def test_a_type_strict_mode_blocks_is_never_imported(
+    backend: Backend, saver: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With an allow-list (LangGraph's strict mode), a type outside it fails its thread by
+    name, and its module is not imported: importing runs the module's code, which is what
+    strict mode exists to prevent for a database you do not fully control."""
+    shop = ShopTypes(tmp_path, monkeypatch)
+    memory, _ = shop_thread(shop)
+    monkeypatch.delitem(sys.modules, "shop_types")  # importable, not imported
+    memory.serde = JsonPlusSerializer(allowed_msgpack_modules=None)  # strict mode
+
+    report = await copy(backend, memory_source(memory), saver)
+    [thread] = report.threads
+    assert thread.status is ThreadStatus.FAILED
+    assert "shop_types.Order (not in the serializer's allowed_msgpack_modules)" in str(
+        thread.detail
+    )
+    assert "shop_types" not in sys.modules
+    assert await count(saver.checkpoint_collection, {"thread_id": "shop"}) == 0
 
 
 async def test_verify_compares_exactly_what_the_target_stores(

@@ -70,10 +70,12 @@ def _checked_hook(base: ExtHook, allowed: Any, failures: list[str], raises: bool
         if code == _METHOD:
             if (module, name, parts[3]) not in lg_msgpack.SAFE_MSGPACK_METHODS:
                 fail(f"{module}.{name}.{parts[3]} (a method LangGraph does not call)")
+                return base(code, data)  # never import what the serializer would not
         elif (module, name) not in lg_msgpack.SAFE_MSGPACK_TYPES and not (
             allowed is True or (allowed is not None and (module, name) in allowed)
         ):
             fail(f"{module}.{name} (not in the serializer's allowed_msgpack_modules)")
+            return base(code, data)  # never import what the allow-list blocks
         try:
             cls = getattr(importlib.import_module(module), name)
         except Exception as exc:
