@@ -135,8 +135,8 @@ async def test_a_delete_between_the_reads_of_delta_history_rereads(saver: Any) -
     first = await put(saver, thread, values={"a": "seed"})
     await call(saver, "put_writes", first, [("a", "w")], "t")
     second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
-    history = ops.delta_history(saver.codec, saver.join, second, ["a"])
-    deleted = iter([ops.delete_thread(saver.recent, thread)])
+    history = ops.delta_history(saver.storage, second, ["a"])
+    deleted = iter([ops.delete_thread(saver.storage, thread)])
     racing = _with_before_second(history, lambda: next(deleted, iter(())))
     assert await maybe_await(saver._run(racing)) == {"a": {"writes": []}}
 
@@ -148,7 +148,7 @@ def test_delta_history_gives_up_on_a_thread_that_keeps_changing() -> None:
         {"_id": checkpoint_key("t", "", "1"), "channel_values": [{"channel": "a"}]},
     ]
     saver = AsyncMongoDBSaver(AsyncMongoMockClient())
-    plan = ops.delta_history(saver.codec, saver.join, config("t", "", "2"), ["a"])
+    plan = ops.delta_history(saver.storage, config("t", "", "2"), ["a"])
 
     def drive() -> None:
         command: Command | None = next(plan)
@@ -170,8 +170,8 @@ async def test_stamps_never_move_back_on_a_retried_write(backend: Backend) -> No
         thread = new_thread()
         first = await put(ahead, thread, id=None)
         await call(ahead, "put_writes", first, [("a", 1), ("__error__", "e")], "t")
-        stamp = ahead.expiry.stamp()
-        behind.expiry.clock = lambda: ahead.expiry.clock() - timedelta(hours=2)
+        stamp = ahead.storage.expiry.stamp()
+        behind.storage.expiry.clock = lambda: ahead.storage.expiry.clock() - timedelta(hours=2)
         # The same checkpoint and writes again, from the lagging writer.
         tuple_ = await call(ahead, "get_tuple", first)
         await call(

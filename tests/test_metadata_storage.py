@@ -451,6 +451,7 @@ def test_the_core_checks_each_document_and_stops_after_the_limit() -> None:
 
     from langgraph.checkpoint.mongo import _operations as ops
     from langgraph.checkpoint.mongo._base import run_listing
+    from langgraph.checkpoint.mongo._channel_values import RecentValues
     from langgraph.checkpoint.mongo._codec import Codec
     from langgraph.checkpoint.mongo._documents import checkpoint_document
     from langgraph.checkpoint.mongo._keys import CheckpointRef
@@ -478,9 +479,8 @@ def test_the_core_checks_each_document_and_stops_after_the_limit() -> None:
         assert isinstance(request, ops.NextDocument)
         return next(request.cursor, None)
 
-    listing = ops.list_checkpoints(
-        codec, WritesJoin("writes"), None, filter={"tags": ["a"]}, before=None, limit=2
-    )
+    storage = ops.Storage(codec, WritesJoin("writes"), None, RecentValues())
+    listing = ops.list_checkpoints(storage, None, filter={"tags": ["a"]}, before=None, limit=2)
     found = list(run_listing(listing, answer))
     assert [t.metadata["tags"] for t in found] == [["a"], ["a"]]
     assert [t.checkpoint["id"] for t in found] == [

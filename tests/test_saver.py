@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import WRITES_IDX_MAP
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT
 
 from langgraph.checkpoint.mongo import _operations as ops
@@ -332,6 +334,27 @@ async def test_saver_survives_copy(saver: Any) -> None:
     assert (await call(clone, "get_tuple", stored)).config == stored
 
 
+@dataclasses.dataclass
+class AllowedPoint:
+    """A type the strict serializer of the allowlist test restores only once allowed."""
+
+    x: int
+
+
+async def test_with_allowlist_copy_decodes_with_its_own_serializer(backend: Backend) -> None:
+    """`with_allowlist` swaps `serde` on a shallow copy: that copy reads with the new
+    allowlist, the original keeps its own (LangGraph blocks a type not on it)."""
+    strict = JsonPlusSerializer(allowed_msgpack_modules=[("os", "PathLike")])
+    async with backend.saver(serde=strict) as saver:
+        stored = await put(saver, new_thread(), values={"p": AllowedPoint(1)})
+        allowed = saver.with_allowlist([(__name__, "AllowedPoint")])
+        assert allowed is not saver
+        restored = await call(allowed, "get_tuple", stored)
+        assert restored.checkpoint["channel_values"]["p"] == AllowedPoint(1)
+        blocked = await call(saver, "get_tuple", stored)
+        assert blocked.checkpoint["channel_values"]["p"] == {"x": 1}
+
+
 async def test_documents_of_the_official_saver_are_refused_by_name(saver: Any) -> None:
     # langgraph-checkpoint-mongodb uses the same default collection names.
     foreign = {
@@ -370,10 +393,8 @@ async def test_prune_keeps_a_checkpoint_written_while_it_runs(saver: Any) -> Non
     second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
     newer = checkpoint()
     parent = config(thread, "", second["configurable"]["checkpoint_id"])
-    write_newer = ops.put(
-        saver.codec, None, saver.recent, parent, newer, {"source": "loop", "step": 2}, {}
-    )
-    racing = _after_first_command(ops.prune(saver.recent, [thread], "keep_latest"), write_newer)
+    write_newer = ops.put(saver.storage, parent, newer, {"source": "loop", "step": 2}, {})
+    racing = _after_first_command(ops.prune(saver.storage, [thread], "keep_latest"), write_newer)
     await maybe_await(saver._run(racing))
     assert ids(await listed(saver, config(thread))) == [
         newer["id"],
@@ -452,7 +473,7 @@ async def test_delete_for_runs_skips_metadata_that_is_not_a_mapping(saver: Any, 
     foreign = await put(saver, thread, metadata={"run_id": "r"})
     await put(saver, thread, metadata={"run_id": "r"})  # deleted
     as_list = [{"run_id": "r"}]
-    stored = as_list if field == "metadata" else saver.codec.encode(as_list)
+    stored = as_list if field == "metadata" else saver.storage.codec.encode(as_list)
     await call_raw(
         saver.checkpoint_collection,
         "update_one",

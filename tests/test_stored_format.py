@@ -72,7 +72,7 @@ async def test_the_serialized_checkpoint_leaves_out_its_id_and_values(saver: Any
     cp = checkpoint({"a": [1, 2], "b": "x"})
     stored = await call(saver, "put", config(thread), cp, {}, cp["channel_versions"])
     doc, _ = await _stored(saver, thread)
-    blob = saver.codec.decode(doc["checkpoint"])
+    blob = saver.storage.codec.decode(doc["checkpoint"])
     assert "id" not in blob
     assert "channel_values" not in blob
     assert blob == {k: v for k, v in cp.items() if k not in ("id", "channel_values")}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import inspect
 import random
@@ -16,7 +17,6 @@ from collections.abc import (
 from datetime import timedelta
 from typing import Any, ClassVar, Generic, TypeVar
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from pymongo import MongoClient
@@ -167,7 +167,6 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         self.compression = check_compression(compression)
         ttl_delta = as_timedelta(ttl)
         self.ttl = ttl_delta
-        self.expiry = ThreadExpiry(ttl_delta) if ttl_delta is not None else None
         require_str(db_name, "db_name")
         require_str(checkpoint_collection_name, "checkpoint_collection_name")
         require_str(writes_collection_name, "writes_collection_name")
@@ -185,9 +184,14 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         self.writes_collection_name = writes_collection_name
         self.checkpoint_collection = self.db[checkpoint_collection_name]
         self.writes_collection = self.db[writes_collection_name]
-        self.join = WritesJoin(writes_collection_name, by_thread=targeted_joins)
-        # Shared with `with_allowlist` copies, like the collections.
-        self.recent = RecentValues()
+        # The join, expiry and cache are shared with `with_allowlist` copies, like the
+        # collections; the codec is each copy's own (see `with_allowlist`).
+        self.storage = ops.Storage(
+            codec=Codec(self.serde, self.compression),
+            join=WritesJoin(writes_collection_name, by_thread=targeted_joins),
+            expiry=ThreadExpiry(ttl_delta) if ttl_delta is not None else None,
+            recent=RecentValues(),
+        )
 
     @classmethod
     def from_conn_string(
@@ -296,28 +300,22 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             return self.writes_collection
         return self.db
 
-    @property
-    def codec(self) -> Codec:
-        # Built per call: `with_allowlist` swaps `serde` on a shallow copy of the saver.
-        return Codec(self.serde, self.compression)
-
-    def _listing(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        limit: int | None,
-    ) -> ops.Listing:
-        return ops.list_checkpoints(
-            self.codec, self.join, config, filter=filter, before=before, limit=limit
-        )
+    def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> Any:
+        """A shallow copy of the saver whose serializer also restores the types of
+        `extra_allowlist` (the base class swaps `serde` on the copy): its codec is built
+        on that serializer; collections, expiry and the value cache stay shared."""
+        clone = super().with_allowlist(extra_allowlist)
+        if clone is not self and isinstance(clone, MongoDBSaverBase):
+            codec = Codec(clone.serde, self.compression)
+            clone.storage = dataclasses.replace(self.storage, codec=codec)
+        return clone
 
     def _setup_plan(self, create_indexes: bool, skip_indexes: Collection[str]) -> Plan[None]:
         names = {
             Target.CHECKPOINTS: self.checkpoint_collection_name,
             Target.WRITES: self.writes_collection_name,
         }
-        return ops.setup(names, self.join, self.expiry, create_indexes, skip_indexes)
+        return ops.setup(self.storage, names, create_indexes, skip_indexes)
 
 
 # The keywords a PyMongo client takes, lower-cased as its own validation reads them: its

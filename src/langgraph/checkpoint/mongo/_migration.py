@@ -35,7 +35,6 @@ from langgraph.checkpoint.base import (
 
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo import _queries
-from langgraph.checkpoint.mongo._channel_values import RecentValues
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import (
@@ -53,7 +52,6 @@ from langgraph.checkpoint.mongo._schema import (
     StoredField,
     WriteDocument,
 )
-from langgraph.checkpoint.mongo._ttl import ThreadExpiry
 
 T = TypeVar("T")
 
@@ -240,14 +238,8 @@ class CopyOptions:
     on_thread: OnThread | None = None  # a finished thread's `ThreadCopy`
 
 
-@dataclass(frozen=True, slots=True)
-class TargetSaver:
-    """What the plans need of the target saver (no client: they do no I/O)."""
-
-    codec: Codec
-    join: _queries.WritesJoin
-    expiry: ThreadExpiry | None
-    recent: RecentValues
+# What the plans need of the target saver: its codec, join, expiry and cache.
+TargetSaver = ops.Storage
 
 
 # Source tuples -> our documents.
@@ -467,7 +459,7 @@ def copy_thread(
             else:
                 status = ThreadStatus.REPLACED
                 if not options.dry_run:
-                    yield from ops.delete_thread(target.recent, thread_id)
+                    yield from ops.delete_thread(target, thread_id)
         return (yield from _write_thread(target, thread_id, options, status))
     except _BadCheckpointError as bad:
         return ThreadCopy(thread_id, ThreadStatus.FAILED, detail=str(bad))
@@ -615,7 +607,7 @@ def verify_thread(
             differences.append(f"checkpoint {cid!r} (namespace {ns!r}): in the target only")
     theirs = yield ReadLatest(thread_id)
     root = CheckpointRef(thread_id, "", None).config()
-    ours = yield from ops.get_tuple(target.codec, target.join, target.recent, root)
+    ours = yield from ops.get_tuple(target, root)
     latest = [t.config["configurable"]["checkpoint_id"] if t else None for t in (theirs, ours)]
     if latest[0] != latest[1]:
         differences.append(

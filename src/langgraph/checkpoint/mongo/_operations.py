@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Generator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
 
@@ -74,10 +75,28 @@ T = TypeVar("T")
 logger = logging.getLogger("langgraph.checkpoint.mongo")
 
 
+@dataclass(frozen=True, slots=True)
+class Storage:
+    """What the plans need of a saver besides each call's arguments (no client: they do
+    no I/O). A saver builds it once; a `with_allowlist` copy gets one with its own codec.
+
+    Attributes:
+        codec: how values become stored bytes (the saver's serializer and compression).
+        join: how reads join each checkpoint with its pending writes.
+        expiry: the whole-thread expiry stamps; `None` when the saver has no `ttl`.
+        recent: the cache of channel values read or written lately, which a `put` of
+            the next checkpoint reuses instead of reading its parent.
+    """
+
+    codec: Codec
+    join: _queries.WritesJoin
+    expiry: ThreadExpiry | None
+    recent: RecentValues
+
+
 def setup(
+    storage: Storage,
     names: Mapping[Target, str],
-    join: _queries.WritesJoin,
-    expiry: ThreadExpiry | None,
     create_indexes: bool,
     skip_indexes: Collection[str],
 ) -> Plan[None]:
@@ -96,7 +115,7 @@ def setup(
     _refuse_foreign_checkpoints(names[Target.CHECKPOINTS], checkpoint_indexes)
     if not create_indexes:
         return
-    for target, index in _queries.indexes(join):
+    for target, index in _queries.indexes(storage.join):
         if index.document["name"] not in skip:
             yield from _create_index(names[target], target, index)
     if _queries.TTL_INDEX_NAME not in skip:
@@ -105,7 +124,7 @@ def setup(
                 indexes = checkpoint_indexes
             else:
                 indexes = yield Command(target, "index_information")
-            yield from _set_thread_ttl(names[target], target, expiry, indexes)
+            yield from _set_thread_ttl(names[target], target, storage.expiry, indexes)
 
 
 def _refuse_collation(collection: str, target: Target) -> Plan[None]:
@@ -227,9 +246,7 @@ def _parent_values(
 
 
 def put(
-    codec: Codec,
-    expiry: ThreadExpiry | None,
-    recent: RecentValues,
+    storage: Storage,
     config: RunnableConfig,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
@@ -241,6 +258,7 @@ def put(
     # so) is stored as `InMemorySaver` stores it: as its own parent, which every walk over
     # parent ids takes for the root of its chain (`_delta.parent_id`). Its "parent" values
     # are then its own earlier copy, if any, as `InMemorySaver`'s per-version blobs are.
+    codec, expiry, recent = storage.codec, storage.expiry, storage.recent
     parent = yield from _parent_values(codec, recent, ref, unchanged)
     stamp = expiry.stamp() if expiry else None
     doc = checkpoint_document(
@@ -256,16 +274,16 @@ def put(
 
 
 def put_writes(
-    codec: Codec,
-    expiry: ThreadExpiry | None,
+    storage: Storage,
     config: RunnableConfig,
     writes: Sequence[tuple[str, Any]],
     task_id: str,
     task_path: str,
 ) -> Plan[None]:
     ref = ref_from_config(config)
+    expiry = storage.expiry
     stamp = expiry.stamp() if expiry else None
-    documents = write_documents(codec, ref, writes, task_id, task_path, stamp)
+    documents = write_documents(storage.codec, ref, writes, task_id, task_path, stamp)
     if documents:
         # A regular write keeps its first stored value, a special one is replaced; a
         # retried write still keeps the thread alive (its stamp moves forward).
@@ -324,17 +342,17 @@ def _read_joined(
     return docs
 
 
-def get_tuple(
-    codec: Codec, join: _queries.WritesJoin, recent: RecentValues, config: RunnableConfig
-) -> Plan[CheckpointTuple | None]:
-    pipeline = _queries.get_tuple_pipeline(ref_from_config(config), join)
+def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
+    pipeline = _queries.get_tuple_pipeline(ref_from_config(config), storage.join)
     docs: list[JoinedCheckpoint] = yield from _read_joined(pipeline)
     if not docs:
         return None
-    found = checkpoint_tuple(codec, docs[0])
+    found = checkpoint_tuple(storage.codec, docs[0])
     # A graph's next `put` names this checkpoint as its parent: keep its stored values.
     versions = found.checkpoint.get("channel_versions", {})
-    recent.put(key_fields(docs[0][F.ID]), stored_values(docs[0][F.CHANNEL_VALUES], versions))
+    storage.recent.put(
+        key_fields(docs[0][F.ID]), stored_values(docs[0][F.CHANNEL_VALUES], versions)
+    )
     return found
 
 
@@ -399,8 +417,7 @@ class _ListedDocuments:
 
 
 def list_checkpoints(
-    codec: Codec,
-    join: _queries.WritesJoin,
+    storage: Storage,
     config: RunnableConfig | None,
     *,
     filter: dict[str, Any] | None,
@@ -432,7 +449,7 @@ def list_checkpoints(
         before_id=before_id,
         metadata_conditions=metadata.conditions,
         limit=limit if metadata.exact else None,
-        join=join,
+        join=storage.join,
     )
     documents = _ListedDocuments(pipeline)
     listed = 0
@@ -443,7 +460,7 @@ def list_checkpoints(
         doc = yield from documents.next(page_size)
         if doc is None:
             return
-        found = checkpoint_tuple(codec, doc)
+        found = checkpoint_tuple(storage.codec, doc)
         if metadata.exact or metadata.matches(found.metadata):
             yield found
             listed += 1
@@ -462,8 +479,7 @@ DELTA_READ_ATTEMPTS = 3
 
 
 def delta_history(
-    codec: Codec,
-    join: _queries.WritesJoin,
+    storage: Storage,
     config: RunnableConfig,
     channels: Sequence[str],
 ) -> Plan[dict[str, DeltaChannelHistory]]:
@@ -487,10 +503,10 @@ def delta_history(
         docs: list[HistoryDocument] = []
         if found.chain:
             seeds = found.seed_at.values()
-            pipeline = _queries.history_pipeline(ref, found.chain, seeds, wanted, join)
+            pipeline = _queries.history_pipeline(ref, found.chain, seeds, wanted, storage.join)
             docs = yield from _read_joined(pipeline, _queries.HISTORY_OPTIONS, wanted)
         if {doc[F.ID][F.CHECKPOINT_ID] for doc in docs} == set(found.chain):
-            return _delta.assemble(codec, found, docs, wanted)
+            return _delta.assemble(storage.codec, found, docs, wanted)
     raise ThreadChangedError(
         f"get_delta_channel_history: {where(ref.thread_id, ref.checkpoint_ns)} lost checkpoints "
         f"of the chain it was reading, {DELTA_READ_ATTEMPTS} times in a row (a concurrent "
@@ -498,16 +514,16 @@ def delta_history(
     )
 
 
-def delete_thread(recent: RecentValues, thread_id: str) -> Plan[None]:
+def delete_thread(storage: Storage, thread_id: str) -> Plan[None]:
     thread_id = require_str(thread_id, "thread_id")
-    recent.forget_threads([thread_id])
+    storage.recent.forget_threads([thread_id])
     # Checkpoints go first: if the second step fails, what is left are writes that no
     # checkpoint joins, never a checkpoint that silently lost its writes.
     yield Command(Target.CHECKPOINTS, "delete_many", (_queries.of_thread(thread_id),))
     yield Command(Target.WRITES, "delete_many", (_queries.of_thread(thread_id),))
 
 
-def delete_for_runs(codec: Codec, recent: RecentValues, run_ids: Sequence[str]) -> Plan[None]:
+def delete_for_runs(storage: Storage, run_ids: Sequence[str]) -> Plan[None]:
     """Delete the runs' checkpoints and writes, except ancestors that a surviving
     checkpoint of the thread still rebuilds its `DeltaChannel`s from."""
     runs = str_list(run_ids, "run_ids")
@@ -518,12 +534,12 @@ def delete_for_runs(codec: Codec, recent: RecentValues, run_ids: Sequence[str]) 
     )
     # The index narrows; the exact metadata decides, as Python compares it: an array
     # that contains a run id, or another type that prints like one, is not that run.
-    doomed = [doc[F.ID] for doc in found if _run_id(codec, doc) in runs]
+    doomed = [doc[F.ID] for doc in found if _run_id(storage.codec, doc) in runs]
     if not doomed:
         return
     threads = sorted({key[F.THREAD_ID] for key in doomed})
     lineage: list[LineageDocument] = yield _lineage(_queries.of_threads(threads))
-    recent.forget_threads(threads)
+    storage.recent.forget_threads(threads)
     yield from _delete_checkpoints(_delta.deletable(lineage, doomed))
 
 
@@ -554,9 +570,7 @@ def _run_id(codec: Codec, doc: MetadataDocument) -> str | None:
     return run_id if isinstance(run_id, str) else None
 
 
-def copy_thread(
-    expiry: ThreadExpiry | None, source_thread_id: str, target_thread_id: str
-) -> Plan[None]:
+def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) -> Plan[None]:
     source = require_str(source_thread_id, "source_thread_id")
     target = require_str(target_thread_id, "target_thread_id")
     checkpoints: list[CheckpointDocument] = yield Command(
@@ -568,6 +582,7 @@ def copy_thread(
     writes: list[WriteDocument] = yield Command(
         Target.WRITES, "find", (_queries.of_thread(source),)
     )
+    expiry = storage.expiry
     stamp = expiry.stamp() if expiry else None
     # Writes first: a copy that fails half way leaves no checkpoint without its writes,
     # and upserting by `_id` makes running the copy again converge. Only the writes of
@@ -588,7 +603,7 @@ def copy_thread(
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 
 
-def prune(recent: RecentValues, thread_ids: Sequence[str], strategy: str) -> Plan[None]:
+def prune(storage: Storage, thread_ids: Sequence[str], strategy: str) -> Plan[None]:
     threads = str_list(thread_ids, "thread_ids")
     if strategy == "delete_all":  # LangGraph's Agent Server's name for "delete"
         strategy = "delete"
@@ -599,7 +614,7 @@ def prune(recent: RecentValues, thread_ids: Sequence[str], strategy: str) -> Pla
         )
     if not threads:
         return
-    recent.forget_threads(threads)
+    storage.recent.forget_threads(threads)
     in_threads = _queries.of_threads(threads)
     if strategy == "delete":
         yield Command(Target.CHECKPOINTS, "delete_many", (in_threads,))

@@ -117,7 +117,7 @@ def _async_target(target: Any, name: str) -> AsyncMongoDBSaver | MongoDBSaver:
 
 
 def _plan_target(saver: AsyncMongoDBSaver | MongoDBSaver) -> TargetSaver:
-    return TargetSaver(saver.codec, saver.join, saver.expiry, saver.recent)
+    return saver.storage
 
 
 def _batch_size(value: Any) -> int:
