@@ -21,7 +21,7 @@ from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._commands import Command, Plan
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._keys import checkpoint_key
-from langgraph.checkpoint.mongo._schema import F
+from langgraph.checkpoint.mongo._schema import Field
 from langgraph.checkpoint.mongo.errors import ThreadChangedError
 from support.backends import Backend
 from support.helpers import call, config, ids, listed, new_thread, put
@@ -185,7 +185,7 @@ async def test_stamps_never_move_back_on_a_retried_write(backend: Backend) -> No
         await call(behind, "put_writes", first, [("a", 1), ("__error__", "e")], "t")
         for collection in (ahead.checkpoint_collection, ahead.writes_collection):
             for doc in await documents(collection, thread):
-                assert doc[F.TOUCHED_AT].replace(tzinfo=timezone.utc) == stamp, collection.name
+                assert doc[Field.TOUCHED_AT].replace(tzinfo=timezone.utc) == stamp, collection.name
 
 
 def test_sync_call_raises_when_the_loop_stops_before_running_it(

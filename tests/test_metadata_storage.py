@@ -351,7 +351,7 @@ async def test_a_users_index_on_a_metadata_key_serves_their_filter(
 ) -> None:
     """docs/stored-format.md's recipe: an index on `metadata.user_id` (with `list`'s sort)
     serves `list(None, filter={"user_id": ...})` across threads."""
-    from langgraph.checkpoint.mongo._schema import F
+    from langgraph.checkpoint.mongo._schema import Field
     from support.real_server import Plan
 
     async with Backend("async", MONGODB_URI).saver() as saver:
@@ -359,9 +359,9 @@ async def test_a_users_index_on_a_metadata_key_serves_their_filter(
             saver.checkpoint_collection.create_index(
                 [
                     ("metadata.user_id", 1),
-                    (F.ID_CHECKPOINT_ID, -1),
-                    (F.THREAD_ID, 1),
-                    (F.ID_CHECKPOINT_NS, 1),
+                    (Field.ID_CHECKPOINT_ID, -1),
+                    (Field.THREAD_ID, 1),
+                    (Field.ID_CHECKPOINT_NS, 1),
                 ],
                 name="metadata_user_id",
             )

@@ -13,7 +13,7 @@ import pytest
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
-from langgraph.checkpoint.mongo._schema import F
+from langgraph.checkpoint.mongo._schema import Field
 from support.backends import MONGODB_URI, Backend, CommandLog
 from support.helpers import call, config, listed, new_thread, put
 
@@ -59,9 +59,9 @@ async def two_writers(backend: Backend) -> AsyncIterator[tuple[Any, Any]]:
 async def stamps(saver: Any, thread: str) -> set[datetime]:
     found = set()
     for collection in (saver.checkpoint_collection, saver.writes_collection):
-        cursor = collection.find({"thread_id": thread}, {F.TOUCHED_AT: 1})
+        cursor = collection.find({"thread_id": thread}, {Field.TOUCHED_AT: 1})
         docs = await maybe_await(cursor.to_list(None))
-        found |= {doc.get(F.TOUCHED_AT) for doc in docs}
+        found |= {doc.get(Field.TOUCHED_AT) for doc in docs}
     return found
 
 
@@ -244,4 +244,4 @@ async def test_a_writer_with_a_lagging_clock_never_moves_a_thread_back(backend: 
         writes = await maybe_await(
             ahead.writes_collection.find({"thread_id": thread}).to_list(None)
         )
-        assert [w[F.TOUCHED_AT].replace(tzinfo=timezone.utc) for w in writes] == [later]
+        assert [w[Field.TOUCHED_AT].replace(tzinfo=timezone.utc) for w in writes] == [later]

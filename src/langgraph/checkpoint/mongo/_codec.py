@@ -19,7 +19,7 @@ import zstandard
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from langgraph.checkpoint.mongo._schema import F, StoredField, StoredValue
+from langgraph.checkpoint.mongo._schema import Field, StoredField, StoredValue
 
 Compression = Literal["zlib", "zstd"]
 COMPRESSIONS: tuple[Compression, ...] = ("zlib", "zstd")
@@ -41,7 +41,7 @@ MIN_COMPRESSED_SIZE = 1024
 # The serializer type a stored value does not name (`JsonPlusSerializer`'s usual one).
 IMPLIED_TYPE = "msgpack"
 # What `JsonPlusSerializer` makes of `None`, stored as null.
-_NULL: StoredValue = {F.DATA: b"", F.TYPE: "null"}
+_NULL: StoredValue = {Field.DATA: b"", Field.TYPE: "null"}
 
 
 def check_compression(compression: Any) -> Compression | None:
@@ -68,15 +68,15 @@ class Codec(NamedTuple):
         return self._stored(type_, data)
 
     def _stored(self, type_: str, data: bytes) -> StoredValue:
-        stored: StoredValue = {F.DATA: data}
+        stored: StoredValue = {Field.DATA: data}
         if type_ != IMPLIED_TYPE:
-            stored[F.TYPE] = type_
+            stored[Field.TYPE] = type_
         if self.compression is not None and len(data) >= MIN_COMPRESSED_SIZE:
             compressed = _COMPRESS[self.compression](data)
             # Encrypted or already-compressed bytes do not shrink: keep them as they are.
             if len(compressed) < len(data):
-                stored[F.DATA] = compressed
-                stored[F.COMPRESSION] = self.compression
+                stored[Field.DATA] = compressed
+                stored[Field.COMPRESSION] = self.compression
         return stored
 
     def encode_field(self, value: Any) -> StoredField:
@@ -87,15 +87,15 @@ class Codec(NamedTuple):
         stored = self._stored(type_, data)
         if stored == _NULL:
             return None
-        return stored[F.DATA] if stored.keys() == {F.DATA} else stored
+        return stored[Field.DATA] if stored.keys() == {Field.DATA} else stored
 
     def decode(self, stored: StoredField) -> Any:
         if stored is None:
             stored = _NULL
         if isinstance(stored, bytes):
             return self.serde.loads_typed((IMPLIED_TYPE, stored))
-        data = bytes(stored[F.DATA])
-        compression = stored.get(F.COMPRESSION)
+        data = bytes(stored[Field.DATA])
+        compression = stored.get(Field.COMPRESSION)
         if compression is not None:
             if compression not in _DECOMPRESS:
                 raise ValueError(
@@ -103,4 +103,4 @@ class Codec(NamedTuple):
                     "langgraph-checkpoint-mongo cannot read"
                 )
             data = _DECOMPRESS[compression](data)
-        return self.serde.loads_typed((stored.get(F.TYPE, IMPLIED_TYPE), data))
+        return self.serde.loads_typed((stored.get(Field.TYPE, IMPLIED_TYPE), data))

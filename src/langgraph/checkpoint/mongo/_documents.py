@@ -34,7 +34,7 @@ from langgraph.checkpoint.mongo._keys import (
     checkpoint_key,
     key_fields,
     require_str,
-    shown,
+    short_repr,
     write_key,
 )
 from langgraph.checkpoint.mongo._metadata import (
@@ -47,7 +47,7 @@ from langgraph.checkpoint.mongo._metadata import (
 from langgraph.checkpoint.mongo._queries import upsert_filter
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
-    F,
+    Field,
     JoinedCheckpoint,
     WriteDocument,
 )
@@ -71,8 +71,8 @@ def _payload_size(stored: Any) -> int:
         return 0
     if isinstance(stored, bytes):
         return len(stored)
-    if isinstance(stored, Mapping) and F.DATA in stored:
-        return len(stored[F.DATA])
+    if isinstance(stored, Mapping) and Field.DATA in stored:
+        return len(stored[Field.DATA])
     return 0
 
 
@@ -81,8 +81,8 @@ def _emptied(stored: Any) -> Any:
     their length."""
     if isinstance(stored, bytes):
         return b""
-    if isinstance(stored, Mapping) and F.DATA in stored:
-        return {**stored, F.DATA: b""}
+    if isinstance(stored, Mapping) and Field.DATA in stored:
+        return {**stored, Field.DATA: b""}
     return stored
 
 
@@ -94,18 +94,18 @@ _COUNT_PAYLOADS_FROM = 64 * 1024
 def bson_size(doc: Mapping[str, Any]) -> int:
     """`len(bson.encode(doc))`, without encoding large serialized values: a large state is
     counted by length instead of being copied a second time (the driver encodes it once)."""
-    entries = doc.get(F.CHANNEL_VALUES) or ()
-    payload = _payload_size(doc.get(F.CHECKPOINT)) + _payload_size(doc.get(F.VALUE))
+    entries = doc.get(Field.CHANNEL_VALUES) or ()
+    payload = _payload_size(doc.get(Field.CHECKPOINT)) + _payload_size(doc.get(Field.VALUE))
     for entry in entries:
-        payload += len(entry[F.DATA])
+        payload += len(entry[Field.DATA])
     if payload < _COUNT_PAYLOADS_FROM:
         return len(bson.encode(doc))
-    light = {**doc, F.CHANNEL_VALUES: [_emptied(entry) for entry in entries]}
-    for field in (F.CHECKPOINT, F.VALUE):
+    light = {**doc, Field.CHANNEL_VALUES: [_emptied(entry) for entry in entries]}
+    for field in (Field.CHECKPOINT, Field.VALUE):
         if field in doc:
             light[field] = _emptied(doc[field])
-    if F.CHANNEL_VALUES not in doc:
-        del light[F.CHANNEL_VALUES]
+    if Field.CHANNEL_VALUES not in doc:
+        del light[Field.CHANNEL_VALUES]
     return len(bson.encode(light)) + payload
 
 
@@ -149,7 +149,7 @@ def _encoded(
             try:
                 codec.encode(part)
             except (TypeError, ValueError):
-                label = f"{name}[{shown(key)}]"
+                label = f"{name}[{short_repr(key)}]"
                 break
         error = TypeError if isinstance(exc, TypeError) else ValueError
         raise error(f"{label} cannot be serialized: {exc}; nothing was written") from exc
@@ -159,7 +159,7 @@ def _require_mapping(value: Any, what: str) -> Mapping[str, Any]:
     if type(value) is dict:  # the usual case, answered before the ABC check
         return value
     if not isinstance(value, Mapping):
-        raise TypeError(f"{what} must be a dict, got {type(value).__name__}: {shown(value)}")
+        raise TypeError(f"{what} must be a dict, got {type(value).__name__}: {short_repr(value)}")
     return value
 
 
@@ -238,16 +238,16 @@ def checkpoint_document(
         new_versions,
         parent,
         lambda value, channel: _encoded(
-            codec, value, lambda: f"checkpoint['channel_values'][{shown(channel)}]"
+            codec, value, lambda: f"checkpoint['channel_values'][{short_repr(channel)}]"
         ),
     )
     doc: CheckpointDocument = {
-        F.ID: checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
-        F.THREAD_ID: ref.thread_id,
-        F.PARENT_CHECKPOINT_ID: ref.checkpoint_id,
-        F.CHECKPOINT: _encoded(codec, _blob(checkpoint), lambda: "checkpoint", field=True),
-        F.CHANNEL_VALUES: list(values.values()),
-        F.METADATA: readable,
+        Field.ID: checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
+        Field.THREAD_ID: ref.thread_id,
+        Field.PARENT_CHECKPOINT_ID: ref.checkpoint_id,
+        Field.CHECKPOINT: _encoded(codec, _blob(checkpoint), lambda: "checkpoint", field=True),
+        Field.CHANNEL_VALUES: list(values.values()),
+        Field.METADATA: readable,
     }
     replayed = _replayed_channels(full_metadata)
     readable_counters = readable.get(DELTA_COUNTERS) if isinstance(readable, Mapping) else None
@@ -255,11 +255,11 @@ def checkpoint_document(
         isinstance(readable_counters, Mapping) and sorted(readable_counters) == replayed
     ):
         # Only where the readable counters do not name them (see `_delta.replayed`).
-        doc[F.REPLAYED_CHANNELS] = replayed
+        doc[Field.REPLAYED_CHANNELS] = replayed
     if serialized_metadata is not None:
-        doc[F.SERIALIZED_METADATA] = serialized_metadata
+        doc[Field.SERIALIZED_METADATA] = serialized_metadata
     if touched_at is not None:
-        doc[F.TOUCHED_AT] = touched_at
+        doc[Field.TOUCHED_AT] = touched_at
     stored_as = CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id)
     return _within_size_limit(doc, lambda: "Checkpoint", stored_as)
 
@@ -300,20 +300,20 @@ def write_documents(
             and (isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence))
         ) or len(pair) != 2:
             raise TypeError(
-                f"writes[{position}] must be a (channel, value) pair, got {shown(pair)}"
+                f"writes[{position}] must be a (channel, value) pair, got {short_repr(pair)}"
             )
         channel, value = pair
         require_str(channel, f"writes[{position}] channel")
         idx = WRITES_IDX_MAP.get(channel, position)
         document: WriteDocument = {
-            F.ID: write_key(join_key, task_id, idx),
-            F.THREAD_ID: ref.thread_id,
-            F.TASK_PATH: task_path,
-            F.CHANNEL: channel,
-            F.VALUE: _encoded(codec, value, _write_label(position, channel), field=True),
+            Field.ID: write_key(join_key, task_id, idx),
+            Field.THREAD_ID: ref.thread_id,
+            Field.TASK_PATH: task_path,
+            Field.CHANNEL: channel,
+            Field.VALUE: _encoded(codec, value, _write_label(position, channel), field=True),
         }
         if touched_at is not None:
-            document[F.TOUCHED_AT] = touched_at
+            document[Field.TOUCHED_AT] = touched_at
         what = _write_label(position, channel, task_id)
         documents.append((idx < 0, _within_size_limit(document, what, ref)))
     return documents
@@ -322,29 +322,34 @@ def write_documents(
 def _write_label(position: int, channel: str, task_id: str | None = None) -> Label:
     """A write's value (without `task_id`) or whole document (with it) in an error."""
     if task_id is None:
-        return lambda: f"writes[{position}] value (channel {shown(channel)})"
-    return lambda: f"Write {position} (channel {shown(channel)}, task {shown(task_id)})"
+        return lambda: f"writes[{position}] value (channel {short_repr(channel)})"
+    return lambda: f"Write {position} (channel {short_repr(channel)}, task {short_repr(task_id)})"
 
 
 def pending_writes(codec: Codec, docs: Iterable[WriteDocument]) -> list[PendingWrite]:
     """A checkpoint's writes in LangGraph's order (`task_id` and `idx` are in `_id`)."""
     ordered = sorted(
         docs,
-        key=lambda d: writes_sort_key(d[F.TASK_PATH], d[F.ID][F.TASK_ID], d[F.ID][F.IDX]),
+        key=lambda d: writes_sort_key(
+            d[Field.TASK_PATH], d[Field.ID][Field.TASK_ID], d[Field.ID][Field.IDX]
+        ),
     )
-    return [(d[F.ID][F.TASK_ID], d[F.CHANNEL], codec.decode(d[F.VALUE])) for d in ordered]
+    return [
+        (d[Field.ID][Field.TASK_ID], d[Field.CHANNEL], codec.decode(d[Field.VALUE]))
+        for d in ordered
+    ]
 
 
-def _ours(doc: D) -> D:
+def written_by_us(doc: D) -> D:
     """Refuse, by name, a document this package did not write.
 
     `langgraph-checkpoint-mongodb` uses the same default collection names, with
     `checkpoint` as raw bytes beside a top-level `type`, and no `channel_values`.
     """
-    if F.TYPE not in doc and F.CHANNEL_VALUES in doc:
+    if Field.TYPE not in doc and Field.CHANNEL_VALUES in doc:
         return doc
     raise ValueError(
-        f"checkpoint document {shown(doc.get(F.ID))} was not written by "
+        f"checkpoint document {short_repr(doc.get(Field.ID))} was not written by "
         "langgraph-checkpoint-mongo"
         + (" (it looks like langgraph-checkpoint-mongodb's format)" if "type" in doc else "")
         + ": give this saver its own collections (checkpoint_collection_name=..., "
@@ -355,22 +360,22 @@ def _ours(doc: D) -> D:
 
 def stored_metadata(codec: Codec, doc: Mapping[str, Any]) -> Any:
     """The metadata `get_tuple` returns, from whichever copy a document keeps exactly."""
-    if F.SERIALIZED_METADATA in doc:
-        return codec.decode(doc[F.SERIALIZED_METADATA])
-    return from_readable(doc[F.METADATA])
+    if Field.SERIALIZED_METADATA in doc:
+        return codec.decode(doc[Field.SERIALIZED_METADATA])
+    return from_readable(doc[Field.METADATA])
 
 
 def checkpoint_tuple(codec: Codec, doc: JoinedCheckpoint) -> CheckpointTuple:
     """A checkpoint document (with its joined writes) as the tuple LangGraph reads."""
-    doc = _ours(doc)
-    thread_id, checkpoint_ns, checkpoint_id = key_fields(doc[F.ID])
-    parent_id = doc.get(F.PARENT_CHECKPOINT_ID)
+    doc = written_by_us(doc)
+    thread_id, checkpoint_ns, checkpoint_id = key_fields(doc[Field.ID])
+    parent_id = doc.get(Field.PARENT_CHECKPOINT_ID)
     checkpoint = cast(
         Checkpoint,
         {
-            **codec.decode(doc[F.CHECKPOINT]),
+            **codec.decode(doc[Field.CHECKPOINT]),
             "id": checkpoint_id,
-            "channel_values": decode_channel_values(codec, doc[F.CHANNEL_VALUES]),
+            "channel_values": decode_channel_values(codec, doc[Field.CHANNEL_VALUES]),
         },
     )
     return CheckpointTuple(
@@ -380,7 +385,7 @@ def checkpoint_tuple(codec: Codec, doc: JoinedCheckpoint) -> CheckpointTuple:
         parent_config=(
             CheckpointRef(thread_id, checkpoint_ns, parent_id).config() if parent_id else None
         ),
-        pending_writes=pending_writes(codec, doc.get(F.JOINED_WRITES, ())),
+        pending_writes=pending_writes(codec, doc.get(Field.JOINED_WRITES, ())),
     )
 
 
@@ -390,23 +395,27 @@ def moved_checkpoint(
     """A copy of a checkpoint document that belongs to another thread, ids kept."""
     moved: CheckpointDocument = {
         **doc,
-        F.ID: checkpoint_key(thread_id, doc[F.ID][F.CHECKPOINT_NS], doc[F.ID][F.CHECKPOINT_ID]),
-        F.THREAD_ID: thread_id,
+        Field.ID: checkpoint_key(
+            thread_id, doc[Field.ID][Field.CHECKPOINT_NS], doc[Field.ID][Field.CHECKPOINT_ID]
+        ),
+        Field.THREAD_ID: thread_id,
     }
     if touched_at is not None:
-        moved[F.TOUCHED_AT] = touched_at
+        moved[Field.TOUCHED_AT] = touched_at
     return moved
 
 
 def moved_write(doc: WriteDocument, thread_id: str, touched_at: datetime | None) -> WriteDocument:
     """A copy of a pending-write document that belongs to another thread."""
-    key, checkpoint = doc[F.ID], doc[F.ID][F.CHECKPOINT]
-    moved_key = checkpoint_key(thread_id, checkpoint[F.CHECKPOINT_NS], checkpoint[F.CHECKPOINT_ID])
+    key, checkpoint = doc[Field.ID], doc[Field.ID][Field.CHECKPOINT]
+    moved_key = checkpoint_key(
+        thread_id, checkpoint[Field.CHECKPOINT_NS], checkpoint[Field.CHECKPOINT_ID]
+    )
     moved: WriteDocument = {
         **doc,
-        F.ID: write_key(moved_key, key[F.TASK_ID], key[F.IDX]),
-        F.THREAD_ID: thread_id,
+        Field.ID: write_key(moved_key, key[Field.TASK_ID], key[Field.IDX]),
+        Field.THREAD_ID: thread_id,
     }
     if touched_at is not None:
-        moved[F.TOUCHED_AT] = touched_at
+        moved[Field.TOUCHED_AT] = touched_at
     return moved

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from langchain_core.runnables import RunnableConfig
 
-from langgraph.checkpoint.mongo._schema import CheckpointKey, F, WriteKey
+from langgraph.checkpoint.mongo._schema import CheckpointKey, Field, WriteKey
 
 
 class CheckpointRef(NamedTuple):
@@ -42,18 +42,18 @@ class CheckpointRef(NamedTuple):
 # MongoDB's 16 MiB limit, so the limit is met with this error and not the driver's.
 MAX_ID_BYTES = 64 * 1024
 
-_SHOWN = reprlib.Repr()
-_SHOWN.maxstring = _SHOWN.maxother = 80
+_SHORT_REPR = reprlib.Repr()
+_SHORT_REPR.maxstring = _SHORT_REPR.maxother = 80
 
 
-def shown(value: Any) -> str:
+def short_repr(value: Any) -> str:
     """`repr(value)`, cut to a readable length: error messages may quote hostile input."""
-    return _SHOWN.repr(value)
+    return _SHORT_REPR.repr(value)
 
 
-def where(thread_id: str, checkpoint_ns: str) -> str:
+def namespace_label(thread_id: str, checkpoint_ns: str) -> str:
     """A thread's namespace, as error messages name it."""
-    return f"thread {shown(thread_id)}, namespace {shown(checkpoint_ns)}"
+    return f"thread {short_repr(thread_id)}, namespace {short_repr(checkpoint_ns)}"
 
 
 def require_str(value: Any, what: str, field: str = "") -> str:
@@ -66,18 +66,18 @@ def require_str(value: Any, what: str, field: str = "") -> str:
         return value
     what += field
     if not isinstance(value, str):
-        raise TypeError(f"{what} must be a str, got {type(value).__name__}: {shown(value)}")
+        raise TypeError(f"{what} must be a str, got {type(value).__name__}: {short_repr(value)}")
     try:
         size = len(value.encode("utf-8"))
     except UnicodeEncodeError as exc:
         raise ValueError(
             f"{what} is not valid Unicode text (a lone surrogate {value[exc.start]!r} at "
-            f"index {exc.start}, as json.loads('\"\\ud800\"') yields): {shown(value)}"
+            f"index {exc.start}, as json.loads('\"\\ud800\"') yields): {short_repr(value)}"
         ) from None
     if size > MAX_ID_BYTES:
         raise ValueError(
             f"{what} is {size} bytes long in UTF-8, over the limit of {MAX_ID_BYTES}: "
-            f"{shown(value)}"
+            f"{short_repr(value)}"
         )
     return value
 
@@ -150,14 +150,18 @@ KeyFields = tuple[str, str, str]
 
 def checkpoint_key(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> CheckpointKey:
     """`_id` of a checkpoint document, and the key its writes join on."""
-    return {F.THREAD_ID: thread_id, F.CHECKPOINT_NS: checkpoint_ns, F.CHECKPOINT_ID: checkpoint_id}
+    return {
+        Field.THREAD_ID: thread_id,
+        Field.CHECKPOINT_NS: checkpoint_ns,
+        Field.CHECKPOINT_ID: checkpoint_id,
+    }
 
 
 def key_fields(key: CheckpointKey) -> KeyFields:
     """A checkpoint key as a hashable tuple, whatever the field order it came back in."""
-    return key[F.THREAD_ID], key[F.CHECKPOINT_NS], key[F.CHECKPOINT_ID]
+    return key[Field.THREAD_ID], key[Field.CHECKPOINT_NS], key[Field.CHECKPOINT_ID]
 
 
 def write_key(checkpoint: CheckpointKey, task_id: str, idx: int) -> WriteKey:
     """`_id` of a pending-write document; `checkpoint` comes from `checkpoint_key`."""
-    return {F.CHECKPOINT: checkpoint, F.TASK_ID: task_id, F.IDX: idx}
+    return {Field.CHECKPOINT: checkpoint, Field.TASK_ID: task_id, Field.IDX: idx}

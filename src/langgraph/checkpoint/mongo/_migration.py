@@ -38,17 +38,17 @@ from langgraph.checkpoint.mongo import _queries
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import (
-    _ours,
     checkpoint_document,
     checkpoint_tuple,
     stored_metadata,
     write_documents,
+    written_by_us,
 )
 from langgraph.checkpoint.mongo._keys import CheckpointRef, checkpoint_key, key_fields
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
     CheckpointKey,
-    F,
+    Field,
     StoredField,
     WriteDocument,
 )
@@ -295,7 +295,7 @@ def documents(
     return checkpoint, [_write_document(codec, ref, w, stamp) for w in item.writes]
 
 
-def _where(item: SourceCheckpoint) -> str:
+def _checkpoint_label(item: SourceCheckpoint) -> str:
     configurable = item.tuple.config["configurable"]
     return (
         f"checkpoint {configurable.get('checkpoint_id')!r} "
@@ -307,7 +307,7 @@ class _BadCheckpointError(Exception):
     """A source checkpoint that cannot become our documents (the cause is chained)."""
 
 
-def _built(
+def _target_documents(
     codec: Codec, thread_id: str, batch: list[SourceCheckpoint], stamp: datetime | None
 ) -> list[tuple[CheckpointDocument, list[WriteDocument]]]:
     built = []
@@ -315,14 +315,16 @@ def _built(
         try:
             built.append(documents(codec, thread_id, item, stamp))
         except (TypeError, ValueError) as exc:
-            raise _BadCheckpointError(f"{_where(item)}: {exc}") from exc
+            raise _BadCheckpointError(f"{_checkpoint_label(item)}: {exc}") from exc
     return built
 
 
 # What the target already holds of a thread.
 
 
-def _stored(thread_id: str, keys: list[CheckpointKey]) -> Plan[tuple[list[Any], list[Any]]]:
+def _stored_documents(
+    thread_id: str, keys: list[CheckpointKey]
+) -> Plan[tuple[list[Any], list[Any]]]:
     """The target's documents of these checkpoints and every write stored for them (also
     writes whose checkpoint is not there yet: an interrupted copy leaves those)."""
     checkpoints = yield Command(
@@ -335,7 +337,7 @@ def _stored(thread_id: str, keys: list[CheckpointKey]) -> Plan[tuple[list[Any], 
 
 
 def _write_fields(key: Any) -> tuple[str, str, str, str, int]:
-    return (*key_fields(key[F.CHECKPOINT]), key[F.TASK_ID], key[F.IDX])
+    return (*key_fields(key[Field.CHECKPOINT]), key[Field.TASK_ID], key[Field.IDX])
 
 
 def _same_value(codec: Codec, stored: StoredField, built: StoredField) -> bool:
@@ -346,7 +348,7 @@ def _same_value(codec: Codec, stored: StoredField, built: StoredField) -> bool:
 
 def _same_metadata(codec: Codec, stored: Any, built: CheckpointDocument) -> bool:
     """The same stored copies (a NaN included), or metadata that decode equal."""
-    copies = (F.METADATA, F.SERIALIZED_METADATA)
+    copies = (Field.METADATA, Field.SERIALIZED_METADATA)
     if all(bson.encode({k: stored.get(k)}) == bson.encode({k: built.get(k)}) for k in copies):
         return True
     return bool(stored_metadata(codec, stored) == stored_metadata(codec, built))
@@ -354,8 +356,8 @@ def _same_metadata(codec: Codec, stored: Any, built: CheckpointDocument) -> bool
 
 def _values_differ(codec: Codec, stored: Any, built: Any) -> bool:
     """Channel entries differ in channels or values (their versions are in the checkpoint)."""
-    old = {entry[F.CHANNEL]: entry for entry in stored or ()}
-    new = {entry[F.CHANNEL]: entry for entry in built}
+    old = {entry[Field.CHANNEL]: entry for entry in stored or ()}
+    new = {entry[Field.CHANNEL]: entry for entry in built}
     return old.keys() != new.keys() or any(not _same_value(codec, old[c], new[c]) for c in new)
 
 
@@ -363,7 +365,7 @@ def _checkpoint_differs(codec: Codec, stored: Any, built: CheckpointDocument) ->
     return (
         stored.get("parent_checkpoint_id") != built["parent_checkpoint_id"]
         or not _same_value(codec, stored["checkpoint"], built["checkpoint"])
-        or _values_differ(codec, stored.get(F.CHANNEL_VALUES), built[F.CHANNEL_VALUES])
+        or _values_differ(codec, stored.get(Field.CHANNEL_VALUES), built[Field.CHANNEL_VALUES])
         or not _same_metadata(codec, stored, built)
     )
 
@@ -393,8 +395,10 @@ def _compare(
     from_start = True
     while batch := (yield ReadCheckpoints(thread_id, batch_size, from_start)):
         from_start = False
-        built = _built(codec, thread_id, batch, None)
-        checkpoints, writes = yield from _stored(thread_id, [cp["_id"] for cp, _ in built])
+        built = _target_documents(codec, thread_id, batch, None)
+        checkpoints, writes = yield from _stored_documents(
+            thread_id, [cp["_id"] for cp, _ in built]
+        )
         stored = {key_fields(doc["_id"]): doc for doc in checkpoints}
         stored_writes = {_write_fields(doc["_id"]): doc for doc in writes}
         for item, (checkpoint, write_docs) in zip(batch, built, strict=True):
@@ -402,8 +406,8 @@ def _compare(
             built_count[1] += len(write_docs)
             old = stored.get(key_fields(checkpoint["_id"]))
             if old is not None:
-                if _checkpoint_differs(codec, _ours(old), checkpoint):
-                    return _Comparison(f"{_where(item)} differs in the target")
+                if _checkpoint_differs(codec, written_by_us(old), checkpoint):
+                    return _Comparison(f"{_checkpoint_label(item)} differs in the target")
                 matched[0] += 1
             for write in write_docs:
                 old = stored_writes.get(_write_fields(write["_id"]))
@@ -411,16 +415,17 @@ def _compare(
                     if _write_differs(codec, old, write):
                         return _Comparison(
                             f"a pending write of task {write['_id']['task_id']!r} (channel "
-                            f"{write['channel']!r}) of {_where(item)} differs in the target"
+                            f"{write['channel']!r}) of {_checkpoint_label(item)} differs in the "
+                            "target"
                         )
                     matched[1] += 1
     extra = (held[0] - matched[0], held[1] - matched[1])
     if extra[0]:
         # Documents another package wrote (the official saver shares our default names)
         # stop the copy with a message that says so.
-        foreign = {"thread_id": thread_id, F.CHANNEL_VALUES: {"$exists": False}}
+        foreign = {"thread_id": thread_id, Field.CHANNEL_VALUES: {"$exists": False}}
         for doc in (yield Command(Target.CHECKPOINTS, "find", (foreign,), {"limit": 1})):
-            _ours(doc)
+            written_by_us(doc)
     if extra != (0, 0):
         return _Comparison(
             f"the target holds {extra[0]} checkpoint(s) and {extra[1]} pending write(s) of "
@@ -432,7 +437,7 @@ def _compare(
 # Copying.
 
 
-def _held(thread_id: str) -> Plan[tuple[int, int]]:
+def _thread_document_counts(thread_id: str) -> Plan[tuple[int, int]]:
     """How many checkpoint and write documents of the thread the target holds."""
     query = {"thread_id": thread_id}
     checkpoints = yield Command(Target.CHECKPOINTS, "count_documents", (query,))
@@ -443,7 +448,7 @@ def _held(thread_id: str) -> Plan[tuple[int, int]]:
 def copy_thread(
     target: TargetSaver, thread_id: str, options: CopyOptions
 ) -> MigrationPlan[ThreadCopy]:
-    held = yield from _held(thread_id)
+    held = yield from _thread_document_counts(thread_id)
     status = ThreadStatus.COPIED
     try:
         if held != (0, 0):
@@ -474,7 +479,7 @@ def _write_thread(
     from_start = True
     while batch := (yield ReadCheckpoints(thread_id, options.batch_size, from_start)):
         from_start = False
-        built = _built(target.codec, thread_id, batch, stamp)
+        built = _target_documents(target.codec, thread_id, batch, stamp)
         write_docs = [doc for _, docs in built for doc in docs]
         if not options.dry_run:
             # The writes first: a copy stopped in between leaves writes that no checkpoint
@@ -518,14 +523,14 @@ MAX_DIFFERENCES = 20
 def _target_tuples(
     codec: Codec, thread_id: str, keys: list[CheckpointKey]
 ) -> Plan[dict[tuple[str, str, str], CheckpointTuple]]:
-    checkpoints, writes = yield from _stored(thread_id, keys)
+    checkpoints, writes = yield from _stored_documents(thread_id, keys)
     joined: dict[tuple[str, str, str], list[Any]] = {}
     for write in writes:
-        joined.setdefault(key_fields(write[F.ID][F.CHECKPOINT]), []).append(write)
+        joined.setdefault(key_fields(write[Field.ID][Field.CHECKPOINT]), []).append(write)
     found = {}
     for doc in checkpoints:
         key = key_fields(doc["_id"])
-        with_writes: Any = {**doc, F.JOINED_WRITES: joined.get(key, [])}
+        with_writes: Any = {**doc, Field.JOINED_WRITES: joined.get(key, [])}
         found[key] = checkpoint_tuple(codec, with_writes)
     return found
 
@@ -602,7 +607,7 @@ def verify_thread(
                 differences += tuple_differences(where, item.tuple, ours)
     held = yield Command(Target.CHECKPOINTS, "find", _queries.keys_of_thread(thread_id))
     for doc in held:
-        _, ns, cid = key_fields(doc[F.ID])
+        _, ns, cid = key_fields(doc[Field.ID])
         if (ns, cid) not in seen:
             differences.append(f"checkpoint {cid!r} (namespace {ns!r}): in the target only")
     theirs = yield ReadLatest(thread_id)

@@ -49,17 +49,17 @@ from langgraph.checkpoint.mongo._keys import (
     checkpoint_key,
     key_fields,
     list_scope,
+    namespace_label,
     ref_from_config,
     require_str,
-    shown,
+    short_repr,
     str_list,
-    where,
 )
 from langgraph.checkpoint.mongo._metadata import metadata_filter
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
     CheckpointKey,
-    F,
+    Field,
     HistoryDocument,
     Joined,
     JoinedCheckpoint,
@@ -179,7 +179,7 @@ def _set_thread_ttl(
     if existing is not None and not _queries.is_thread_ttl(existing):
         raise ValueError(
             f"collection {collection!r} has an index named {name!r} on "
-            f"{existing.get('key')}, not on {F.TOUCHED_AT!r}: drop or rename it, or call "
+            f"{existing.get('key')}, not on {Field.TOUCHED_AT!r}: drop or rename it, or call "
             f"setup(skip_indexes={{{name!r}}})"
         )
     if expiry is None:
@@ -239,8 +239,8 @@ def _parent_values(
         docs = yield Command(Target.CHECKPOINTS, "find", _queries.channel_values_of(key))
         if not docs:
             return None
-        versions = codec.decode(docs[0][F.CHECKPOINT]).get("channel_versions", {})
-        values = stored_values(docs[0][F.CHANNEL_VALUES], versions)
+        versions = codec.decode(docs[0][Field.CHECKPOINT]).get("channel_versions", {})
+        values = stored_values(docs[0][Field.CHANNEL_VALUES], versions)
         recent.put(key_fields(key), values)
     return values
 
@@ -266,7 +266,7 @@ def put(
     )
     # The versions the document was built with, copied before the command: the caller's
     # dict may change while it runs.
-    stored = stored_values(doc[F.CHANNEL_VALUES], checkpoint.get("channel_versions", {}))
+    stored = stored_values(doc[Field.CHANNEL_VALUES], checkpoint.get("channel_versions", {}))
     yield Command(Target.CHECKPOINTS, "update_one", _queries.upsert(doc), _queries.UPSERT)
     recent.put((ref.thread_id, ref.checkpoint_ns, checkpoint_id), stored)
     yield from _touch_thread(expiry, ref.thread_id, stamp)
@@ -314,13 +314,13 @@ def _read_apart(
     trips instead of one, for checkpoints too large to return with their writes."""
     docs: list[Joined] = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
     if docs:
-        query = _queries.writes_of([d[F.ID] for d in docs], channels)
+        query = _queries.writes_of([d[Field.ID] for d in docs], channels)
         writes: list[WriteDocument] = yield Command(Target.WRITES, "find", (query,))
         joined: dict[KeyFields, list[WriteDocument]] = {}
         for write in writes:
-            joined.setdefault(key_fields(write[F.ID][F.CHECKPOINT]), []).append(write)
+            joined.setdefault(key_fields(write[Field.ID][Field.CHECKPOINT]), []).append(write)
         for doc in docs:
-            doc[F.JOINED_WRITES] = joined.get(key_fields(doc[F.ID]), [])
+            doc[Field.JOINED_WRITES] = joined.get(key_fields(doc[Field.ID]), [])
     return docs
 
 
@@ -338,7 +338,7 @@ def _read_joined(
     except OperationFailure as exc:
         if not join_too_large(exc):
             raise
-        docs = yield from _read_apart(_queries.apart(pipeline), channels)
+        docs = yield from _read_apart(_queries.without_join(pipeline), channels)
     return docs
 
 
@@ -351,7 +351,7 @@ def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple 
     # A graph's next `put` names this checkpoint as its parent: keep its stored values.
     versions = found.checkpoint.get("channel_versions", {})
     storage.recent.put(
-        key_fields(docs[0][F.ID]), stored_values(docs[0][F.CHANNEL_VALUES], versions)
+        key_fields(docs[0][Field.ID]), stored_values(docs[0][Field.CHANNEL_VALUES], versions)
     )
     return found
 
@@ -408,7 +408,7 @@ class _ListedDocuments:
                     self.last = doc
                 return doc
         if not self.page:
-            pipeline = _queries.apart(self.pipeline, self.last, page_size)
+            pipeline = _queries.without_join(self.pipeline, self.last, page_size)
             self.page = yield from _read_apart(pipeline)
             if not self.page:
                 return None
@@ -495,7 +495,7 @@ def delta_history(
     ref = ref_from_config(config)
     for _ in range(DELTA_READ_ATTEMPTS):
         lineage_docs: list[LineageDocument] = yield _lineage(_queries.lineage_of(ref))
-        lineage = {doc[F.ID][F.CHECKPOINT_ID]: doc for doc in lineage_docs}
+        lineage = {doc[Field.ID][Field.CHECKPOINT_ID]: doc for doc in lineage_docs}
         target_id = (
             ref.checkpoint_id if ref.checkpoint_id is not None else next(iter(lineage), None)
         )
@@ -505,10 +505,11 @@ def delta_history(
             seeds = found.seed_at.values()
             pipeline = _queries.history_pipeline(ref, found.chain, seeds, wanted, storage.join)
             docs = yield from _read_joined(pipeline, _queries.HISTORY_OPTIONS, wanted)
-        if {doc[F.ID][F.CHECKPOINT_ID] for doc in docs} == set(found.chain):
+        if {doc[Field.ID][Field.CHECKPOINT_ID] for doc in docs} == set(found.chain):
             return _delta.assemble(storage.codec, found, docs, wanted)
     raise ThreadChangedError(
-        f"get_delta_channel_history: {where(ref.thread_id, ref.checkpoint_ns)} lost checkpoints "
+        f"get_delta_channel_history: {namespace_label(ref.thread_id, ref.checkpoint_ns)} lost "
+        "checkpoints "
         f"of the chain it was reading, {DELTA_READ_ATTEMPTS} times in a row (a concurrent "
         "delete or prune); try again"
     )
@@ -534,10 +535,10 @@ def delete_for_runs(storage: Storage, run_ids: Sequence[str]) -> Plan[None]:
     )
     # The index narrows; the exact metadata decides, as Python compares it: an array
     # that contains a run id, or another type that prints like one, is not that run.
-    doomed = [doc[F.ID] for doc in found if _run_id(storage.codec, doc) in runs]
+    doomed = [doc[Field.ID] for doc in found if _run_id(storage.codec, doc) in runs]
     if not doomed:
         return
-    threads = sorted({key[F.THREAD_ID] for key in doomed})
+    threads = sorted({key[Field.THREAD_ID] for key in doomed})
     lineage: list[LineageDocument] = yield _lineage(_queries.of_threads(threads))
     storage.recent.forget_threads(threads)
     yield from _delete_checkpoints(_delta.deletable(lineage, doomed))
@@ -578,7 +579,7 @@ def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) 
     )
     if not checkpoints:
         return
-    copied_ids = {key_fields(doc[F.ID]) for doc in checkpoints}
+    copied_ids = {key_fields(doc[Field.ID]) for doc in checkpoints}
     writes: list[WriteDocument] = yield Command(
         Target.WRITES, "find", (_queries.of_thread(source),)
     )
@@ -591,7 +592,7 @@ def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) 
     copied_writes = [
         (False, moved_write(doc, target, stamp))
         for doc in writes
-        if key_fields(doc[F.ID][F.CHECKPOINT]) in copied_ids
+        if key_fields(doc[Field.ID][Field.CHECKPOINT]) in copied_ids
     ]
     if copied_writes:
         yield _upserts(Target.WRITES, copied_writes)
@@ -610,7 +611,7 @@ def prune(storage: Storage, thread_ids: Sequence[str], strategy: str) -> Plan[No
     if strategy not in PRUNE_STRATEGIES:
         raise ValueError(
             f"strategy must be one of {PRUNE_STRATEGIES} (or 'delete_all', the same as "
-            f"'delete'), got {shown(strategy)}"
+            f"'delete'), got {short_repr(strategy)}"
         )
     if not threads:
         return
