@@ -24,8 +24,7 @@ from langgraph.checkpoint.mongo._schema import Field, StoredField, StoredValue
 Compression = Literal["zlib", "zstd"]
 COMPRESSIONS: tuple[Compression, ...] = ("zlib", "zstd")
 
-# zstd level 3 (its default) and zlib level 6: measured on a 500-turn chat state,
-# zstd keeps 23% of the bytes in 2.4 ms, zlib 23% in 16 ms (and decompresses slower).
+# Each library's default level: zstd 3, zlib 6.
 _COMPRESS: dict[str, Callable[[bytes], bytes]] = {
     "zlib": lambda data: zlib.compress(data, 6),
     "zstd": lambda data: zstandard.compress(data, 3),
@@ -51,7 +50,7 @@ def check_compression(compression: Any) -> Compression | None:
 
 
 class Codec(NamedTuple):
-    """A saver's serializer and compression (a named tuple: savers build one per call)."""
+    """A saver's serializer and compression."""
 
     serde: SerializerProtocol
     compression: Compression | None = None
@@ -81,10 +80,7 @@ class Codec(NamedTuple):
 
     def encode_field(self, value: Any) -> StoredField:
         """`encode`, as bare bytes when there is nothing to say beside them."""
-        type_, data = self.serde.dumps_typed(value)
-        if type_ == IMPLIED_TYPE and (self.compression is None or len(data) < MIN_COMPRESSED_SIZE):
-            return data  # the usual case, without building the `StoredValue`
-        stored = self._stored(type_, data)
+        stored = self.encode(value)
         if stored == _NULL:
             return None
         return stored[Field.DATA] if stored.keys() == {Field.DATA} else stored

@@ -18,10 +18,7 @@ from langgraph.checkpoint.mongo._schema import CheckpointKey, Field, WriteKey
 
 
 class CheckpointRef(NamedTuple):
-    """Where a checkpoint lives: its thread, its namespace and (unless "latest") its id.
-
-    A named tuple, like `Command`: several are built per call.
-    """
+    """Where a checkpoint lives: its thread, its namespace and (unless "latest") its id."""
 
     thread_id: str
     checkpoint_ns: str
@@ -56,15 +53,9 @@ def namespace_label(thread_id: str, checkpoint_ns: str) -> str:
     return f"thread {short_repr(thread_id)}, namespace {short_repr(checkpoint_ns)}"
 
 
-def require_str(value: Any, what: str, field: str = "") -> str:
-    """A string the server can store and match: valid UTF-8 and of a sane length.
-
-    `what + field` names it in an error, joined only then (ids are checked several times
-    per call). An ASCII `str` is answered in O(1): each of its characters is one byte.
-    """
-    if type(value) is str and value.isascii() and len(value) <= MAX_ID_BYTES:
-        return value
-    what += field
+def require_str(value: Any, what: str) -> str:
+    """A string the server can store and match: valid UTF-8 and of a sane length. `what`
+    names it in an error."""
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a str, got {type(value).__name__}: {short_repr(value)}")
     try:
@@ -83,10 +74,10 @@ def require_str(value: Any, what: str, field: str = "") -> str:
 
 
 def _configurable(config: Any, what: str) -> Mapping[str, Any]:
-    if type(config) is not dict and not isinstance(config, Mapping):
+    if not isinstance(config, Mapping):
         raise TypeError(f"{what} must be a RunnableConfig dict, got {type(config).__name__}")
     configurable = config.get("configurable")
-    if type(configurable) is not dict and not isinstance(configurable, Mapping):
+    if not isinstance(configurable, Mapping):
         raise ValueError(
             f"{what} has no 'configurable' dict; pass {{'configurable': {{'thread_id': ...}}}}"
         )
@@ -101,17 +92,17 @@ def _ids(config: Any, what: str) -> tuple[str, Any, str | None]:
             f"{what}['configurable'] is missing 'thread_id': a checkpointer needs "
             "{'configurable': {'thread_id': ...}} to know which thread to use"
         )
-    thread_id = require_str(configurable["thread_id"], what, "['configurable']['thread_id']")
+    thread_id = require_str(configurable["thread_id"], f"{what}['configurable']['thread_id']")
     checkpoint_id = configurable.get("checkpoint_id")
     if checkpoint_id is not None:
-        require_str(checkpoint_id, what, "['configurable']['checkpoint_id']")
+        require_str(checkpoint_id, f"{what}['configurable']['checkpoint_id']")
     return thread_id, configurable.get("checkpoint_ns", ""), checkpoint_id or None
 
 
 def ref_from_config(config: Any, *, what: str = "config") -> CheckpointRef:
     """Read thread, namespace and optional checkpoint id from a config, strictly."""
     thread_id, checkpoint_ns, checkpoint_id = _ids(config, what)
-    require_str(checkpoint_ns, what, "['configurable']['checkpoint_ns']")
+    require_str(checkpoint_ns, f"{what}['configurable']['checkpoint_ns']")
     return CheckpointRef(thread_id, checkpoint_ns, checkpoint_id)
 
 
