@@ -64,9 +64,9 @@ class Codec(NamedTuple):
 
     def encode(self, value: Any) -> StoredValue:
         type_, data = self.serde.dumps_typed(value)
-        return self._stored(type_, data)
+        return self._stored_value(type_, data)
 
-    def _stored(self, type_: str, data: bytes) -> StoredValue:
+    def _stored_value(self, type_: str, data: bytes) -> StoredValue:
         stored: StoredValue = {Field.DATA: data}
         if type_ != IMPLIED_TYPE:
             stored[Field.TYPE] = type_

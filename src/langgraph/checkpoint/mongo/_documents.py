@@ -68,7 +68,7 @@ def _payload_size(stored: Any) -> int:
     return 0
 
 
-def _emptied(stored: Any) -> Any:
+def _with_empty_payload(stored: Any) -> Any:
     """A stored value with empty bytes for its serialized ones: its BSON shrinks by exactly
     their length."""
     if isinstance(stored, bytes):
@@ -92,10 +92,10 @@ def bson_size(doc: Mapping[str, Any]) -> int:
         payload += len(entry[Field.DATA])
     if payload < _COUNT_PAYLOADS_FROM:
         return len(bson.encode(doc))
-    light = {**doc, Field.CHANNEL_VALUES: [_emptied(entry) for entry in entries]}
+    light = {**doc, Field.CHANNEL_VALUES: [_with_empty_payload(entry) for entry in entries]}
     for field in (Field.CHECKPOINT, Field.VALUE):
         if field in doc:
-            light[field] = _emptied(doc[field])
+            light[field] = _with_empty_payload(doc[field])
     if Field.CHANNEL_VALUES not in doc:
         del light[Field.CHANNEL_VALUES]
     return len(bson.encode(light)) + payload
@@ -121,7 +121,7 @@ def _within_size_limit(doc: D, what: str, ref: CheckpointRef) -> D:
     return doc
 
 
-def _encoded(
+def _encode_or_refuse(
     codec: Codec,
     value: Any,
     what: str,
@@ -176,7 +176,7 @@ def unchanged_channels(checkpoint: Any, new_versions: Any) -> tuple[str, list[st
 _NOT_IN_BLOB = ("id", "channel_values")
 
 
-def _blob(checkpoint: Checkpoint) -> dict[str, Any]:
+def _checkpoint_blob(checkpoint: Checkpoint) -> dict[str, Any]:
     blob = dict(checkpoint)  # a copy and deletions: the fields keep their order
     for key in _NOT_IN_BLOB:
         blob.pop(key, None)
@@ -211,7 +211,7 @@ def checkpoint_document(
     readable = exact_copy(full_metadata) if codec.round_trips_plain else NOT_EXACT
     serialized_metadata = None
     if readable is NOT_EXACT:
-        serialized_metadata = _encoded(
+        serialized_metadata = _encode_or_refuse(
             codec, full_metadata, "metadata", ("metadata", full_metadata)
         )
         # The readable copy describes what `get_tuple` will return, which is the metadata
@@ -227,7 +227,7 @@ def checkpoint_document(
         _require_mapping(checkpoint.get("channel_versions", {}), "checkpoint['channel_versions']"),
         new_versions,
         parent,
-        lambda value, channel: _encoded(
+        lambda value, channel: _encode_or_refuse(
             codec, value, f"checkpoint['channel_values'][{short_repr(channel)}]"
         ),
     )
@@ -235,7 +235,9 @@ def checkpoint_document(
         Field.ID: checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
         Field.THREAD_ID: ref.thread_id,
         Field.PARENT_CHECKPOINT_ID: ref.checkpoint_id,
-        Field.CHECKPOINT: _encoded(codec, _blob(checkpoint), "checkpoint", field=True),
+        Field.CHECKPOINT: _encode_or_refuse(
+            codec, _checkpoint_blob(checkpoint), "checkpoint", field=True
+        ),
         Field.CHANNEL_VALUES: list(values.values()),
         Field.METADATA: readable,
     }
@@ -294,7 +296,9 @@ def write_documents(
             Field.THREAD_ID: ref.thread_id,
             Field.TASK_PATH: task_path,
             Field.CHANNEL: channel,
-            Field.VALUE: _encoded(codec, value, _write_label(position, channel), field=True),
+            Field.VALUE: _encode_or_refuse(
+                codec, value, _write_label(position, channel), field=True
+            ),
         }
         if touched_at is not None:
             document[Field.TOUCHED_AT] = touched_at

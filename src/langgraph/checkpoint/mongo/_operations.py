@@ -468,7 +468,7 @@ def list_checkpoints(
                 return
 
 
-def _lineage(query: dict[str, Any]) -> Command:
+def _find_lineage(query: dict[str, Any]) -> Command:
     return Command(
         Target.CHECKPOINTS, "find", (query, _queries.LINEAGE_PROJECTION), _queries.LINEAGE_OPTIONS
     )
@@ -494,7 +494,7 @@ def delta_history(
         return {}
     ref = ref_from_config(config)
     for _ in range(DELTA_READ_ATTEMPTS):
-        lineage_docs: list[LineageDocument] = yield _lineage(_queries.lineage_of(ref))
+        lineage_docs: list[LineageDocument] = yield _find_lineage(_queries.lineage_of(ref))
         lineage = {doc[Field.ID][Field.CHECKPOINT_ID]: doc for doc in lineage_docs}
         target_id = (
             ref.checkpoint_id if ref.checkpoint_id is not None else next(iter(lineage), None)
@@ -539,7 +539,7 @@ def delete_for_runs(storage: Storage, run_ids: Sequence[str]) -> Plan[None]:
     if not doomed:
         return
     threads = sorted({key[Field.THREAD_ID] for key in doomed})
-    lineage: list[LineageDocument] = yield _lineage(_queries.of_threads(threads))
+    lineage: list[LineageDocument] = yield _find_lineage(_queries.of_threads(threads))
     storage.recent.forget_threads(threads)
     yield from _delete_checkpoints(_delta.deletable(lineage, doomed))
 
@@ -624,4 +624,4 @@ def prune(storage: Storage, thread_ids: Sequence[str], strategy: str) -> Plan[No
     # Keep the newest checkpoint of each namespace and the ancestors it rebuilds its
     # DeltaChannels from (dropping those would silently empty the channels). Only what
     # was read is deleted: a checkpoint written meanwhile is newer, and stays.
-    yield from _delete_checkpoints(_delta.prunable((yield _lineage(in_threads))))
+    yield from _delete_checkpoints(_delta.prunable((yield _find_lineage(in_threads))))
