@@ -15,7 +15,7 @@ from langgraph.checkpoint.serde.types import ERROR, INTERRUPT
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._commands import Plan
 from langgraph.checkpoint.mongo._drivers import maybe_await
-from support.backends import Backend
+from support.backends import Backend, CommandLog
 from support.helpers import call, checkpoint, config, ids, listed, new_thread, put
 
 
@@ -240,9 +240,14 @@ class Unserializable:
         raise RuntimeError("cannot serialize this")
 
 
-async def test_unencodable_values_raise_and_store_nothing(saver: Any) -> None:
+async def test_unencodable_values_raise_and_send_nothing(
+    backend: Backend, saver: Any, command_log: CommandLog
+) -> None:
+    """A value the serializer refuses, or a malformed argument, is named before any
+    command is sent (on the wire backends, the server's log shows none)."""
     thread = new_thread()
     stored = await put(saver, thread)
+    command_log.reset()
     with pytest.raises(TypeError, match=r"checkpoint\['channel_values'\]\['bad'\]"):
         await put(saver, thread, values={"ok": 1, "bad": Unserializable()})
     outside = checkpoint()
@@ -253,7 +258,7 @@ async def test_unencodable_values_raise_and_store_nothing(saver: Any) -> None:
         await put(saver, thread, metadata={"ok": 1, "bad": Unserializable()})
     with pytest.raises(TypeError, match=r"writes\[1\] value \(channel 'bad'\)"):
         await call(saver, "put_writes", stored, [("ok", 1), ("bad", Unserializable())], "t")
-    # Malformed arguments are named too, before anything is sent.
+    # Malformed arguments are named too.
     for writes, named in [
         ({"ok": 1}, "writes must be a sequence"),
         ([("ok", 1), ("lonely",)], r"writes\[1\] must be a \(channel, value\) pair"),
@@ -267,6 +272,8 @@ async def test_unencodable_values_raise_and_store_nothing(saver: Any) -> None:
     ]:
         with pytest.raises(TypeError, match=named):
             await call(saver, "put", config(thread), *args, {})
+    if backend.counts_commands:
+        assert command_log.names == []
     [only] = await listed(saver, config(thread))
     assert only.config == stored
     assert only.pending_writes == []
