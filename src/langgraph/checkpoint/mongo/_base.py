@@ -300,7 +300,9 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             return self.writes_collection
         return self.db
 
-    def with_allowlist(self, extra_allowlist: Collection[tuple[str, ...]]) -> Any:
+    def with_allowlist(
+        self, extra_allowlist: Collection[tuple[str, ...]]
+    ) -> BaseCheckpointSaver[int]:
         """A shallow copy of the saver whose serializer also restores the types of
         `extra_allowlist` (the base class swaps `serde` on the copy): its codec is built
         on that serializer; collections, expiry and the value cache stay shared."""
