@@ -44,7 +44,7 @@ DEFAULT_CHECKPOINT_COLLECTION = "checkpoints"
 DEFAULT_WRITES_COLLECTION = "checkpoint_writes"
 
 
-def step(
+def step_plan(
     plan: Generator[Y, Any, T], result: Any = None, error: BaseException | None = None
 ) -> tuple[Y | None, T | None]:
     """Hand a plan the last command's result (or error): `(next command, None)` or
@@ -58,27 +58,27 @@ def step(
 def run_plan(plan: Generator[Y, Any, T], execute: Callable[[Y], Any]) -> T:
     """Run a plan to its end, each request answered by `execute`; an error it raises
     goes back into the plan, which handles it or lets it propagate."""
-    request, value = step(plan)
+    request, value = step_plan(plan)
     while request is not None:
         try:
             result = execute(request)
         except Exception as error:
-            request, value = step(plan, error=error)
+            request, value = step_plan(plan, error=error)
         else:
-            request, value = step(plan, result)
+            request, value = step_plan(plan, result)
     return value  # type: ignore[return-value]
 
 
 async def arun_plan(plan: Generator[Y, Any, T], execute: Callable[[Y], Awaitable[Any]]) -> T:
     """`run_plan` with an async `execute`."""
-    request, value = step(plan)
+    request, value = step_plan(plan)
     while request is not None:
         try:
             result = await execute(request)
         except Exception as error:
-            request, value = step(plan, error=error)
+            request, value = step_plan(plan, error=error)
         else:
-            request, value = step(plan, result)
+            request, value = step_plan(plan, result)
     return value  # type: ignore[return-value]
 
 
@@ -86,7 +86,7 @@ def run_listing(listing: ops.Listing, answer: Callable[[Any], Any]) -> Iterator[
     """Run a `list` (`ops.list_checkpoints`): yield its tuples, answer its requests with
     `answer`; an error `answer` raises goes back into it."""
     outcome: tuple[Any, Exception | None] = (None, None)
-    while (request := step(listing, *outcome)[0]) is not None:
+    while (request := step_plan(listing, *outcome)[0]) is not None:
         if isinstance(request, CheckpointTuple):
             yield request
             outcome = (None, None)
@@ -102,7 +102,7 @@ async def arun_listing(
 ) -> AsyncIterator[CheckpointTuple]:
     """`run_listing` with an async `answer`."""
     outcome: tuple[Any, Exception | None] = (None, None)
-    while (request := step(listing, *outcome)[0]) is not None:
+    while (request := step_plan(listing, *outcome)[0]) is not None:
         if isinstance(request, CheckpointTuple):
             yield request
             outcome = (None, None)
