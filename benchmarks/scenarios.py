@@ -780,7 +780,7 @@ async def _compression_of(
                 await _timed(backend.put(saver, config, checkpoint, metadata, new_versions))
             )
             times["get"].append(await _timed(backend.get_tuple(saver, stored)))
-            codec = saver.codec
+            codec = saver.storage.codec
             started = time.perf_counter()
             raw = bson.encode({"checkpoint": codec.encode(checkpoint)})
             encoded = time.perf_counter()

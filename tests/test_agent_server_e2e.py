@@ -29,7 +29,7 @@ import pytest
 from pymongo import MongoClient
 from pymongo.database import Database
 
-from langgraph.checkpoint.mongo._schema import F
+from langgraph.checkpoint.mongo._schema import Field
 from support.wire import WireServer
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "agent_server"
@@ -172,25 +172,25 @@ def mongo(wire_server: WireServer) -> Iterator[MongoClient[dict[str, Any]]]:
 
 def checkpoints(db: Database[dict[str, Any]], thread_id: str) -> list[dict[str, Any]]:
     """The thread's checkpoint documents, oldest first (ids are time-ordered)."""
-    found = db.checkpoints.find({F.THREAD_ID: thread_id}).sort(F.ID_CHECKPOINT_ID, 1)
+    found = db.checkpoints.find({Field.THREAD_ID: thread_id}).sort(Field.ID_CHECKPOINT_ID, 1)
     return list(found)
 
 
 def ids(documents: list[dict[str, Any]]) -> list[str]:
-    return [d[F.ID][F.CHECKPOINT_ID] for d in documents]
+    return [d[Field.ID][Field.CHECKPOINT_ID] for d in documents]
 
 
 def writes(db: Database[dict[str, Any]], thread_id: str) -> int:
-    return db.checkpoint_writes.count_documents({F.THREAD_ID: thread_id})
+    return db.checkpoint_writes.count_documents({Field.THREAD_ID: thread_id})
 
 
 def run_ids(documents: list[dict[str, Any]]) -> set[Any]:
-    return {d[F.METADATA].get("run_id") for d in documents}
+    return {d[Field.METADATA].get("run_id") for d in documents}
 
 
 def chain(documents: list[dict[str, Any]], head: str) -> list[str]:
     """Checkpoint ids from `head` back to the root, following the stored parent ids."""
-    parent = {d[F.ID][F.CHECKPOINT_ID]: d[F.PARENT_CHECKPOINT_ID] for d in documents}
+    parent = {d[Field.ID][Field.CHECKPOINT_ID]: d[Field.PARENT_CHECKPOINT_ID] for d in documents}
     walked = [head]
     while parent[walked[-1]] is not None:
         walked.append(parent[walked[-1]])
@@ -261,8 +261,8 @@ def test_the_agent_server_keeps_its_checkpoints_in_mongodb(
         update_id = updated["checkpoint"]["checkpoint_id"]
         stored = checkpoints(db, thread)
         assert ids(stored)[-1] == update_id
-        assert stored[-1][F.PARENT_CHECKPOINT_ID] == head
-        assert stored[-1][F.METADATA]["source"] == "update"
+        assert stored[-1][Field.PARENT_CHECKPOINT_ID] == head
+        assert stored[-1][Field.METADATA]["source"] == "update"
         assert texts(client.threads.get_state(thread))[-1] == "edited"
 
         # A fork: an update of the first run's last checkpoint, then a run from it.
@@ -273,7 +273,7 @@ def test_the_agent_server_keeps_its_checkpoints_in_mongodb(
             checkpoint_id=after_first,
         )
         fork_id = forked["checkpoint"]["checkpoint_id"]
-        assert checkpoints(db, thread)[-1][F.PARENT_CHECKPOINT_ID] == after_first
+        assert checkpoints(db, thread)[-1][Field.PARENT_CHECKPOINT_ID] == after_first
         third = say(client, thread, "branch", checkpoint_id=fork_id)
         stored = checkpoints(db, thread)
         assert len(stored) == 6 + 1 + 1 + 3
@@ -293,7 +293,7 @@ def test_the_agent_server_keeps_its_checkpoints_in_mongodb(
         copy = client.threads.copy(thread)["thread_id"]
         copied = checkpoints(db, copy)
         assert ids(copied) == ids(stored)
-        assert {d[F.THREAD_ID] for d in copied} == {copy}
+        assert {d[Field.THREAD_ID] for d in copied} == {copy}
         assert writes(db, copy) == writes(db, thread)
         assert client.threads.get_state(copy)["values"] == state["values"]
 

@@ -180,7 +180,7 @@ async def _check_ready(saver: Any, options: dict[str, Any]) -> None:
     assert saver.serde is options["serde"]
     assert saver.compression == options["compression"]
     assert saver.ttl == timedelta(seconds=options["ttl"])
-    assert saver.join.by_thread is options["targeted_joins"]
+    assert saver.storage.join.by_thread is options["targeted_joins"]
     indexes = await _maybe(saver.checkpoint_collection.index_information())
     assert "thread_ns_checkpoint" in indexes
     assert indexes[TTL_INDEX_NAME]["expireAfterSeconds"] == options["ttl"]

@@ -21,7 +21,7 @@ from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._commands import Command, Plan
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._keys import checkpoint_key
-from langgraph.checkpoint.mongo._schema import F
+from langgraph.checkpoint.mongo._schema import Field
 from langgraph.checkpoint.mongo.errors import ThreadChangedError
 from support.backends import Backend
 from support.helpers import call, config, ids, listed, new_thread, put
@@ -135,8 +135,8 @@ async def test_a_delete_between_the_reads_of_delta_history_rereads(saver: Any) -
     first = await put(saver, thread, values={"a": "seed"})
     await call(saver, "put_writes", first, [("a", "w")], "t")
     second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
-    history = ops.delta_history(saver.codec, saver.join, second, ["a"])
-    deleted = iter([ops.delete_thread(saver.recent, thread)])
+    history = ops.delta_history(saver.storage, second, ["a"])
+    deleted = iter([ops.delete_thread(saver.storage, thread)])
     racing = _with_before_second(history, lambda: next(deleted, iter(())))
     assert await maybe_await(saver._run(racing)) == {"a": {"writes": []}}
 
@@ -148,7 +148,7 @@ def test_delta_history_gives_up_on_a_thread_that_keeps_changing() -> None:
         {"_id": checkpoint_key("t", "", "1"), "channel_values": [{"channel": "a"}]},
     ]
     saver = AsyncMongoDBSaver(AsyncMongoMockClient())
-    plan = ops.delta_history(saver.codec, saver.join, config("t", "", "2"), ["a"])
+    plan = ops.delta_history(saver.storage, config("t", "", "2"), ["a"])
 
     def drive() -> None:
         command: Command | None = next(plan)
@@ -170,8 +170,8 @@ async def test_stamps_never_move_back_on_a_retried_write(backend: Backend) -> No
         thread = new_thread()
         first = await put(ahead, thread, id=None)
         await call(ahead, "put_writes", first, [("a", 1), ("__error__", "e")], "t")
-        stamp = ahead.expiry.stamp()
-        behind.expiry.clock = lambda: ahead.expiry.clock() - timedelta(hours=2)
+        stamp = ahead.storage.expiry.stamp()
+        behind.storage.expiry.clock = lambda: ahead.storage.expiry.clock() - timedelta(hours=2)
         # The same checkpoint and writes again, from the lagging writer.
         tuple_ = await call(ahead, "get_tuple", first)
         await call(
@@ -185,7 +185,7 @@ async def test_stamps_never_move_back_on_a_retried_write(backend: Backend) -> No
         await call(behind, "put_writes", first, [("a", 1), ("__error__", "e")], "t")
         for collection in (ahead.checkpoint_collection, ahead.writes_collection):
             for doc in await documents(collection, thread):
-                assert doc[F.TOUCHED_AT].replace(tzinfo=timezone.utc) == stamp, collection.name
+                assert doc[Field.TOUCHED_AT].replace(tzinfo=timezone.utc) == stamp, collection.name
 
 
 def test_sync_call_raises_when_the_loop_stops_before_running_it(

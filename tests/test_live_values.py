@@ -23,6 +23,7 @@ from langgraph.checkpoint.mongo._base import run_plan
 from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES, RecentValues
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command
+from langgraph.checkpoint.mongo._queries import WritesJoin
 from support.backends import Backend, CommandLog
 from support.graphs import Driver
 from support.helpers import call, checkpoint, config, new_thread
@@ -133,7 +134,7 @@ async def test_unchanged_channel_keeps_its_parent_bytes(
         got = await call(saver, "get_tuple", config(thread))
         assert got.checkpoint["id"] == second["id"]
         assert got.checkpoint["channel_values"] == {"barrier": {"a"}, "other": 2}
-        assert bool(saver.recent._entries) == (cache_max_bytes > 0)
+        assert bool(saver.storage.recent._entries) == (cache_max_bytes > 0)
 
 
 async def test_parent_bytes_are_read_when_another_process_wrote_the_parent(
@@ -186,18 +187,19 @@ def test_put_remembers_the_versions_it_stored_not_what_the_caller_changes_meanwh
     """The cache pairs a checkpoint's stored entries with the versions they were stored
     at, copied before the command runs: the caller's `channel_versions` may move on while
     it does (a caller other than LangGraph, which hands `put` a copy)."""
-    codec, recent, thread = Codec(JsonPlusSerializer()), RecentValues(), new_thread()
+    codec, thread = Codec(JsonPlusSerializer()), new_thread()
+    storage = ops.Storage(codec, WritesJoin("writes"), None, RecentValues())
     first = checkpoint({"c": "old"})
 
     def moving_on(command: Command) -> None:
         if command.method == "update_one":
             first["channel_versions"]["c"] = 2
 
-    stored = run_plan(ops.put(codec, None, recent, config(thread), first, {}, {"c": 1}), moving_on)
+    stored = run_plan(ops.put(storage, config(thread), first, {}, {"c": 1}), moving_on)
     second = checkpoint({"c": "new"})
     second["channel_versions"] = {"c": 2}
     sent: list[Command] = []
-    run_plan(ops.put(codec, None, recent, stored, second, {}, {}), sent.append)
+    run_plan(ops.put(storage, stored, second, {}, {}), sent.append)
     [update] = [command for command in sent if command.method == "update_one"]
     [entry] = update.args[1]["$set"]["channel_values"]
     assert codec.decode(entry) == "new"  # not the parent's bytes, stored at version 1

@@ -351,7 +351,7 @@ async def test_a_users_index_on_a_metadata_key_serves_their_filter(
 ) -> None:
     """docs/stored-format.md's recipe: an index on `metadata.user_id` (with `list`'s sort)
     serves `list(None, filter={"user_id": ...})` across threads."""
-    from langgraph.checkpoint.mongo._schema import F
+    from langgraph.checkpoint.mongo._schema import Field
     from support.real_server import Plan
 
     async with Backend("async", MONGODB_URI).saver() as saver:
@@ -359,9 +359,9 @@ async def test_a_users_index_on_a_metadata_key_serves_their_filter(
             saver.checkpoint_collection.create_index(
                 [
                     ("metadata.user_id", 1),
-                    (F.ID_CHECKPOINT_ID, -1),
-                    (F.THREAD_ID, 1),
-                    (F.ID_CHECKPOINT_NS, 1),
+                    (Field.ID_CHECKPOINT_ID, -1),
+                    (Field.THREAD_ID, 1),
+                    (Field.ID_CHECKPOINT_NS, 1),
                 ],
                 name="metadata_user_id",
             )
@@ -451,6 +451,7 @@ def test_the_core_checks_each_document_and_stops_after_the_limit() -> None:
 
     from langgraph.checkpoint.mongo import _operations as ops
     from langgraph.checkpoint.mongo._base import run_listing
+    from langgraph.checkpoint.mongo._channel_values import RecentValues
     from langgraph.checkpoint.mongo._codec import Codec
     from langgraph.checkpoint.mongo._documents import checkpoint_document
     from langgraph.checkpoint.mongo._keys import CheckpointRef
@@ -478,9 +479,8 @@ def test_the_core_checks_each_document_and_stops_after_the_limit() -> None:
         assert isinstance(request, ops.NextDocument)
         return next(request.cursor, None)
 
-    listing = ops.list_checkpoints(
-        codec, WritesJoin("writes"), None, filter={"tags": ["a"]}, before=None, limit=2
-    )
+    storage = ops.Storage(codec, WritesJoin("writes"), None, RecentValues())
+    listing = ops.list_checkpoints(storage, None, filter={"tags": ["a"]}, before=None, limit=2)
     found = list(run_listing(listing, answer))
     assert [t.metadata["tags"] for t in found] == [["a"], ["a"]]
     assert [t.checkpoint["id"] for t in found] == [

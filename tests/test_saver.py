@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import WRITES_IDX_MAP
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT
 
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._commands import Plan
 from langgraph.checkpoint.mongo._drivers import maybe_await
-from support.backends import Backend
+from support.backends import Backend, CommandLog
 from support.helpers import call, checkpoint, config, ids, listed, new_thread, put
 
 
@@ -238,9 +240,14 @@ class Unserializable:
         raise RuntimeError("cannot serialize this")
 
 
-async def test_unencodable_values_raise_and_store_nothing(saver: Any) -> None:
+async def test_unencodable_values_raise_and_send_nothing(
+    backend: Backend, saver: Any, command_log: CommandLog
+) -> None:
+    """A value the serializer refuses, or a malformed argument, is named before any
+    command is sent (on the wire backends, the server's log shows none)."""
     thread = new_thread()
     stored = await put(saver, thread)
+    command_log.reset()
     with pytest.raises(TypeError, match=r"checkpoint\['channel_values'\]\['bad'\]"):
         await put(saver, thread, values={"ok": 1, "bad": Unserializable()})
     outside = checkpoint()
@@ -251,7 +258,7 @@ async def test_unencodable_values_raise_and_store_nothing(saver: Any) -> None:
         await put(saver, thread, metadata={"ok": 1, "bad": Unserializable()})
     with pytest.raises(TypeError, match=r"writes\[1\] value \(channel 'bad'\)"):
         await call(saver, "put_writes", stored, [("ok", 1), ("bad", Unserializable())], "t")
-    # Malformed arguments are named too, before anything is sent.
+    # Malformed arguments are named too.
     for writes, named in [
         ({"ok": 1}, "writes must be a sequence"),
         ([("ok", 1), ("lonely",)], r"writes\[1\] must be a \(channel, value\) pair"),
@@ -265,6 +272,8 @@ async def test_unencodable_values_raise_and_store_nothing(saver: Any) -> None:
     ]:
         with pytest.raises(TypeError, match=named):
             await call(saver, "put", config(thread), *args, {})
+    if backend.counts_commands:
+        assert command_log.names == []
     [only] = await listed(saver, config(thread))
     assert only.config == stored
     assert only.pending_writes == []
@@ -332,6 +341,27 @@ async def test_saver_survives_copy(saver: Any) -> None:
     assert (await call(clone, "get_tuple", stored)).config == stored
 
 
+@dataclasses.dataclass
+class AllowedPoint:
+    """A type the strict serializer of the allowlist test restores only once allowed."""
+
+    x: int
+
+
+async def test_with_allowlist_copy_decodes_with_its_own_serializer(backend: Backend) -> None:
+    """`with_allowlist` swaps `serde` on a shallow copy: that copy reads with the new
+    allowlist, the original keeps its own (LangGraph blocks a type not on it)."""
+    strict = JsonPlusSerializer(allowed_msgpack_modules=[("os", "PathLike")])
+    async with backend.saver(serde=strict) as saver:
+        stored = await put(saver, new_thread(), values={"p": AllowedPoint(1)})
+        allowed = saver.with_allowlist([(__name__, "AllowedPoint")])
+        assert allowed is not saver
+        restored = await call(allowed, "get_tuple", stored)
+        assert restored.checkpoint["channel_values"]["p"] == AllowedPoint(1)
+        blocked = await call(saver, "get_tuple", stored)
+        assert blocked.checkpoint["channel_values"]["p"] == {"x": 1}
+
+
 async def test_documents_of_the_official_saver_are_refused_by_name(saver: Any) -> None:
     # langgraph-checkpoint-mongodb uses the same default collection names.
     foreign = {
@@ -370,10 +400,8 @@ async def test_prune_keeps_a_checkpoint_written_while_it_runs(saver: Any) -> Non
     second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
     newer = checkpoint()
     parent = config(thread, "", second["configurable"]["checkpoint_id"])
-    write_newer = ops.put(
-        saver.codec, None, saver.recent, parent, newer, {"source": "loop", "step": 2}, {}
-    )
-    racing = _after_first_command(ops.prune(saver.recent, [thread], "keep_latest"), write_newer)
+    write_newer = ops.put(saver.storage, parent, newer, {"source": "loop", "step": 2}, {})
+    racing = _after_first_command(ops.prune(saver.storage, [thread], "keep_latest"), write_newer)
     await maybe_await(saver._run(racing))
     assert ids(await listed(saver, config(thread))) == [
         newer["id"],
@@ -452,7 +480,7 @@ async def test_delete_for_runs_skips_metadata_that_is_not_a_mapping(saver: Any, 
     foreign = await put(saver, thread, metadata={"run_id": "r"})
     await put(saver, thread, metadata={"run_id": "r"})  # deleted
     as_list = [{"run_id": "r"}]
-    stored = as_list if field == "metadata" else saver.codec.encode(as_list)
+    stored = as_list if field == "metadata" else saver.storage.codec.encode(as_list)
     await call_raw(
         saver.checkpoint_collection,
         "update_one",

@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph.checkpoint.mongo import IndexCreationError
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._base import run_plan
+from langgraph.checkpoint.mongo._channel_values import RecentValues
+from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command, Target
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._queries import WritesJoin
@@ -106,7 +109,8 @@ def _setup_answering(options: dict[str, Any]) -> None:
     command with nothing: mongomock keeps no collation (the integration suite creates a
     collection with one on a real server)."""
     names = {Target.CHECKPOINTS: "cps", Target.WRITES: "ws"}
-    plan = ops.setup(names, WritesJoin("ws"), None, True, ())
+    storage = ops.Storage(Codec(JsonPlusSerializer()), WritesJoin("ws"), None, RecentValues())
+    plan = ops.setup(storage, names, True, ())
 
     def answer(command: Command) -> Any:
         return options if command.method == "options" else {}

@@ -113,7 +113,7 @@ async def test_plain_joins_for_services_without_the_concise_lookup(
 
 
 def test_a_list_read_apart_resumes_exactly_where_it_stopped() -> None:
-    """`apart` resumes a `list` after any document, in NEWEST_FIRST order (checkpoint id
+    """`without_join` resumes a `list` after any document, in NEWEST_FIRST order (checkpoint id
     descending, then thread and namespace ascending), without a gap or a repeat."""
     from mongomock import MongoClient
 
@@ -137,9 +137,11 @@ def test_a_list_read_apart_resumes_exactly_where_it_stopped() -> None:
             limit=limit,
             join=join,
         )
-        everything = list(collection.aggregate(_queries.apart(pipeline)))
+        everything = list(collection.aggregate(_queries.without_join(pipeline)))
         assert len(everything) == (limit or 12)
         for read in range(len(everything) - 1):
             page = len(everything) - read - 1
-            rest = list(collection.aggregate(_queries.apart(pipeline, everything[read], page)))
+            rest = list(
+                collection.aggregate(_queries.without_join(pipeline, everything[read], page))
+            )
             assert [d["_id"] for d in rest] == [d["_id"] for d in everything[read + 1 :]]

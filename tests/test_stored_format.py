@@ -31,7 +31,7 @@ from support.helpers import call, checkpoint, config, listed, new_thread
 METADATA_FIELDS = {"metadata", "serialized_metadata", "replayed_channels"}
 
 
-async def _stored(saver: Any, thread: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+async def _stored_documents(saver: Any, thread: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     query = {"thread_id": thread}
     [doc] = await maybe_await(saver.checkpoint_collection.find(query).to_list(None))
     writes = await maybe_await(saver.writes_collection.find(query).to_list(None))
@@ -43,7 +43,7 @@ async def test_ids_are_stored_once_in_each_document(saver: Any) -> None:
     cp = checkpoint({"a": 1})
     stored = await call(saver, "put", config(thread, "ns"), cp, {}, cp["channel_versions"])
     await call(saver, "put_writes", stored, [("a", 2)], "task", "path")
-    doc, [write] = await _stored(saver, thread)
+    doc, [write] = await _stored_documents(saver, thread)
     key = {"thread_id": thread, "checkpoint_ns": "ns", "checkpoint_id": cp["id"]}
     assert doc["_id"] == key
     assert list(doc["_id"]) == list(key)
@@ -71,8 +71,8 @@ async def test_the_serialized_checkpoint_leaves_out_its_id_and_values(saver: Any
     thread = new_thread()
     cp = checkpoint({"a": [1, 2], "b": "x"})
     stored = await call(saver, "put", config(thread), cp, {}, cp["channel_versions"])
-    doc, _ = await _stored(saver, thread)
-    blob = saver.codec.decode(doc["checkpoint"])
+    doc, _ = await _stored_documents(saver, thread)
+    blob = saver.storage.codec.decode(doc["checkpoint"])
     assert "id" not in blob
     assert "channel_values" not in blob
     assert blob == {k: v for k, v in cp.items() if k not in ("id", "channel_values")}
@@ -89,7 +89,7 @@ async def test_msgpack_values_carry_no_type(saver: Any) -> None:
     cp = checkpoint({"text": "hello", "raw": b"\x00\x01"})
     stored = await call(saver, "put", config(thread), cp, {}, cp["channel_versions"])
     await call(saver, "put_writes", stored, [("text", "hi"), ("raw", b"\x02")], "task")
-    doc, writes = await _stored(saver, thread)
+    doc, writes = await _stored_documents(saver, thread)
     assert isinstance(doc["checkpoint"], bytes)
     entries = {entry["channel"]: entry for entry in doc["channel_values"]}
     assert "type" not in entries["text"]
@@ -108,7 +108,7 @@ async def test_a_none_write_is_stored_as_null(saver: Any) -> None:
     cp = checkpoint({"a": 1})
     stored = await call(saver, "put", config(thread), cp, {}, cp["channel_versions"])
     await call(saver, "put_writes", stored, [("branch:to:node", None)], "task")
-    _, [write] = await _stored(saver, thread)
+    _, [write] = await _stored_documents(saver, thread)
     assert "value" in write
     assert write["value"] is None
     got = await call(saver, "get_tuple", stored)
@@ -121,7 +121,7 @@ async def test_channel_entries_leave_their_versions_to_the_checkpoint(saver: Any
     thread = new_thread()
     cp = checkpoint({"text": "hello"})
     stored = await call(saver, "put", config(thread), cp, {}, cp["channel_versions"])
-    doc, _ = await _stored(saver, thread)
+    doc, _ = await _stored_documents(saver, thread)
     assert [sorted(entry) for entry in doc["channel_values"]] == [["channel", "data"]]
     got = await call(saver, "get_tuple", stored)
     assert got.checkpoint["channel_versions"] == cp["channel_versions"]

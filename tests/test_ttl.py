@@ -13,7 +13,7 @@ import pytest
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
-from langgraph.checkpoint.mongo._schema import F
+from langgraph.checkpoint.mongo._schema import Field
 from support.backends import MONGODB_URI, Backend, CommandLog
 from support.helpers import call, config, listed, new_thread, put
 
@@ -59,9 +59,9 @@ async def two_writers(backend: Backend) -> AsyncIterator[tuple[Any, Any]]:
 async def stamps(saver: Any, thread: str) -> set[datetime]:
     found = set()
     for collection in (saver.checkpoint_collection, saver.writes_collection):
-        cursor = collection.find({"thread_id": thread}, {F.TOUCHED_AT: 1})
+        cursor = collection.find({"thread_id": thread}, {Field.TOUCHED_AT: 1})
         docs = await maybe_await(cursor.to_list(None))
-        found |= {doc.get(F.TOUCHED_AT) for doc in docs}
+        found |= {doc.get(Field.TOUCHED_AT) for doc in docs}
     return found
 
 
@@ -70,7 +70,7 @@ async def test_all_documents_of_a_thread_share_one_stamp(backend: Backend) -> No
     async with backend.saver(log, ttl=timedelta(hours=16)) as saver:
         boundary = hour_boundary()
         clock = Clock(boundary - timedelta(minutes=55))
-        saver.expiry.clock = clock
+        saver.storage.expiry.clock = clock
         thread, other = new_thread(), new_thread()
         log.reset()
         first = await put(saver, thread)
@@ -108,7 +108,7 @@ async def test_idle_thread_expires_whole_live_thread_stays(backend: Backend) -> 
     expire on access."""
     async with backend.saver(ttl=60) as saver:
         idle, live = new_thread(), new_thread()
-        saver.expiry.clock = Clock(datetime.now(timezone.utc) - timedelta(hours=2))
+        saver.storage.expiry.clock = Clock(datetime.now(timezone.utc) - timedelta(hours=2))
         parent = None
         for i in range(3):
             stored = await put(saver, idle, parent=parent)
@@ -116,7 +116,7 @@ async def test_idle_thread_expires_whole_live_thread_stays(backend: Backend) -> 
             parent = stored["configurable"]["checkpoint_id"]
         # Stamped 10 minutes ahead: the wait can outlast ttl=60 s, and a thread written
         # now would then rightly expire before it is looked at.
-        saver.expiry.clock = Clock(datetime.now(timezone.utc) + timedelta(minutes=10))
+        saver.storage.expiry.clock = Clock(datetime.now(timezone.utc) + timedelta(minutes=10))
         kept = await put(saver, live)
         await call(saver, "put_writes", kept, [("y", 1)], "t")
         deadline = asyncio.get_running_loop().time() + (130 if MONGODB_URI else 5)
@@ -187,10 +187,10 @@ async def test_a_write_stamped_before_another_writers_move_is_moved_too(
     """
     async with two_writers(backend) as (early, late):
         boundary = hour_boundary()
-        late.expiry.clock = Clock(boundary + timedelta(minutes=1))
+        late.storage.expiry.clock = Clock(boundary + timedelta(minutes=1))
         thread = new_thread()
         first = await put(late, thread)
-        early.expiry.clock = Ticking(
+        early.storage.expiry.clock = Ticking(
             [boundary - timedelta(minutes=1)], then=boundary + timedelta(minutes=2)
         )
         await put(early, thread, parent=first["configurable"]["checkpoint_id"])
@@ -232,8 +232,8 @@ async def test_a_writer_with_a_lagging_clock_never_moves_a_thread_back(backend: 
     document in its bucket, but leaves the newer stamps of the thread where they are."""
     async with two_writers(backend) as (ahead, behind):
         boundary = hour_boundary()
-        ahead.expiry.clock = Clock(boundary + timedelta(minutes=1))
-        behind.expiry.clock = Clock(boundary - timedelta(minutes=1))
+        ahead.storage.expiry.clock = Clock(boundary + timedelta(minutes=1))
+        behind.storage.expiry.clock = Clock(boundary - timedelta(minutes=1))
         thread = new_thread()
         first = await put(ahead, thread)
         await call(ahead, "put_writes", first, [("a", 1)], "t")
@@ -244,4 +244,4 @@ async def test_a_writer_with_a_lagging_clock_never_moves_a_thread_back(backend: 
         writes = await maybe_await(
             ahead.writes_collection.find({"thread_id": thread}).to_list(None)
         )
-        assert [w[F.TOUCHED_AT].replace(tzinfo=timezone.utc) for w in writes] == [later]
+        assert [w[Field.TOUCHED_AT].replace(tzinfo=timezone.utc) for w in writes] == [later]

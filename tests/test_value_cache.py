@@ -82,9 +82,9 @@ def test_cache_max_bytes_is_checked(value: Any, error: type[Exception]) -> None:
 
 def test_cache_max_bytes_sets_the_bound() -> None:
     client = AsyncMongoMockClient()
-    assert AsyncMongoDBSaver(client).recent.max_bytes == DEFAULT_CACHE_MAX_BYTES
-    assert AsyncMongoDBSaver(client, cache_max_bytes=0).recent.max_bytes == 0
-    assert AsyncMongoDBSaver(client, cache_max_bytes=12345).recent.max_bytes == 12345
+    assert AsyncMongoDBSaver(client).storage.recent.max_bytes == DEFAULT_CACHE_MAX_BYTES
+    assert AsyncMongoDBSaver(client, cache_max_bytes=0).storage.recent.max_bytes == 0
+    assert AsyncMongoDBSaver(client, cache_max_bytes=12345).storage.recent.max_bytes == 12345
 
 
 async def test_from_conn_string_takes_cache_max_bytes(backend: Backend) -> None:
@@ -94,13 +94,13 @@ async def test_from_conn_string_takes_cache_max_bytes(backend: Backend) -> None:
     db_name = f"test_{uuid.uuid4().hex[:16]}"
     if backend.is_sync:
         with MongoDBSaver.from_conn_string(backend.uri, db_name, cache_max_bytes=4096) as saver:
-            assert saver.recent.max_bytes == 4096
+            assert saver.storage.recent.max_bytes == 4096
             saver.client.drop_database(db_name)
     else:
         async with AsyncMongoDBSaver.from_conn_string(
             backend.uri, db_name, cache_max_bytes=4096
         ) as asaver:
-            assert asaver.recent.max_bytes == 4096
+            assert asaver.storage.recent.max_bytes == 4096
             await asaver.client.drop_database(db_name)
 
 
@@ -124,6 +124,6 @@ async def test_without_the_cache_graphs_store_every_step_as_in_memory(backend: B
             return backend.saver(db_name=saver.db.name, cache_max_bytes=0)
 
         got = await run_on(saver, backend.is_sync, reopen, scenario)
-        assert not saver.recent._entries
+        assert not saver.storage.recent._entries
     want = await in_memory(backend.is_sync, scenario)
     assert got.log == want.log

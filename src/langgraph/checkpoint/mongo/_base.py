@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import inspect
 import random
@@ -16,7 +17,6 @@ from collections.abc import (
 from datetime import timedelta
 from typing import Any, ClassVar, Generic, TypeVar
 
-from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from pymongo import MongoClient
@@ -48,7 +48,7 @@ DEFAULT_CHECKPOINT_COLLECTION = "checkpoints"
 DEFAULT_WRITES_COLLECTION = "checkpoint_writes"
 
 
-def step(
+def step_plan(
     plan: Generator[Y, Any, T], result: Any = None, error: BaseException | None = None
 ) -> tuple[Y | None, T | None]:
     """Hand a plan the last command's result (or error): `(next command, None)` or
@@ -62,27 +62,27 @@ def step(
 def run_plan(plan: Generator[Y, Any, T], execute: Callable[[Y], Any]) -> T:
     """Run a plan to its end, each request answered by `execute`; an error it raises
     goes back into the plan, which handles it or lets it propagate."""
-    request, value = step(plan)
+    request, value = step_plan(plan)
     while request is not None:
         try:
             result = execute(request)
         except Exception as error:
-            request, value = step(plan, error=error)
+            request, value = step_plan(plan, error=error)
         else:
-            request, value = step(plan, result)
+            request, value = step_plan(plan, result)
     return value  # type: ignore[return-value]
 
 
 async def arun_plan(plan: Generator[Y, Any, T], execute: Callable[[Y], Awaitable[Any]]) -> T:
     """`run_plan` with an async `execute`."""
-    request, value = step(plan)
+    request, value = step_plan(plan)
     while request is not None:
         try:
             result = await execute(request)
         except Exception as error:
-            request, value = step(plan, error=error)
+            request, value = step_plan(plan, error=error)
         else:
-            request, value = step(plan, result)
+            request, value = step_plan(plan, result)
     return value  # type: ignore[return-value]
 
 
@@ -90,7 +90,7 @@ def run_listing(listing: ops.Listing, answer: Callable[[Any], Any]) -> Iterator[
     """Run a `list` (`ops.list_checkpoints`): yield its tuples, answer its requests with
     `answer`; an error `answer` raises goes back into it."""
     outcome: tuple[Any, Exception | None] = (None, None)
-    while (request := step(listing, *outcome)[0]) is not None:
+    while (request := step_plan(listing, *outcome)[0]) is not None:
         if isinstance(request, CheckpointTuple):
             yield request
             outcome = (None, None)
@@ -106,7 +106,7 @@ async def arun_listing(
 ) -> AsyncIterator[CheckpointTuple]:
     """`run_listing` with an async `answer`."""
     outcome: tuple[Any, Exception | None] = (None, None)
-    while (request := step(listing, *outcome)[0]) is not None:
+    while (request := step_plan(listing, *outcome)[0]) is not None:
         if isinstance(request, CheckpointTuple):
             yield request
             outcome = (None, None)
@@ -175,7 +175,6 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         self.compression = check_compression(compression)
         ttl_delta = as_timedelta(ttl)
         self.ttl = ttl_delta
-        self.expiry = ThreadExpiry(ttl_delta) if ttl_delta is not None else None
         require_str(db_name, "db_name")
         require_str(checkpoint_collection_name, "checkpoint_collection_name")
         require_str(writes_collection_name, "writes_collection_name")
@@ -193,9 +192,14 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         self.writes_collection_name = writes_collection_name
         self.checkpoint_collection = self.db[checkpoint_collection_name]
         self.writes_collection = self.db[writes_collection_name]
-        self.join = WritesJoin(writes_collection_name, by_thread=targeted_joins)
-        # Shared with `with_allowlist` copies, like the collections.
-        self.recent = RecentValues(check_cache_max_bytes(cache_max_bytes))
+        # The join, expiry and cache are shared with `with_allowlist` copies, like the
+        # collections; the codec is each copy's own (see `with_allowlist`).
+        self.storage = ops.Storage(
+            codec=Codec(self.serde, self.compression),
+            join=WritesJoin(writes_collection_name, by_thread=targeted_joins),
+            expiry=ThreadExpiry(ttl_delta) if ttl_delta is not None else None,
+            recent=RecentValues(check_cache_max_bytes(cache_max_bytes)),
+        )
 
     @classmethod
     def from_conn_string(
@@ -307,28 +311,24 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             return self.writes_collection
         return self.db
 
-    @property
-    def codec(self) -> Codec:
-        # Built per call: `with_allowlist` swaps `serde` on a shallow copy of the saver.
-        return Codec(self.serde, self.compression)
-
-    def _listing(
-        self,
-        config: RunnableConfig | None,
-        filter: dict[str, Any] | None,
-        before: RunnableConfig | None,
-        limit: int | None,
-    ) -> ops.Listing:
-        return ops.list_checkpoints(
-            self.codec, self.join, config, filter=filter, before=before, limit=limit
-        )
+    def with_allowlist(
+        self, extra_allowlist: Collection[tuple[str, ...]]
+    ) -> BaseCheckpointSaver[int]:
+        """A shallow copy of the saver whose serializer also restores the types of
+        `extra_allowlist` (the base class swaps `serde` on the copy): its codec is built
+        on that serializer; collections, expiry and the value cache stay shared."""
+        clone = super().with_allowlist(extra_allowlist)
+        if clone is not self and isinstance(clone, MongoDBSaverBase):
+            codec = Codec(clone.serde, self.compression)
+            clone.storage = dataclasses.replace(self.storage, codec=codec)
+        return clone
 
     def _setup_plan(self, create_indexes: bool, skip_indexes: Collection[str]) -> Plan[None]:
         names = {
             Target.CHECKPOINTS: self.checkpoint_collection_name,
             Target.WRITES: self.writes_collection_name,
         }
-        return ops.setup(names, self.join, self.expiry, create_indexes, skip_indexes)
+        return ops.setup(self.storage, names, create_indexes, skip_indexes)
 
 
 # The keywords a PyMongo client takes, lower-cased as its own validation reads them: its

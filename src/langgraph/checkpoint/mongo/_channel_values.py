@@ -25,7 +25,7 @@ from langgraph.checkpoint.base import ChannelVersions
 
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._keys import KeyFields
-from langgraph.checkpoint.mongo._schema import ChannelValue, F, StoredValue
+from langgraph.checkpoint.mongo._schema import ChannelValue, Field, StoredValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +42,7 @@ class StoredValues:
 def stored_values(entries: Iterable[ChannelValue], versions: Mapping[str, Any]) -> StoredValues:
     """A document's `channel_values` array, with the versions of its checkpoint (copied:
     `put` is handed live objects)."""
-    return StoredValues({entry[F.CHANNEL]: entry for entry in entries}, dict(versions))
+    return StoredValues({entry[Field.CHANNEL]: entry for entry in entries}, dict(versions))
 
 
 def encode_channel_values(
@@ -72,12 +72,12 @@ def encode_channel_values(
         ):
             result[channel] = kept
         else:
-            result[channel] = {F.CHANNEL: channel, **encode(value, channel)}
+            result[channel] = {Field.CHANNEL: channel, **encode(value, channel)}
     return result
 
 
 def decode_channel_values(codec: Codec, entries: Iterable[ChannelValue]) -> dict[str, Any]:
-    return {entry[F.CHANNEL]: codec.decode(entry) for entry in entries}
+    return {entry[Field.CHANNEL]: codec.decode(entry) for entry in entries}
 
 
 # The default bound of the cache, in bytes of process memory (`cache_max_bytes`).
@@ -112,7 +112,7 @@ def cached_size(values: StoredValues) -> int:
     return (
         CHECKPOINT_OVERHEAD_BYTES
         + CHANNEL_OVERHEAD_BYTES * len(entries)
-        + sum(len(entry[F.DATA]) for entry in entries)
+        + sum(len(entry[Field.DATA]) for entry in entries)
     )
 
 

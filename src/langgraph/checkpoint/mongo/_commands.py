@@ -26,11 +26,7 @@ NO_KWARGS: Mapping[str, Any] = MappingProxyType({})
 
 
 class Command(NamedTuple):
-    """One driver call: `collection.method(*args, **kwargs)`; reads return a cursor.
-
-    A named tuple: one is built per command, and a frozen dataclass took twice as long
-    to build (0.85 against 0.4 µs).
-    """
+    """One driver call: `collection.method(*args, **kwargs)`; reads return a cursor."""
 
     target: Target
     method: str

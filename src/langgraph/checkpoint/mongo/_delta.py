@@ -24,7 +24,12 @@ from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._documents import pending_writes
 from langgraph.checkpoint.mongo._keys import checkpoint_key, key_fields
 from langgraph.checkpoint.mongo._metadata import DELTA_COUNTERS
-from langgraph.checkpoint.mongo._schema import CheckpointKey, F, HistoryDocument, LineageDocument
+from langgraph.checkpoint.mongo._schema import (
+    CheckpointKey,
+    Field,
+    HistoryDocument,
+    LineageDocument,
+)
 from langgraph.checkpoint.mongo.errors import CheckpointCycleError
 
 Lineage = Mapping[str, LineageDocument]  # checkpoint id -> lineage document, one namespace
@@ -36,7 +41,7 @@ def by_namespace(
     """Lineage documents grouped by (thread, namespace), each newest first."""
     groups: dict[tuple[str, str], dict[str, LineageDocument]] = defaultdict(dict)
     for doc in docs:
-        thread_id, ns, checkpoint_id = key_fields(doc[F.ID])
+        thread_id, ns, checkpoint_id = key_fields(doc[Field.ID])
         groups[thread_id, ns][checkpoint_id] = doc
     return groups
 
@@ -59,8 +64,8 @@ def parent_id(doc: LineageDocument) -> str | None:
     """The parent a checkpoint names; `None` for a root, and for a checkpoint that names
     itself (stored so when `put`'s config already named it, as `InMemorySaver` stores
     it): every walk over parent ids takes that one for the root of its chain."""
-    parent = doc.get(F.PARENT_CHECKPOINT_ID)
-    return None if parent == doc[F.ID][F.CHECKPOINT_ID] else parent
+    parent = doc.get(Field.PARENT_CHECKPOINT_ID)
+    return None if parent == doc[Field.ID][Field.CHECKPOINT_ID] else parent
 
 
 def walk(lineage: Lineage, target_id: str | None, channels: Iterable[str]) -> Walk:
@@ -78,10 +83,12 @@ def walk(lineage: Lineage, target_id: str | None, channels: Iterable[str]) -> Wa
         if current in seen:
             path = [target_id, *result.chain, current]
             cycle = path[path.index(current) :]
-            raise CheckpointCycleError(doc[F.ID][F.THREAD_ID], doc[F.ID][F.CHECKPOINT_NS], cycle)
+            raise CheckpointCycleError(
+                doc[Field.ID][Field.THREAD_ID], doc[Field.ID][Field.CHECKPOINT_NS], cycle
+            )
         seen.add(current)
         result.chain.append(current)
-        stored = {entry[F.CHANNEL] for entry in doc.get(F.CHANNEL_VALUES, ())}
+        stored = {entry[Field.CHANNEL] for entry in doc.get(Field.CHANNEL_VALUES, ())}
         for channel in remaining.intersection(stored):
             result.seed_at[channel] = current
         remaining.difference_update(stored)
@@ -92,9 +99,9 @@ def walk(lineage: Lineage, target_id: str | None, channels: Iterable[str]) -> Wa
 def replayed_channels(doc: LineageDocument) -> list[str]:
     """The `DeltaChannel`s a checkpoint rebuilds from its ancestors: stored apart where
     its readable metadata's counters do not name them exactly, else those counters' keys."""
-    if F.REPLAYED_CHANNELS in doc:
-        return doc[F.REPLAYED_CHANNELS]
-    metadata = doc.get(F.METADATA)
+    if Field.REPLAYED_CHANNELS in doc:
+        return doc[Field.REPLAYED_CHANNELS]
+    metadata = doc.get(Field.METADATA)
     counters = metadata.get(DELTA_COUNTERS) if isinstance(metadata, Mapping) else None
     return list(counters) if isinstance(counters, Mapping) else []
 
@@ -126,7 +133,7 @@ def deletable(
     """The `doomed` checkpoints (`_id`s) that no surviving checkpoint rebuilds from."""
     doomed_ids: dict[tuple[str, str], set[str]] = defaultdict(set)
     for key in doomed:
-        doomed_ids[key[F.THREAD_ID], key[F.CHECKPOINT_NS]].add(key[F.CHECKPOINT_ID])
+        doomed_ids[key[Field.THREAD_ID], key[Field.CHECKPOINT_NS]].add(key[Field.CHECKPOINT_ID])
     result: list[CheckpointKey] = []
     for (thread_id, ns), lineage in by_namespace(lineage_docs).items():
         ids = doomed_ids.get((thread_id, ns), set())
@@ -142,12 +149,12 @@ def assemble(
     channels: Sequence[str],
 ) -> dict[str, DeltaChannelHistory]:
     """The base class's result shape: writes oldest first, the seed where one was found."""
-    by_id = {doc[F.ID][F.CHECKPOINT_ID]: doc for doc in docs}
+    by_id = {doc[Field.ID][Field.CHECKPOINT_ID]: doc for doc in docs}
     writes_at = {
-        cid: pending_writes(codec, doc.get(F.JOINED_WRITES, ())) for cid, doc in by_id.items()
+        cid: pending_writes(codec, doc.get(Field.JOINED_WRITES, ())) for cid, doc in by_id.items()
     }
     seed_values = {
-        cid: {entry[F.CHANNEL]: entry for entry in by_id[cid][F.CHANNEL_VALUES]}
+        cid: {entry[Field.CHANNEL]: entry for entry in by_id[cid][Field.CHANNEL_VALUES]}
         for cid in set(found.seed_at.values())
     }
     result: dict[str, DeltaChannelHistory] = {}

@@ -7,7 +7,7 @@ does not read back as the metadata `get_tuple` returns (see `_metadata`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
@@ -34,7 +34,7 @@ from langgraph.checkpoint.mongo._keys import (
     checkpoint_key,
     key_fields,
     require_str,
-    shown,
+    short_repr,
     write_key,
 )
 from langgraph.checkpoint.mongo._metadata import (
@@ -47,7 +47,7 @@ from langgraph.checkpoint.mongo._metadata import (
 from langgraph.checkpoint.mongo._queries import upsert_filter
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
-    F,
+    Field,
     JoinedCheckpoint,
     WriteDocument,
 )
@@ -55,61 +55,53 @@ from langgraph.checkpoint.mongo.errors import CheckpointTooLargeError
 
 D = TypeVar("D", bound=Mapping[str, Any])
 
-# What a document or value is called in an error message, built only when one is raised
-# (quoting user input on every successful call cost about 1 µs per name).
-Label = Callable[[], str]
-
 # MongoDB's maxBsonObjectSize, the same on every current server and on Atlas.
 MAX_DOCUMENT_SIZE = 16 * 1024 * 1024
 
 
 def _payload_size(stored: Any) -> int:
     """The length of a stored value's serialized bytes (bare, or a `StoredValue`'s data)."""
-    if type(stored) is bytes:  # the usual case, answered before the ABC checks
-        return len(stored)
-    if stored is None:
-        return 0
     if isinstance(stored, bytes):
         return len(stored)
-    if isinstance(stored, Mapping) and F.DATA in stored:
-        return len(stored[F.DATA])
+    if isinstance(stored, Mapping) and Field.DATA in stored:
+        return len(stored[Field.DATA])
     return 0
 
 
-def _emptied(stored: Any) -> Any:
+def _with_empty_payload(stored: Any) -> Any:
     """A stored value with empty bytes for its serialized ones: its BSON shrinks by exactly
     their length."""
     if isinstance(stored, bytes):
         return b""
-    if isinstance(stored, Mapping) and F.DATA in stored:
-        return {**stored, F.DATA: b""}
+    if isinstance(stored, Mapping) and Field.DATA in stored:
+        return {**stored, Field.DATA: b""}
     return stored
 
 
-# Payloads up to this size are cheaper to encode than to count around (measured: a
-# 26 KiB chat state encodes in 4 µs, a 430 KiB one in 475 µs; counting around it, 6 µs).
+# Below this many payload bytes a document is encoded whole to be measured; from it on,
+# its large values are counted by length instead of being copied into a second encoding.
 _COUNT_PAYLOADS_FROM = 64 * 1024
 
 
 def bson_size(doc: Mapping[str, Any]) -> int:
     """`len(bson.encode(doc))`, without encoding large serialized values: a large state is
     counted by length instead of being copied a second time (the driver encodes it once)."""
-    entries = doc.get(F.CHANNEL_VALUES) or ()
-    payload = _payload_size(doc.get(F.CHECKPOINT)) + _payload_size(doc.get(F.VALUE))
+    entries = doc.get(Field.CHANNEL_VALUES) or ()
+    payload = _payload_size(doc.get(Field.CHECKPOINT)) + _payload_size(doc.get(Field.VALUE))
     for entry in entries:
-        payload += len(entry[F.DATA])
+        payload += len(entry[Field.DATA])
     if payload < _COUNT_PAYLOADS_FROM:
         return len(bson.encode(doc))
-    light = {**doc, F.CHANNEL_VALUES: [_emptied(entry) for entry in entries]}
-    for field in (F.CHECKPOINT, F.VALUE):
+    light = {**doc, Field.CHANNEL_VALUES: [_with_empty_payload(entry) for entry in entries]}
+    for field in (Field.CHECKPOINT, Field.VALUE):
         if field in doc:
-            light[field] = _emptied(doc[field])
-    if F.CHANNEL_VALUES not in doc:
-        del light[F.CHANNEL_VALUES]
+            light[field] = _with_empty_payload(doc[field])
+    if Field.CHANNEL_VALUES not in doc:
+        del light[Field.CHANNEL_VALUES]
     return len(bson.encode(light)) + payload
 
 
-def _within_size_limit(doc: D, what: Label, ref: CheckpointRef) -> D:
+def _within_size_limit(doc: D, what: str, ref: CheckpointRef) -> D:
     """Refuse a document the server would refuse, before anything is sent: the upsert
     that carries it repeats its key in the filter, so that counts too. The filter holds
     fields of the document, so it is never the larger: a document of at most half the
@@ -119,7 +111,7 @@ def _within_size_limit(doc: D, what: Label, ref: CheckpointRef) -> D:
         size += len(bson.encode(upsert_filter(doc)))
     if size > MAX_DOCUMENT_SIZE:
         raise CheckpointTooLargeError(
-            what(),
+            what,
             thread_id=ref.thread_id,
             checkpoint_ns=ref.checkpoint_ns,
             checkpoint_id=str(ref.checkpoint_id),
@@ -129,10 +121,10 @@ def _within_size_limit(doc: D, what: Label, ref: CheckpointRef) -> D:
     return doc
 
 
-def _encoded(
+def _encode_or_refuse(
     codec: Codec,
     value: Any,
-    what: Label,
+    what: str,
     parts: tuple[str, Any] | None = None,
     *,
     field: bool = False,
@@ -143,23 +135,21 @@ def _encoded(
     try:
         return codec.encode_field(value) if field else codec.encode(value)
     except (TypeError, ValueError) as exc:
-        name, mapping = parts or (what(), None)
+        name, mapping = parts or (what, None)
         label = name
         for key, part in (mapping if isinstance(mapping, Mapping) else {}).items():
             try:
                 codec.encode(part)
             except (TypeError, ValueError):
-                label = f"{name}[{shown(key)}]"
+                label = f"{name}[{short_repr(key)}]"
                 break
         error = TypeError if isinstance(exc, TypeError) else ValueError
         raise error(f"{label} cannot be serialized: {exc}; nothing was written") from exc
 
 
 def _require_mapping(value: Any, what: str) -> Mapping[str, Any]:
-    if type(value) is dict:  # the usual case, answered before the ABC check
-        return value
     if not isinstance(value, Mapping):
-        raise TypeError(f"{what} must be a dict, got {type(value).__name__}: {shown(value)}")
+        raise TypeError(f"{what} must be a dict, got {type(value).__name__}: {short_repr(value)}")
     return value
 
 
@@ -186,7 +176,7 @@ def unchanged_channels(checkpoint: Any, new_versions: Any) -> tuple[str, list[st
 _NOT_IN_BLOB = ("id", "channel_values")
 
 
-def _blob(checkpoint: Checkpoint) -> dict[str, Any]:
+def _checkpoint_blob(checkpoint: Checkpoint) -> dict[str, Any]:
     blob = dict(checkpoint)  # a copy and deletions: the fields keep their order
     for key in _NOT_IN_BLOB:
         blob.pop(key, None)
@@ -221,8 +211,8 @@ def checkpoint_document(
     readable = exact_copy(full_metadata) if codec.round_trips_plain else NOT_EXACT
     serialized_metadata = None
     if readable is NOT_EXACT:
-        serialized_metadata = _encoded(
-            codec, full_metadata, lambda: "metadata", ("metadata", full_metadata)
+        serialized_metadata = _encode_or_refuse(
+            codec, full_metadata, "metadata", ("metadata", full_metadata)
         )
         # The readable copy describes what `get_tuple` will return, which is the metadata
         # after a serializer round trip (tuples come back as lists, for example).
@@ -237,17 +227,19 @@ def checkpoint_document(
         _require_mapping(checkpoint.get("channel_versions", {}), "checkpoint['channel_versions']"),
         new_versions,
         parent,
-        lambda value, channel: _encoded(
-            codec, value, lambda: f"checkpoint['channel_values'][{shown(channel)}]"
+        lambda value, channel: _encode_or_refuse(
+            codec, value, f"checkpoint['channel_values'][{short_repr(channel)}]"
         ),
     )
     doc: CheckpointDocument = {
-        F.ID: checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
-        F.THREAD_ID: ref.thread_id,
-        F.PARENT_CHECKPOINT_ID: ref.checkpoint_id,
-        F.CHECKPOINT: _encoded(codec, _blob(checkpoint), lambda: "checkpoint", field=True),
-        F.CHANNEL_VALUES: list(values.values()),
-        F.METADATA: readable,
+        Field.ID: checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
+        Field.THREAD_ID: ref.thread_id,
+        Field.PARENT_CHECKPOINT_ID: ref.checkpoint_id,
+        Field.CHECKPOINT: _encode_or_refuse(
+            codec, _checkpoint_blob(checkpoint), "checkpoint", field=True
+        ),
+        Field.CHANNEL_VALUES: list(values.values()),
+        Field.METADATA: readable,
     }
     replayed = _replayed_channels(full_metadata)
     readable_counters = readable.get(DELTA_COUNTERS) if isinstance(readable, Mapping) else None
@@ -255,13 +247,13 @@ def checkpoint_document(
         isinstance(readable_counters, Mapping) and sorted(readable_counters) == replayed
     ):
         # Only where the readable counters do not name them (see `_delta.replayed`).
-        doc[F.REPLAYED_CHANNELS] = replayed
+        doc[Field.REPLAYED_CHANNELS] = replayed
     if serialized_metadata is not None:
-        doc[F.SERIALIZED_METADATA] = serialized_metadata
+        doc[Field.SERIALIZED_METADATA] = serialized_metadata
     if touched_at is not None:
-        doc[F.TOUCHED_AT] = touched_at
+        doc[Field.TOUCHED_AT] = touched_at
     stored_as = CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id)
-    return _within_size_limit(doc, lambda: "Checkpoint", stored_as)
+    return _within_size_limit(doc, "Checkpoint", stored_as)
 
 
 def write_documents(
@@ -285,66 +277,67 @@ def write_documents(
         )
     require_str(task_id, "task_id")
     require_str(task_path, "task_path")
-    if type(writes) is not list and (
-        isinstance(writes, (str, bytes)) or not isinstance(writes, Sequence)
-    ):
+    if isinstance(writes, (str, bytes)) or not isinstance(writes, Sequence):
         raise TypeError(
             f"writes must be a sequence of (channel, value) pairs, got {type(writes).__name__}"
         )
     join_key = checkpoint_key(ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id)
     documents = []
     for position, pair in enumerate(writes):
-        # A tuple, the usual case, is answered before the ABC check.
-        if (
-            type(pair) is not tuple
-            and (isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence))
-        ) or len(pair) != 2:
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
             raise TypeError(
-                f"writes[{position}] must be a (channel, value) pair, got {shown(pair)}"
+                f"writes[{position}] must be a (channel, value) pair, got {short_repr(pair)}"
             )
         channel, value = pair
         require_str(channel, f"writes[{position}] channel")
         idx = WRITES_IDX_MAP.get(channel, position)
         document: WriteDocument = {
-            F.ID: write_key(join_key, task_id, idx),
-            F.THREAD_ID: ref.thread_id,
-            F.TASK_PATH: task_path,
-            F.CHANNEL: channel,
-            F.VALUE: _encoded(codec, value, _write_label(position, channel), field=True),
+            Field.ID: write_key(join_key, task_id, idx),
+            Field.THREAD_ID: ref.thread_id,
+            Field.TASK_PATH: task_path,
+            Field.CHANNEL: channel,
+            Field.VALUE: _encode_or_refuse(
+                codec, value, _write_label(position, channel), field=True
+            ),
         }
         if touched_at is not None:
-            document[F.TOUCHED_AT] = touched_at
+            document[Field.TOUCHED_AT] = touched_at
         what = _write_label(position, channel, task_id)
         documents.append((idx < 0, _within_size_limit(document, what, ref)))
     return documents
 
 
-def _write_label(position: int, channel: str, task_id: str | None = None) -> Label:
+def _write_label(position: int, channel: str, task_id: str | None = None) -> str:
     """A write's value (without `task_id`) or whole document (with it) in an error."""
     if task_id is None:
-        return lambda: f"writes[{position}] value (channel {shown(channel)})"
-    return lambda: f"Write {position} (channel {shown(channel)}, task {shown(task_id)})"
+        return f"writes[{position}] value (channel {short_repr(channel)})"
+    return f"Write {position} (channel {short_repr(channel)}, task {short_repr(task_id)})"
 
 
 def pending_writes(codec: Codec, docs: Iterable[WriteDocument]) -> list[PendingWrite]:
     """A checkpoint's writes in LangGraph's order (`task_id` and `idx` are in `_id`)."""
     ordered = sorted(
         docs,
-        key=lambda d: writes_sort_key(d[F.TASK_PATH], d[F.ID][F.TASK_ID], d[F.ID][F.IDX]),
+        key=lambda d: writes_sort_key(
+            d[Field.TASK_PATH], d[Field.ID][Field.TASK_ID], d[Field.ID][Field.IDX]
+        ),
     )
-    return [(d[F.ID][F.TASK_ID], d[F.CHANNEL], codec.decode(d[F.VALUE])) for d in ordered]
+    return [
+        (d[Field.ID][Field.TASK_ID], d[Field.CHANNEL], codec.decode(d[Field.VALUE]))
+        for d in ordered
+    ]
 
 
-def _ours(doc: D) -> D:
+def written_by_us(doc: D) -> D:
     """Refuse, by name, a document this package did not write.
 
     `langgraph-checkpoint-mongodb` uses the same default collection names, with
     `checkpoint` as raw bytes beside a top-level `type`, and no `channel_values`.
     """
-    if F.TYPE not in doc and F.CHANNEL_VALUES in doc:
+    if Field.TYPE not in doc and Field.CHANNEL_VALUES in doc:
         return doc
     raise ValueError(
-        f"checkpoint document {shown(doc.get(F.ID))} was not written by "
+        f"checkpoint document {short_repr(doc.get(Field.ID))} was not written by "
         "langgraph-checkpoint-mongo"
         + (" (it looks like langgraph-checkpoint-mongodb's format)" if "type" in doc else "")
         + ": give this saver its own collections (checkpoint_collection_name=..., "
@@ -355,22 +348,22 @@ def _ours(doc: D) -> D:
 
 def stored_metadata(codec: Codec, doc: Mapping[str, Any]) -> Any:
     """The metadata `get_tuple` returns, from whichever copy a document keeps exactly."""
-    if F.SERIALIZED_METADATA in doc:
-        return codec.decode(doc[F.SERIALIZED_METADATA])
-    return from_readable(doc[F.METADATA])
+    if Field.SERIALIZED_METADATA in doc:
+        return codec.decode(doc[Field.SERIALIZED_METADATA])
+    return from_readable(doc[Field.METADATA])
 
 
 def checkpoint_tuple(codec: Codec, doc: JoinedCheckpoint) -> CheckpointTuple:
     """A checkpoint document (with its joined writes) as the tuple LangGraph reads."""
-    doc = _ours(doc)
-    thread_id, checkpoint_ns, checkpoint_id = key_fields(doc[F.ID])
-    parent_id = doc.get(F.PARENT_CHECKPOINT_ID)
+    doc = written_by_us(doc)
+    thread_id, checkpoint_ns, checkpoint_id = key_fields(doc[Field.ID])
+    parent_id = doc.get(Field.PARENT_CHECKPOINT_ID)
     checkpoint = cast(
         Checkpoint,
         {
-            **codec.decode(doc[F.CHECKPOINT]),
+            **codec.decode(doc[Field.CHECKPOINT]),
             "id": checkpoint_id,
-            "channel_values": decode_channel_values(codec, doc[F.CHANNEL_VALUES]),
+            "channel_values": decode_channel_values(codec, doc[Field.CHANNEL_VALUES]),
         },
     )
     return CheckpointTuple(
@@ -380,7 +373,7 @@ def checkpoint_tuple(codec: Codec, doc: JoinedCheckpoint) -> CheckpointTuple:
         parent_config=(
             CheckpointRef(thread_id, checkpoint_ns, parent_id).config() if parent_id else None
         ),
-        pending_writes=pending_writes(codec, doc.get(F.JOINED_WRITES, ())),
+        pending_writes=pending_writes(codec, doc.get(Field.JOINED_WRITES, ())),
     )
 
 
@@ -390,28 +383,27 @@ def moved_checkpoint(
     """A copy of a checkpoint document that belongs to another thread, ids kept."""
     moved: CheckpointDocument = {
         **doc,
-        F.ID: checkpoint_key(thread_id, doc[F.ID][F.CHECKPOINT_NS], doc[F.ID][F.CHECKPOINT_ID]),
-        F.THREAD_ID: thread_id,
+        Field.ID: checkpoint_key(
+            thread_id, doc[Field.ID][Field.CHECKPOINT_NS], doc[Field.ID][Field.CHECKPOINT_ID]
+        ),
+        Field.THREAD_ID: thread_id,
     }
     if touched_at is not None:
-        moved[F.TOUCHED_AT] = touched_at
+        moved[Field.TOUCHED_AT] = touched_at
     return moved
 
 
 def moved_write(doc: WriteDocument, thread_id: str, touched_at: datetime | None) -> WriteDocument:
     """A copy of a pending-write document that belongs to another thread."""
-    key, checkpoint = doc[F.ID], doc[F.ID][F.CHECKPOINT]
-    moved_key = checkpoint_key(thread_id, checkpoint[F.CHECKPOINT_NS], checkpoint[F.CHECKPOINT_ID])
+    key, checkpoint = doc[Field.ID], doc[Field.ID][Field.CHECKPOINT]
+    moved_key = checkpoint_key(
+        thread_id, checkpoint[Field.CHECKPOINT_NS], checkpoint[Field.CHECKPOINT_ID]
+    )
     moved: WriteDocument = {
         **doc,
-        F.ID: write_key(moved_key, key[F.TASK_ID], key[F.IDX]),
-        F.THREAD_ID: thread_id,
+        Field.ID: write_key(moved_key, key[Field.TASK_ID], key[Field.IDX]),
+        Field.THREAD_ID: thread_id,
     }
     if touched_at is not None:
-        moved[F.TOUCHED_AT] = touched_at
+        moved[Field.TOUCHED_AT] = touched_at
     return moved
-
-
-def written_by_us(doc: D) -> D:
-    """`doc`, or a `ValueError` saying which package wrote it and what to do."""
-    return _ours(doc)

@@ -14,14 +14,11 @@ from typing import Any, NamedTuple
 
 from langchain_core.runnables import RunnableConfig
 
-from langgraph.checkpoint.mongo._schema import CheckpointKey, F, WriteKey
+from langgraph.checkpoint.mongo._schema import CheckpointKey, Field, WriteKey
 
 
 class CheckpointRef(NamedTuple):
-    """Where a checkpoint lives: its thread, its namespace and (unless "latest") its id.
-
-    A named tuple, like `Command`: several are built per call.
-    """
+    """Where a checkpoint lives: its thread, its namespace and (unless "latest") its id."""
 
     thread_id: str
     checkpoint_ns: str
@@ -42,51 +39,45 @@ class CheckpointRef(NamedTuple):
 # MongoDB's 16 MiB limit, so the limit is met with this error and not the driver's.
 MAX_ID_BYTES = 64 * 1024
 
-_SHOWN = reprlib.Repr()
-_SHOWN.maxstring = _SHOWN.maxother = 80
+_SHORT_REPR = reprlib.Repr()
+_SHORT_REPR.maxstring = _SHORT_REPR.maxother = 80
 
 
-def shown(value: Any) -> str:
+def short_repr(value: Any) -> str:
     """`repr(value)`, cut to a readable length: error messages may quote hostile input."""
-    return _SHOWN.repr(value)
+    return _SHORT_REPR.repr(value)
 
 
-def where(thread_id: str, checkpoint_ns: str) -> str:
+def namespace_label(thread_id: str, checkpoint_ns: str) -> str:
     """A thread's namespace, as error messages name it."""
-    return f"thread {shown(thread_id)}, namespace {shown(checkpoint_ns)}"
+    return f"thread {short_repr(thread_id)}, namespace {short_repr(checkpoint_ns)}"
 
 
-def require_str(value: Any, what: str, field: str = "") -> str:
-    """A string the server can store and match: valid UTF-8 and of a sane length.
-
-    `what + field` names it in an error, joined only then (ids are checked several times
-    per call). An ASCII `str` is answered in O(1): each of its characters is one byte.
-    """
-    if type(value) is str and value.isascii() and len(value) <= MAX_ID_BYTES:
-        return value
-    what += field
+def require_str(value: Any, what: str) -> str:
+    """A string the server can store and match: valid UTF-8 and of a sane length. `what`
+    names it in an error."""
     if not isinstance(value, str):
-        raise TypeError(f"{what} must be a str, got {type(value).__name__}: {shown(value)}")
+        raise TypeError(f"{what} must be a str, got {type(value).__name__}: {short_repr(value)}")
     try:
         size = len(value.encode("utf-8"))
     except UnicodeEncodeError as exc:
         raise ValueError(
             f"{what} is not valid Unicode text (a lone surrogate {value[exc.start]!r} at "
-            f"index {exc.start}, as json.loads('\"\\ud800\"') yields): {shown(value)}"
+            f"index {exc.start}, as json.loads('\"\\ud800\"') yields): {short_repr(value)}"
         ) from None
     if size > MAX_ID_BYTES:
         raise ValueError(
             f"{what} is {size} bytes long in UTF-8, over the limit of {MAX_ID_BYTES}: "
-            f"{shown(value)}"
+            f"{short_repr(value)}"
         )
     return value
 
 
 def _configurable(config: Any, what: str) -> Mapping[str, Any]:
-    if type(config) is not dict and not isinstance(config, Mapping):
+    if not isinstance(config, Mapping):
         raise TypeError(f"{what} must be a RunnableConfig dict, got {type(config).__name__}")
     configurable = config.get("configurable")
-    if type(configurable) is not dict and not isinstance(configurable, Mapping):
+    if not isinstance(configurable, Mapping):
         raise ValueError(
             f"{what} has no 'configurable' dict; pass {{'configurable': {{'thread_id': ...}}}}"
         )
@@ -101,17 +92,17 @@ def _ids(config: Any, what: str) -> tuple[str, Any, str | None]:
             f"{what}['configurable'] is missing 'thread_id': a checkpointer needs "
             "{'configurable': {'thread_id': ...}} to know which thread to use"
         )
-    thread_id = require_str(configurable["thread_id"], what, "['configurable']['thread_id']")
+    thread_id = require_str(configurable["thread_id"], f"{what}['configurable']['thread_id']")
     checkpoint_id = configurable.get("checkpoint_id")
     if checkpoint_id is not None:
-        require_str(checkpoint_id, what, "['configurable']['checkpoint_id']")
+        require_str(checkpoint_id, f"{what}['configurable']['checkpoint_id']")
     return thread_id, configurable.get("checkpoint_ns", ""), checkpoint_id or None
 
 
 def ref_from_config(config: Any, *, what: str = "config") -> CheckpointRef:
     """Read thread, namespace and optional checkpoint id from a config, strictly."""
     thread_id, checkpoint_ns, checkpoint_id = _ids(config, what)
-    require_str(checkpoint_ns, what, "['configurable']['checkpoint_ns']")
+    require_str(checkpoint_ns, f"{what}['configurable']['checkpoint_ns']")
     return CheckpointRef(thread_id, checkpoint_ns, checkpoint_id)
 
 
@@ -150,14 +141,18 @@ KeyFields = tuple[str, str, str]
 
 def checkpoint_key(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> CheckpointKey:
     """`_id` of a checkpoint document, and the key its writes join on."""
-    return {F.THREAD_ID: thread_id, F.CHECKPOINT_NS: checkpoint_ns, F.CHECKPOINT_ID: checkpoint_id}
+    return {
+        Field.THREAD_ID: thread_id,
+        Field.CHECKPOINT_NS: checkpoint_ns,
+        Field.CHECKPOINT_ID: checkpoint_id,
+    }
 
 
 def key_fields(key: CheckpointKey) -> KeyFields:
     """A checkpoint key as a hashable tuple, whatever the field order it came back in."""
-    return key[F.THREAD_ID], key[F.CHECKPOINT_NS], key[F.CHECKPOINT_ID]
+    return key[Field.THREAD_ID], key[Field.CHECKPOINT_NS], key[Field.CHECKPOINT_ID]
 
 
 def write_key(checkpoint: CheckpointKey, task_id: str, idx: int) -> WriteKey:
     """`_id` of a pending-write document; `checkpoint` comes from `checkpoint_key`."""
-    return {F.CHECKPOINT: checkpoint, F.TASK_ID: task_id, F.IDX: idx}
+    return {Field.CHECKPOINT: checkpoint, Field.TASK_ID: task_id, Field.IDX: idx}

@@ -39,7 +39,7 @@ from typing import Any
 from bson.decimal128 import Decimal128
 
 from langgraph.checkpoint.mongo._keys import require_str
-from langgraph.checkpoint.mongo._schema import F
+from langgraph.checkpoint.mongo._schema import Field
 
 # LangGraph's metadata entry that counts the writes of each `DeltaChannel` not
 # snapshotted since: its keys are the channels a checkpoint rebuilds from its ancestors.
@@ -231,5 +231,5 @@ def metadata_filter(filter: Any) -> MetadataFilter:
                 condition = {"$type": "object"}
             else:
                 condition = {"$exists": True}
-        conditions[f"{F.METADATA}.{key}"] = condition
+        conditions[f"{Field.METADATA}.{key}"] = condition
     return MetadataFilter(tuple(filter.items()), conditions, exact)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Generator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
 
@@ -49,17 +50,17 @@ from langgraph.checkpoint.mongo._keys import (
     checkpoint_key,
     key_fields,
     list_scope,
+    namespace_label,
     ref_from_config,
     require_str,
-    shown,
+    short_repr,
     str_list,
-    where,
 )
 from langgraph.checkpoint.mongo._metadata import metadata_filter
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
     CheckpointKey,
-    F,
+    Field,
     HistoryDocument,
     Joined,
     JoinedCheckpoint,
@@ -75,10 +76,28 @@ T = TypeVar("T")
 logger = logging.getLogger("langgraph.checkpoint.mongo")
 
 
+@dataclass(frozen=True, slots=True)
+class Storage:
+    """What the plans need of a saver besides each call's arguments (no client: they do
+    no I/O). A saver builds it once; a `with_allowlist` copy gets one with its own codec.
+
+    Attributes:
+        codec: how values become stored bytes (the saver's serializer and compression).
+        join: how reads join each checkpoint with its pending writes.
+        expiry: the whole-thread expiry stamps; `None` when the saver has no `ttl`.
+        recent: the cache of channel values read or written lately, which a `put` of
+            the next checkpoint reuses instead of reading its parent.
+    """
+
+    codec: Codec
+    join: _queries.WritesJoin
+    expiry: ThreadExpiry | None
+    recent: RecentValues
+
+
 def setup(
+    storage: Storage,
     names: Mapping[Target, str],
-    join: _queries.WritesJoin,
-    expiry: ThreadExpiry | None,
     create_indexes: bool,
     skip_indexes: Collection[str],
 ) -> Plan[None]:
@@ -97,7 +116,7 @@ def setup(
     _refuse_foreign_checkpoints(names[Target.CHECKPOINTS], checkpoint_indexes)
     if not create_indexes:
         return
-    for target, index in _queries.indexes(join):
+    for target, index in _queries.indexes(storage.join):
         if index.document["name"] not in skip:
             yield from _create_index(names[target], target, index)
     if _queries.TTL_INDEX_NAME not in skip:
@@ -106,7 +125,7 @@ def setup(
                 indexes = checkpoint_indexes
             else:
                 indexes = yield Command(target, "index_information")
-            yield from _set_thread_ttl(names[target], target, expiry, indexes)
+            yield from _set_thread_ttl(names[target], target, storage.expiry, indexes)
 
 
 def _refuse_collation(collection: str, target: Target) -> Plan[None]:
@@ -161,7 +180,7 @@ def _set_thread_ttl(
     if existing is not None and not _queries.is_thread_ttl(existing):
         raise ValueError(
             f"collection {collection!r} has an index named {name!r} on "
-            f"{existing.get('key')}, not on {F.TOUCHED_AT!r}: drop or rename it, or call "
+            f"{existing.get('key')}, not on {Field.TOUCHED_AT!r}: drop or rename it, or call "
             f"setup(skip_indexes={{{name!r}}})"
         )
     if expiry is None:
@@ -221,16 +240,14 @@ def _parent_values(
         docs = yield Command(Target.CHECKPOINTS, "find", _queries.channel_values_of(key))
         if not docs:
             return None
-        versions = codec.decode(docs[0][F.CHECKPOINT]).get("channel_versions", {})
-        values = stored_values(docs[0][F.CHANNEL_VALUES], versions)
+        versions = codec.decode(docs[0][Field.CHECKPOINT]).get("channel_versions", {})
+        values = stored_values(docs[0][Field.CHANNEL_VALUES], versions)
         recent.put(key_fields(key), values)
     return values
 
 
 def put(
-    codec: Codec,
-    expiry: ThreadExpiry | None,
-    recent: RecentValues,
+    storage: Storage,
     config: RunnableConfig,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
@@ -242,6 +259,7 @@ def put(
     # so) is stored as `InMemorySaver` stores it: as its own parent, which every walk over
     # parent ids takes for the root of its chain (`_delta.parent_id`). Its "parent" values
     # are then its own earlier copy, if any, as `InMemorySaver`'s per-version blobs are.
+    codec, expiry, recent = storage.codec, storage.expiry, storage.recent
     parent = yield from _parent_values(codec, recent, ref, unchanged)
     stamp = expiry.stamp() if expiry else None
     doc = checkpoint_document(
@@ -249,7 +267,7 @@ def put(
     )
     # The versions the document was built with, copied before the command: the caller's
     # dict may change while it runs.
-    stored = stored_values(doc[F.CHANNEL_VALUES], checkpoint.get("channel_versions", {}))
+    stored = stored_values(doc[Field.CHANNEL_VALUES], checkpoint.get("channel_versions", {}))
     yield Command(Target.CHECKPOINTS, "update_one", _queries.upsert(doc), _queries.UPSERT)
     recent.put((ref.thread_id, ref.checkpoint_ns, checkpoint_id), stored)
     yield from _touch_thread(expiry, ref.thread_id, stamp)
@@ -257,16 +275,16 @@ def put(
 
 
 def put_writes(
-    codec: Codec,
-    expiry: ThreadExpiry | None,
+    storage: Storage,
     config: RunnableConfig,
     writes: Sequence[tuple[str, Any]],
     task_id: str,
     task_path: str,
 ) -> Plan[None]:
     ref = ref_from_config(config)
+    expiry = storage.expiry
     stamp = expiry.stamp() if expiry else None
-    documents = write_documents(codec, ref, writes, task_id, task_path, stamp)
+    documents = write_documents(storage.codec, ref, writes, task_id, task_path, stamp)
     if documents:
         # A regular write keeps its first stored value, a special one is replaced; a
         # retried write still keeps the thread alive (its stamp moves forward).
@@ -297,13 +315,13 @@ def _read_apart(
     trips instead of one, for checkpoints too large to return with their writes."""
     docs: list[Joined] = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
     if docs:
-        query = _queries.writes_of([d[F.ID] for d in docs], channels)
+        query = _queries.writes_of([d[Field.ID] for d in docs], channels)
         writes: list[WriteDocument] = yield Command(Target.WRITES, "find", (query,))
         joined: dict[KeyFields, list[WriteDocument]] = {}
         for write in writes:
-            joined.setdefault(key_fields(write[F.ID][F.CHECKPOINT]), []).append(write)
+            joined.setdefault(key_fields(write[Field.ID][Field.CHECKPOINT]), []).append(write)
         for doc in docs:
-            doc[F.JOINED_WRITES] = joined.get(key_fields(doc[F.ID]), [])
+            doc[Field.JOINED_WRITES] = joined.get(key_fields(doc[Field.ID]), [])
     return docs
 
 
@@ -321,21 +339,21 @@ def _read_joined(
     except OperationFailure as exc:
         if not join_too_large(exc):
             raise
-        docs = yield from _read_apart(_queries.apart(pipeline), channels)
+        docs = yield from _read_apart(_queries.without_join(pipeline), channels)
     return docs
 
 
-def get_tuple(
-    codec: Codec, join: _queries.WritesJoin, recent: RecentValues, config: RunnableConfig
-) -> Plan[CheckpointTuple | None]:
-    pipeline = _queries.get_tuple_pipeline(ref_from_config(config), join)
+def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
+    pipeline = _queries.get_tuple_pipeline(ref_from_config(config), storage.join)
     docs: list[JoinedCheckpoint] = yield from _read_joined(pipeline)
     if not docs:
         return None
-    found = checkpoint_tuple(codec, docs[0])
+    found = checkpoint_tuple(storage.codec, docs[0])
     # A graph's next `put` names this checkpoint as its parent: keep its stored values.
     versions = found.checkpoint.get("channel_versions", {})
-    recent.put(key_fields(docs[0][F.ID]), stored_values(docs[0][F.CHANNEL_VALUES], versions))
+    storage.recent.put(
+        key_fields(docs[0][Field.ID]), stored_values(docs[0][Field.CHANNEL_VALUES], versions)
+    )
     return found
 
 
@@ -391,7 +409,7 @@ class _ListedDocuments:
                     self.last = doc
                 return doc
         if not self.page:
-            pipeline = _queries.apart(self.pipeline, self.last, page_size)
+            pipeline = _queries.without_join(self.pipeline, self.last, page_size)
             self.page = yield from _read_apart(pipeline)
             if not self.page:
                 return None
@@ -400,8 +418,7 @@ class _ListedDocuments:
 
 
 def list_checkpoints(
-    codec: Codec,
-    join: _queries.WritesJoin,
+    storage: Storage,
     config: RunnableConfig | None,
     *,
     filter: dict[str, Any] | None,
@@ -433,7 +450,7 @@ def list_checkpoints(
         before_id=before_id,
         metadata_conditions=metadata.conditions,
         limit=limit if metadata.exact else None,
-        join=join,
+        join=storage.join,
     )
     documents = _ListedDocuments(pipeline)
     listed = 0
@@ -444,7 +461,7 @@ def list_checkpoints(
         doc = yield from documents.next(page_size)
         if doc is None:
             return
-        found = checkpoint_tuple(codec, doc)
+        found = checkpoint_tuple(storage.codec, doc)
         if metadata.exact or metadata.matches(found.metadata):
             yield found
             listed += 1
@@ -452,7 +469,7 @@ def list_checkpoints(
                 return
 
 
-def _lineage(query: dict[str, Any]) -> Command:
+def _find_lineage(query: dict[str, Any]) -> Command:
     return Command(
         Target.CHECKPOINTS, "find", (query, _queries.LINEAGE_PROJECTION), _queries.LINEAGE_OPTIONS
     )
@@ -463,8 +480,7 @@ DELTA_READ_ATTEMPTS = 3
 
 
 def delta_history(
-    codec: Codec,
-    join: _queries.WritesJoin,
+    storage: Storage,
     config: RunnableConfig,
     channels: Sequence[str],
 ) -> Plan[dict[str, DeltaChannelHistory]]:
@@ -479,8 +495,8 @@ def delta_history(
         return {}
     ref = ref_from_config(config)
     for _ in range(DELTA_READ_ATTEMPTS):
-        lineage_docs: list[LineageDocument] = yield _lineage(_queries.lineage_of(ref))
-        lineage = {doc[F.ID][F.CHECKPOINT_ID]: doc for doc in lineage_docs}
+        lineage_docs: list[LineageDocument] = yield _find_lineage(_queries.lineage_of(ref))
+        lineage = {doc[Field.ID][Field.CHECKPOINT_ID]: doc for doc in lineage_docs}
         target_id = (
             ref.checkpoint_id if ref.checkpoint_id is not None else next(iter(lineage), None)
         )
@@ -488,27 +504,28 @@ def delta_history(
         docs: list[HistoryDocument] = []
         if found.chain:
             seeds = found.seed_at.values()
-            pipeline = _queries.history_pipeline(ref, found.chain, seeds, wanted, join)
+            pipeline = _queries.history_pipeline(ref, found.chain, seeds, wanted, storage.join)
             docs = yield from _read_joined(pipeline, _queries.HISTORY_OPTIONS, wanted)
-        if {doc[F.ID][F.CHECKPOINT_ID] for doc in docs} == set(found.chain):
-            return _delta.assemble(codec, found, docs, wanted)
+        if {doc[Field.ID][Field.CHECKPOINT_ID] for doc in docs} == set(found.chain):
+            return _delta.assemble(storage.codec, found, docs, wanted)
     raise ThreadChangedError(
-        f"get_delta_channel_history: {where(ref.thread_id, ref.checkpoint_ns)} lost checkpoints "
+        f"get_delta_channel_history: {namespace_label(ref.thread_id, ref.checkpoint_ns)} lost "
+        "checkpoints "
         f"of the chain it was reading, {DELTA_READ_ATTEMPTS} times in a row (a concurrent "
         "delete or prune); try again"
     )
 
 
-def delete_thread(recent: RecentValues, thread_id: str) -> Plan[None]:
+def delete_thread(storage: Storage, thread_id: str) -> Plan[None]:
     thread_id = require_str(thread_id, "thread_id")
-    recent.forget_threads([thread_id])
+    storage.recent.forget_threads([thread_id])
     # Checkpoints go first: if the second step fails, what is left are writes that no
     # checkpoint joins, never a checkpoint that silently lost its writes.
     yield Command(Target.CHECKPOINTS, "delete_many", (_queries.of_thread(thread_id),))
     yield Command(Target.WRITES, "delete_many", (_queries.of_thread(thread_id),))
 
 
-def delete_for_runs(codec: Codec, recent: RecentValues, run_ids: Sequence[str]) -> Plan[None]:
+def delete_for_runs(storage: Storage, run_ids: Sequence[str]) -> Plan[None]:
     """Delete the runs' checkpoints and writes, except ancestors that a surviving
     checkpoint of the thread still rebuilds its `DeltaChannel`s from."""
     runs = str_list(run_ids, "run_ids")
@@ -519,12 +536,12 @@ def delete_for_runs(codec: Codec, recent: RecentValues, run_ids: Sequence[str]) 
     )
     # The index narrows; the exact metadata decides, as Python compares it: an array
     # that contains a run id, or another type that prints like one, is not that run.
-    doomed = [doc[F.ID] for doc in found if _run_id(codec, doc) in runs]
+    doomed = [doc[Field.ID] for doc in found if _run_id(storage.codec, doc) in runs]
     if not doomed:
         return
-    threads = sorted({key[F.THREAD_ID] for key in doomed})
-    lineage: list[LineageDocument] = yield _lineage(_queries.of_threads(threads))
-    recent.forget_threads(threads)
+    threads = sorted({key[Field.THREAD_ID] for key in doomed})
+    lineage: list[LineageDocument] = yield _find_lineage(_queries.of_threads(threads))
+    storage.recent.forget_threads(threads)
     yield from _delete_checkpoints(_delta.deletable(lineage, doomed))
 
 
@@ -555,9 +572,7 @@ def _run_id(codec: Codec, doc: MetadataDocument) -> str | None:
     return run_id if isinstance(run_id, str) else None
 
 
-def copy_thread(
-    expiry: ThreadExpiry | None, source_thread_id: str, target_thread_id: str
-) -> Plan[None]:
+def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) -> Plan[None]:
     source = require_str(source_thread_id, "source_thread_id")
     target = require_str(target_thread_id, "target_thread_id")
     checkpoints: list[CheckpointDocument] = yield Command(
@@ -565,10 +580,11 @@ def copy_thread(
     )
     if not checkpoints:
         return
-    copied_ids = {key_fields(doc[F.ID]) for doc in checkpoints}
+    copied_ids = {key_fields(doc[Field.ID]) for doc in checkpoints}
     writes: list[WriteDocument] = yield Command(
         Target.WRITES, "find", (_queries.of_thread(source),)
     )
+    expiry = storage.expiry
     stamp = expiry.stamp() if expiry else None
     # Writes first: a copy that fails half way leaves no checkpoint without its writes,
     # and upserting by `_id` makes running the copy again converge. Only the writes of
@@ -577,7 +593,7 @@ def copy_thread(
     copied_writes = [
         (False, moved_write(doc, target, stamp))
         for doc in writes
-        if key_fields(doc[F.ID][F.CHECKPOINT]) in copied_ids
+        if key_fields(doc[Field.ID][Field.CHECKPOINT]) in copied_ids
     ]
     if copied_writes:
         yield _upserts(Target.WRITES, copied_writes)
@@ -589,18 +605,18 @@ def copy_thread(
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 
 
-def prune(recent: RecentValues, thread_ids: Sequence[str], strategy: str) -> Plan[None]:
+def prune(storage: Storage, thread_ids: Sequence[str], strategy: str) -> Plan[None]:
     threads = str_list(thread_ids, "thread_ids")
     if strategy == "delete_all":  # LangGraph's Agent Server's name for "delete"
         strategy = "delete"
     if strategy not in PRUNE_STRATEGIES:
         raise ValueError(
             f"strategy must be one of {PRUNE_STRATEGIES} (or 'delete_all', the same as "
-            f"'delete'), got {shown(strategy)}"
+            f"'delete'), got {short_repr(strategy)}"
         )
     if not threads:
         return
-    recent.forget_threads(threads)
+    storage.recent.forget_threads(threads)
     in_threads = _queries.of_threads(threads)
     if strategy == "delete":
         yield Command(Target.CHECKPOINTS, "delete_many", (in_threads,))
@@ -609,7 +625,7 @@ def prune(recent: RecentValues, thread_ids: Sequence[str], strategy: str) -> Pla
     # Keep the newest checkpoint of each namespace and the ancestors it rebuilds its
     # DeltaChannels from (dropping those would silently empty the channels). Only what
     # was read is deleted: a checkpoint written meanwhile is newer, and stays.
-    yield from _delete_checkpoints(_delta.prunable((yield _lineage(in_threads))))
+    yield from _delete_checkpoints(_delta.prunable((yield _find_lineage(in_threads))))
 
 
 # What `migrate` (copying threads in from another saver) runs on the target.
@@ -654,4 +670,4 @@ def refuse_foreign_checkpoints(thread_id: str) -> Plan[None]:
 def checkpoint_keys_of_thread(thread_id: str) -> Plan[list[CheckpointKey]]:
     """The keys of every checkpoint document of the thread."""
     docs = yield Command(Target.CHECKPOINTS, "find", _queries.keys_of_thread(thread_id))
-    return [doc[F.ID] for doc in docs]
+    return [doc[Field.ID] for doc in docs]

@@ -20,18 +20,18 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
 from langgraph.checkpoint.mongo._commands import Target
 from langgraph.checkpoint.mongo._keys import CheckpointRef, key_fields
 from langgraph.checkpoint.mongo._metadata import DELTA_COUNTERS
-from langgraph.checkpoint.mongo._schema import CheckpointKey, F, Joined
+from langgraph.checkpoint.mongo._schema import CheckpointKey, Field, Joined
 
 # Writes.
 
 
 def upsert_filter(doc: Mapping[str, Any]) -> dict[str, Any]:
     """An upsert's filter: the `_id`, and the shard key `thread_id` for sharded clusters."""
-    return {F.ID: doc[F.ID], F.THREAD_ID: doc[F.THREAD_ID]}
+    return {Field.ID: doc[Field.ID], Field.THREAD_ID: doc[Field.THREAD_ID]}
 
 
 # Checkpoint fields stored only where they are needed (see `_documents`).
-_OPTIONAL_CHECKPOINT_FIELDS = (F.SERIALIZED_METADATA, F.REPLAYED_CHANNELS)
+_OPTIONAL_CHECKPOINT_FIELDS = (Field.SERIALIZED_METADATA, Field.REPLAYED_CHANNELS)
 
 
 def upsert(
@@ -45,17 +45,17 @@ def upsert(
     thread expires before the rest of it.
     """
     fields = dict(doc)  # a copy and two deletions: half the time of a filtering dictcomp
-    del fields[F.ID]
-    fields.pop(F.TOUCHED_AT, None)
+    del fields[Field.ID]
+    fields.pop(Field.TOUCHED_AT, None)
     update: dict[str, Any] = {"$setOnInsert" if keep_existing else "$set": fields}
-    if not keep_existing and F.METADATA in doc:
+    if not keep_existing and Field.METADATA in doc:
         # A checkpoint stored again (a copy overwritten, a document of an older version)
         # loses the optional fields its new version has not: they described the old one.
         absent = {name: "" for name in _OPTIONAL_CHECKPOINT_FIELDS if name not in doc}
         if absent:
             update["$unset"] = absent
-    if F.TOUCHED_AT in doc:
-        update["$max"] = {F.TOUCHED_AT: doc[F.TOUCHED_AT]}
+    if Field.TOUCHED_AT in doc:
+        update["$max"] = {Field.TOUCHED_AT: doc[Field.TOUCHED_AT]}
     return upsert_filter(doc), update
 
 
@@ -77,54 +77,54 @@ UNORDERED = {"ordered": False}
 
 def of_thread(thread_id: str) -> dict[str, Any]:
     """Every document of a thread (both collections)."""
-    return {F.THREAD_ID: thread_id}
+    return {Field.THREAD_ID: thread_id}
 
 
 def of_threads(thread_ids: Sequence[str]) -> dict[str, Any]:
     """Every document of these threads (both collections)."""
-    return {F.THREAD_ID: {"$in": list(thread_ids)}}
+    return {Field.THREAD_ID: {"$in": list(thread_ids)}}
 
 
 def _threads_of(keys: Iterable[CheckpointKey]) -> dict[str, Any]:
     """The keys' threads: the shard key, so a command targets the shards holding them."""
-    return {F.THREAD_ID: {"$in": sorted({k[F.THREAD_ID] for k in keys})}}
+    return {Field.THREAD_ID: {"$in": sorted({k[Field.THREAD_ID] for k in keys})}}
 
 
 def checkpoints_of(keys: list[CheckpointKey]) -> dict[str, Any]:
     """These checkpoints (`_id`s), in the threads' shards."""
-    return {**_threads_of(keys), F.ID: {"$in": keys}}
+    return {**_threads_of(keys), Field.ID: {"$in": keys}}
 
 
 def keys_of_thread(thread_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """`find` filter and projection: the keys of a thread's checkpoints."""
-    return of_thread(thread_id), {F.ID: 1}
+    return of_thread(thread_id), {Field.ID: 1}
 
 
 def channel_values_of(key: CheckpointKey) -> tuple[dict[str, Any], dict[str, Any]]:
     """`find` filter and projection: the stored channel entries of one checkpoint, and
     the serialized checkpoint that holds their versions."""
-    projection = {F.ID: 0, F.CHANNEL_VALUES: 1, F.CHECKPOINT: 1}
-    return {F.ID: key, F.THREAD_ID: key[F.THREAD_ID]}, projection
+    projection = {Field.ID: 0, Field.CHANNEL_VALUES: 1, Field.CHECKPOINT: 1}
+    return {Field.ID: key, Field.THREAD_ID: key[Field.THREAD_ID]}, projection
 
 
 def writes_of(keys: list[CheckpointKey], channels: list[str] | None = None) -> dict[str, Any]:
     """The pending writes of these checkpoints (`_id`s; to these channels), in the
     threads' shards."""
-    query: dict[str, Any] = {**_threads_of(keys), F.WRITE_CHECKPOINT: {"$in": keys}}
+    query: dict[str, Any] = {**_threads_of(keys), Field.WRITE_CHECKPOINT: {"$in": keys}}
     if channels is not None:
-        query[F.CHANNEL] = {"$in": channels}
+        query[Field.CHANNEL] = {"$in": channels}
     return query
 
 
 # Reads.
 
 # Fields a read never needs: the delta walk's channel names.
-_READ_PROJECTION = {F.REPLAYED_CHANNELS: 0}
+_READ_PROJECTION = {Field.REPLAYED_CHANNELS: 0}
 
 NEWEST_FIRST = {
-    F.ID_CHECKPOINT_ID: DESCENDING,
-    F.THREAD_ID: ASCENDING,
-    F.ID_CHECKPOINT_NS: ASCENDING,
+    Field.ID_CHECKPOINT_ID: DESCENDING,
+    Field.THREAD_ID: ASCENDING,
+    Field.ID_CHECKPOINT_NS: ASCENDING,
 }
 
 
@@ -145,23 +145,26 @@ class WritesJoin:
     def stage(self, thread_id: str | None) -> dict[str, Any]:
         lookup: dict[str, Any] = {
             "from": self.collection,
-            "localField": F.ID,
-            "foreignField": F.WRITE_CHECKPOINT,
-            "as": F.JOINED_WRITES,
+            "localField": Field.ID,
+            "foreignField": Field.WRITE_CHECKPOINT,
+            "as": Field.JOINED_WRITES,
         }
         if self.by_thread and thread_id is not None:
-            lookup["pipeline"] = [{"$match": {F.THREAD_ID: thread_id}}]
+            lookup["pipeline"] = [{"$match": {Field.THREAD_ID: thread_id}}]
         return {"$lookup": lookup}
 
 
 def get_tuple_pipeline(ref: CheckpointRef, join: WritesJoin) -> list[dict[str, Any]]:
     """The checkpoint `ref` names, or the newest of its thread and namespace."""
-    match: dict[str, Any] = {F.THREAD_ID: ref.thread_id, F.ID_CHECKPOINT_NS: ref.checkpoint_ns}
+    match: dict[str, Any] = {
+        Field.THREAD_ID: ref.thread_id,
+        Field.ID_CHECKPOINT_NS: ref.checkpoint_ns,
+    }
     if ref.checkpoint_id is not None:
-        match[F.ID_CHECKPOINT_ID] = ref.checkpoint_id
+        match[Field.ID_CHECKPOINT_ID] = ref.checkpoint_id
     return [
         {"$match": match},
-        {"$sort": {F.ID_CHECKPOINT_ID: DESCENDING}},
+        {"$sort": {Field.ID_CHECKPOINT_ID: DESCENDING}},
         {"$limit": 1},
         {"$project": _READ_PROJECTION},
         join.stage(ref.thread_id),
@@ -183,16 +186,16 @@ def list_pipeline(
     index a user creates on one serves them."""
     match: dict[str, Any] = dict(metadata_conditions)
     if thread_id is not None:
-        match[F.THREAD_ID] = thread_id
+        match[Field.THREAD_ID] = thread_id
     if checkpoint_ns is not None:
-        match[F.ID_CHECKPOINT_NS] = checkpoint_ns
+        match[Field.ID_CHECKPOINT_NS] = checkpoint_ns
     id_condition: dict[str, Any] = {}
     if checkpoint_id is not None:
         id_condition["$eq"] = checkpoint_id
     if before_id is not None:
         id_condition["$lt"] = before_id
     if id_condition:
-        match[F.ID_CHECKPOINT_ID] = id_condition
+        match[Field.ID_CHECKPOINT_ID] = id_condition
     pipeline: list[dict[str, Any]] = [{"$match": match}, {"$sort": NEWEST_FIRST}]
     if limit is not None:
         pipeline.append({"$limit": limit})
@@ -200,7 +203,7 @@ def list_pipeline(
     return pipeline
 
 
-def apart(
+def without_join(
     pipeline: list[dict[str, Any]], after: Joined | None = None, page: int | None = None
 ) -> list[dict[str, Any]]:
     """A read pipeline up to its `$lookup` (the join and what filters it are last), for
@@ -210,11 +213,15 @@ def apart(
     stages = [stage for stage in pipeline[:cut] if page is None or "$limit" not in stage]
     if after is not None:
         # The next documents in `NEWEST_FIRST` order.
-        thread, ns, cid = key_fields(after[F.ID])
+        thread, ns, cid = key_fields(after[Field.ID])
         later = [
-            {F.ID_CHECKPOINT_ID: {"$lt": cid}},
-            {F.ID_CHECKPOINT_ID: cid, F.THREAD_ID: {"$gt": thread}},
-            {F.ID_CHECKPOINT_ID: cid, F.THREAD_ID: thread, F.ID_CHECKPOINT_NS: {"$gt": ns}},
+            {Field.ID_CHECKPOINT_ID: {"$lt": cid}},
+            {Field.ID_CHECKPOINT_ID: cid, Field.THREAD_ID: {"$gt": thread}},
+            {
+                Field.ID_CHECKPOINT_ID: cid,
+                Field.THREAD_ID: thread,
+                Field.ID_CHECKPOINT_NS: {"$gt": ns},
+            },
         ]
         stages[0] = {"$match": {"$and": [stages[0]["$match"], {"$or": later}]}}
     if page is not None:
@@ -225,17 +232,17 @@ def apart(
 # The delta-channel history (see `_delta`).
 
 LINEAGE_PROJECTION = {
-    F.ID: 1,
-    F.PARENT_CHECKPOINT_ID: 1,
+    Field.ID: 1,
+    Field.PARENT_CHECKPOINT_ID: 1,
     # The stored channels' names, not their values.
-    f"{F.CHANNEL_VALUES}.{F.CHANNEL}": 1,
-    F.REPLAYED_CHANNELS: 1,
+    f"{Field.CHANNEL_VALUES}.{Field.CHANNEL}": 1,
+    Field.REPLAYED_CHANNELS: 1,
     # Where `replayed_channels` is left out, the channels are these counters' keys.
-    f"{F.METADATA}.{DELTA_COUNTERS}": 1,
+    f"{Field.METADATA}.{DELTA_COUNTERS}": 1,
 }
 # Lineage documents are small (ids and channel names); one large batch keeps a lineage
 # read to one round trip up to the 16 MiB reply limit (some 50,000 checkpoints).
-LINEAGE_OPTIONS = {"sort": [(F.ID_CHECKPOINT_ID, DESCENDING)], "batch_size": 100_000}
+LINEAGE_OPTIONS = {"sort": [(Field.ID_CHECKPOINT_ID, DESCENDING)], "batch_size": 100_000}
 # The history read returns one document per checkpoint of the chain: one batch too.
 HISTORY_OPTIONS = {"batchSize": 100_000}
 
@@ -244,7 +251,7 @@ def lineage_of(ref: CheckpointRef) -> dict[str, Any]:
     """The lineage of `ref`'s whole namespace: the walk follows parent ids, and nothing
     guarantees that an ancestor's id sorts before its descendant's (another writer's
     clock, custom ids)."""
-    return {F.THREAD_ID: ref.thread_id, F.ID_CHECKPOINT_NS: ref.checkpoint_ns}
+    return {Field.THREAD_ID: ref.thread_id, Field.ID_CHECKPOINT_NS: ref.checkpoint_ns}
 
 
 def history_pipeline(
@@ -256,41 +263,47 @@ def history_pipeline(
 ) -> list[dict[str, Any]]:
     """The `chain`'s checkpoints with their writes to `channels`; the stored values of
     `channels` only for `seeds`."""
-    is_seed = {"$in": [f"${F.ID_CHECKPOINT_ID}", {"$literal": sorted(set(seeds))}]}
-    wanted = {"$in": [f"$$this.{F.CHANNEL}", {"$literal": list(channels)}]}
-    seed_values = {"$filter": {"input": f"${F.CHANNEL_VALUES}", "cond": wanted}}
+    is_seed = {"$in": [f"${Field.ID_CHECKPOINT_ID}", {"$literal": sorted(set(seeds))}]}
+    wanted = {"$in": [f"$$this.{Field.CHANNEL}", {"$literal": list(channels)}]}
+    seed_values = {"$filter": {"input": f"${Field.CHANNEL_VALUES}", "cond": wanted}}
     return [
         {
             "$match": {
-                F.THREAD_ID: ref.thread_id,
-                F.ID_CHECKPOINT_NS: ref.checkpoint_ns,
-                F.ID_CHECKPOINT_ID: {"$in": chain},
+                Field.THREAD_ID: ref.thread_id,
+                Field.ID_CHECKPOINT_NS: ref.checkpoint_ns,
+                Field.ID_CHECKPOINT_ID: {"$in": chain},
             }
         },
         {
             "$project": {
-                F.ID: 1,
-                F.CHANNEL_VALUES: {"$cond": [is_seed, seed_values, "$$REMOVE"]},
+                Field.ID: 1,
+                Field.CHANNEL_VALUES: {"$cond": [is_seed, seed_values, "$$REMOVE"]},
             }
         },
         join.stage(ref.thread_id),
         {
             "$addFields": {
-                F.JOINED_WRITES: {"$filter": {"input": f"${F.JOINED_WRITES}", "cond": wanted}}
+                Field.JOINED_WRITES: {
+                    "$filter": {"input": f"${Field.JOINED_WRITES}", "cond": wanted}
+                }
             }
         },
     ]
 
 
 # `delete_for_runs`: LangGraph's `run_id` in the readable metadata (indexed).
-RUN_ID_PATH = f"{F.METADATA}.run_id"
+RUN_ID_PATH = f"{Field.METADATA}.run_id"
 
 
 def of_runs(run_ids: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """`find` filter and projection: the checkpoints these runs may have written, with
     their exact `run_id` (the index narrows; the exact metadata decides): the readable
     one, or the serializer's copy where a document keeps one."""
-    return {RUN_ID_PATH: {"$in": run_ids}}, {F.ID: 1, RUN_ID_PATH: 1, F.SERIALIZED_METADATA: 1}
+    return {RUN_ID_PATH: {"$in": run_ids}}, {
+        Field.ID: 1,
+        RUN_ID_PATH: 1,
+        Field.SERIALIZED_METADATA: 1,
+    }
 
 
 # Indexes.
@@ -304,9 +317,9 @@ def indexes(join: WritesJoin) -> list[tuple[Target, IndexModel]]:
             Target.CHECKPOINTS,
             IndexModel(
                 [
-                    (F.THREAD_ID, ASCENDING),
-                    (F.ID_CHECKPOINT_NS, ASCENDING),
-                    (F.ID_CHECKPOINT_ID, DESCENDING),
+                    (Field.THREAD_ID, ASCENDING),
+                    (Field.ID_CHECKPOINT_NS, ASCENDING),
+                    (Field.ID_CHECKPOINT_ID, DESCENDING),
                 ],
                 name="thread_ns_checkpoint",
             ),
@@ -321,7 +334,7 @@ def indexes(join: WritesJoin) -> list[tuple[Target, IndexModel]]:
         (
             Target.WRITES,
             IndexModel(
-                [(F.THREAD_ID, ASCENDING), (F.WRITE_CHECKPOINT, ASCENDING)],
+                [(Field.THREAD_ID, ASCENDING), (Field.WRITE_CHECKPOINT, ASCENDING)],
                 name="thread_checkpoint",
             ),
         ),
@@ -329,7 +342,7 @@ def indexes(join: WritesJoin) -> list[tuple[Target, IndexModel]]:
     if not join.by_thread:
         # The plain $lookup matches `_id.checkpoint` alone.
         found.append(
-            (Target.WRITES, IndexModel([(F.WRITE_CHECKPOINT, ASCENDING)], name="checkpoint"))
+            (Target.WRITES, IndexModel([(Field.WRITE_CHECKPOINT, ASCENDING)], name="checkpoint"))
         )
     return found
 
@@ -349,7 +362,10 @@ TTL_INDEX_NAME = "thread_ttl"
 def ttl_index(seconds: int) -> IndexModel:
     """Whole-thread expiry: every document of a thread carries the same stamp."""
     return IndexModel(
-        [(F.TOUCHED_AT, ASCENDING)], name=TTL_INDEX_NAME, expireAfterSeconds=seconds, sparse=True
+        [(Field.TOUCHED_AT, ASCENDING)],
+        name=TTL_INDEX_NAME,
+        expireAfterSeconds=seconds,
+        sparse=True,
     )
 
 
@@ -367,14 +383,14 @@ def foreign_index(index_information: Mapping[str, Any]) -> str | None:
     collection (its documents keep `checkpoint_id` at the top level, ours only in `_id`),
     if the collection has one: the sign that it holds that saver's documents."""
     for name, index in index_information.items():
-        if name not in INDEX_NAMES and F.CHECKPOINT_ID in dict(index.get("key", ())):
+        if name not in INDEX_NAMES and Field.CHECKPOINT_ID in dict(index.get("key", ())):
             return str(name)
     return None
 
 
 def is_thread_ttl(index_information: Mapping[str, Any]) -> bool:
     """Whether an existing index (as `index_information()` describes it) is on our stamp."""
-    return [field for field, _ in index_information.get("key", ())] == [F.TOUCHED_AT]
+    return [field for field, _ in index_information.get("key", ())] == [Field.TOUCHED_AT]
 
 
 def ttl_retimed(collection: str, seconds: int) -> tuple[tuple[str, str], dict[str, Any]]:
@@ -387,8 +403,8 @@ def touch_thread(thread_id: str, now: datetime) -> tuple[dict[str, Any], dict[st
     """Filter and update that move a thread's older documents to the stamp `now`, never
     backwards (`$not: {$gte: now}` also catches documents without a stamp)."""
     return (
-        {F.THREAD_ID: thread_id, F.TOUCHED_AT: {"$not": {"$gte": now}}},
-        {"$set": {F.TOUCHED_AT: now}},
+        {Field.THREAD_ID: thread_id, Field.TOUCHED_AT: {"$not": {"$gte": now}}},
+        {"$set": {Field.TOUCHED_AT: now}},
     )
 
 
@@ -398,4 +414,4 @@ def touch_thread(thread_id: str, now: datetime) -> tuple[dict[str, Any], dict[st
 def foreign_checkpoints_of(thread_id: str) -> dict[str, Any]:
     """A thread's checkpoint documents that this package did not write (they have no
     channel entries: `langgraph-checkpoint-mongodb` shares our default names)."""
-    return {F.THREAD_ID: thread_id, F.CHANNEL_VALUES: {"$exists": False}}
+    return {Field.THREAD_ID: thread_id, Field.CHANNEL_VALUES: {"$exists": False}}

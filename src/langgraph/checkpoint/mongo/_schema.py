@@ -1,7 +1,7 @@
 """The stored format: every field name, and the shape of every document, in one place.
 
 Code that builds or reads a document types it with these `TypedDict`s and names its
-fields with `F`, so mypy refuses a misspelled field (`doc[F.THREAD_ID]` and
+fields with `Field`, so mypy refuses a misspelled field (`doc[Field.THREAD_ID]` and
 `doc["thread_id"]` are both checked against the document's type). Keys that belong to
 LangGraph (a config's `configurable`, a checkpoint's `channel_values`, metadata keys such
 as `run_id`) are LangGraph's names, not fields of ours, and are not listed here.
@@ -13,8 +13,8 @@ from datetime import datetime
 from typing import Any, Final, TypedDict
 
 
-class F:
-    """Stored field names (`F` for field)."""
+class Field:
+    """Stored field names (`Field`)."""
 
     ID: Final = "_id"
     THREAD_ID: Final = "thread_id"

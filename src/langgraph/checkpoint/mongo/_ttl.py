@@ -1,6 +1,6 @@
 """Whole-thread expiry (`ttl=`): a thread expires as a unit, never half-way.
 
-Every document of a thread carries the same `thread_touched_at` (`F.TOUCHED_AT`): the
+Every document of a thread carries the same `thread_touched_at` (`Field.TOUCHED_AT`): the
 time of the thread's last write rounded *up* to a bucket of `ttl / 16`. A TTL index with
 `expireAfterSeconds = ttl` on that field deletes all of them in the same pass once the
 thread has been idle for between `ttl` and `ttl * 17/16`. A write stamps its own

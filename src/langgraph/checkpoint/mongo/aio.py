@@ -145,7 +145,7 @@ class AsyncMongoDBSaver(
         await self._run(self._setup_plan(create_indexes, skip_indexes))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self._run(ops.get_tuple(self.codec, self.join, self.recent, config))
+        return await self._run(ops.get_tuple(self.storage, config))
 
     async def alist(
         self,
@@ -167,7 +167,10 @@ class AsyncMongoDBSaver(
                     return await anext(request.cursor, None)
                 return await self._executor("list")(request)
 
-            async for item in arun_listing(self._listing(config, filter, before, limit), answer):
+            listing = ops.list_checkpoints(
+                self.storage, config, filter=filter, before=before, limit=limit
+            )
+            async for item in arun_listing(listing, answer):
                 yield item
 
     async def aput(
@@ -177,11 +180,7 @@ class AsyncMongoDBSaver(
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await self._run(
-            ops.put(
-                self.codec, self.expiry, self.recent, config, checkpoint, metadata, new_versions
-            )
-        )
+        return await self._run(ops.put(self.storage, config, checkpoint, metadata, new_versions))
 
     async def aput_writes(
         self,
@@ -190,25 +189,25 @@ class AsyncMongoDBSaver(
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await self._run(ops.put_writes(self.codec, self.expiry, config, writes, task_id, task_path))
+        await self._run(ops.put_writes(self.storage, config, writes, task_id, task_path))
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await self._run(ops.delete_thread(self.recent, thread_id))
+        await self._run(ops.delete_thread(self.storage, thread_id))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await self._run(ops.delete_for_runs(self.codec, self.recent, run_ids))
+        await self._run(ops.delete_for_runs(self.storage, run_ids))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await self._run(ops.copy_thread(self.expiry, source_thread_id, target_thread_id))
+        await self._run(ops.copy_thread(self.storage, source_thread_id, target_thread_id))
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await self._run(ops.prune(self.recent, thread_ids, strategy))
+        await self._run(ops.prune(self.storage, thread_ids, strategy))
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """Writes and seed of `DeltaChannel`s along the parent chain, in two round trips."""
-        return await self._run(ops.delta_history(self.codec, self.join, config, channels))
+        return await self._run(ops.delta_history(self.storage, config, channels))
 
     # Sync access from other threads, run on the saver's own event loop.
 

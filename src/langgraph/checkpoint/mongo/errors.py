@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from langgraph.checkpoint.mongo._keys import shown, where
+from langgraph.checkpoint.mongo._keys import namespace_label, short_repr
 
 
 class CheckpointTooLargeError(ValueError):
@@ -29,7 +29,8 @@ class CheckpointTooLargeError(ValueError):
         self.thread_id, self.checkpoint_ns = thread_id, checkpoint_ns
         self.checkpoint_id, self.size, self.limit = checkpoint_id, size, limit
         super().__init__(
-            f"{what} of {where(thread_id, checkpoint_ns)}, checkpoint {shown(checkpoint_id)} "
+            f"{what} of {namespace_label(thread_id, checkpoint_ns)}, checkpoint "
+            f"{short_repr(checkpoint_id)} "
             f"encodes to {size} bytes, over MongoDB's limit of {limit} bytes per document; "
             "nothing was written. Enable compression='zstd' or keep large payloads out of the "
             "graph state."
@@ -69,8 +70,8 @@ class CheckpointCycleError(ValueError):
     def __init__(self, thread_id: str, checkpoint_ns: str, cycle: list[str]) -> None:
         self.thread_id, self.checkpoint_ns, self.cycle = thread_id, checkpoint_ns, cycle
         super().__init__(
-            f"the parent chain of {where(thread_id, checkpoint_ns)} loops: "
-            f"{' -> '.join(shown(c) for c in cycle)}; the stored data is inconsistent "
+            f"the parent chain of {namespace_label(thread_id, checkpoint_ns)} loops: "
+            f"{' -> '.join(short_repr(c) for c in cycle)}; the stored data is inconsistent "
             "(a checkpoint cannot be its own ancestor). Delete the thread or repair its "
             "parent_checkpoint_id fields."
         )

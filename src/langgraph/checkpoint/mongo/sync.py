@@ -89,7 +89,7 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         self._run(self._setup_plan(create_indexes, skip_indexes))
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self._run(ops.get_tuple(self.codec, self.join, self.recent, config))
+        return self._run(ops.get_tuple(self.storage, config))
 
     def list(
         self,
@@ -110,7 +110,10 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
                     return next(request.cursor, None)
                 return self._executor("list")(request)
 
-            yield from run_listing(self._listing(config, filter, before, limit), answer)
+            listing = ops.list_checkpoints(
+                self.storage, config, filter=filter, before=before, limit=limit
+            )
+            yield from run_listing(listing, answer)
 
     def put(
         self,
@@ -119,11 +122,7 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return self._run(
-            ops.put(
-                self.codec, self.expiry, self.recent, config, checkpoint, metadata, new_versions
-            )
-        )
+        return self._run(ops.put(self.storage, config, checkpoint, metadata, new_versions))
 
     def put_writes(
         self,
@@ -132,25 +131,25 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         task_id: str,
         task_path: str = "",
     ) -> None:
-        self._run(ops.put_writes(self.codec, self.expiry, config, writes, task_id, task_path))
+        self._run(ops.put_writes(self.storage, config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
-        self._run(ops.delete_thread(self.recent, thread_id))
+        self._run(ops.delete_thread(self.storage, thread_id))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self._run(ops.delete_for_runs(self.codec, self.recent, run_ids))
+        self._run(ops.delete_for_runs(self.storage, run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self._run(ops.copy_thread(self.expiry, source_thread_id, target_thread_id))
+        self._run(ops.copy_thread(self.storage, source_thread_id, target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        self._run(ops.prune(self.recent, thread_ids, strategy))
+        self._run(ops.prune(self.storage, thread_ids, strategy))
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """Writes and seed of `DeltaChannel`s along the parent chain, in two round trips."""
-        return self._run(ops.delta_history(self.codec, self.join, config, channels))
+        return self._run(ops.delta_history(self.storage, config, channels))
 
     # Async access for graphs run with `ainvoke`: the sync calls, in a worker thread (for
     # writes, one that stops when the caller is cancelled, as `AsyncMongoDBSaver` does).

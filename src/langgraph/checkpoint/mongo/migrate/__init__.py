@@ -20,6 +20,7 @@ it is written. See docs/migrating.md.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -125,8 +126,9 @@ def _async_target(target: Any, name: str) -> AsyncMongoDBSaver | MongoDBSaver:
 
 def _plan_target(saver: AsyncMongoDBSaver | MongoDBSaver) -> TargetSaver:
     """The target as the plans see it, decoding what it stores exactly (comparisons)."""
-    codec = Codec(ExactSerializer(saver.serde), saver.compression)
-    return TargetSaver(codec, saver.join, saver.expiry, saver.recent)
+    return dataclasses.replace(
+        saver.storage, codec=Codec(ExactSerializer(saver.serde), saver.compression)
+    )
 
 
 def _batch_size(value: Any) -> int:

@@ -97,7 +97,7 @@ def _seconds(minimum: float) -> Callable[[str], float]:
     return seconds
 
 
-def _shown_uri(uri: str) -> str:
+def _redacted_uri(uri: str) -> str:
     """A connection string without its user, password and options."""
     return re.sub(r"//[^@/]*@", "//", uri.split("?", 1)[0])
 
@@ -264,7 +264,7 @@ def _client(uri: str, what: str, timeout: float) -> MongoClient[dict[str, Any]]:
     except ServerSelectionTimeoutError as exc:
         client.close()
         raise SetupError(
-            f"cannot reach the {what} at {_shown_uri(uri)}: no server answered within "
+            f"cannot reach the {what} at {_redacted_uri(uri)}: no server answered within "
             f"{timeout:g} s (--timeout): {exc}"
         ) from None
     return client

@@ -37,8 +37,6 @@ from langgraph.checkpoint.base import (
 )
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo import _queries
-from langgraph.checkpoint.mongo._channel_values import RecentValues
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import (
@@ -52,11 +50,10 @@ from langgraph.checkpoint.mongo._keys import CheckpointRef, checkpoint_key, key_
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
     CheckpointKey,
-    F,
+    Field,
     StoredField,
     WriteDocument,
 )
-from langgraph.checkpoint.mongo._ttl import ThreadExpiry
 from langgraph.checkpoint.mongo.migrate._decoding import UnrestorableValueError
 
 T = TypeVar("T")
@@ -268,14 +265,8 @@ class CopyOptions:
     on_thread: OnThread | None = None  # a finished thread's `ThreadCopy`
 
 
-@dataclass(frozen=True, slots=True)
-class TargetSaver:
-    """What the plans need of the target saver (no client: they do no I/O)."""
-
-    codec: Codec
-    join: _queries.WritesJoin
-    expiry: ThreadExpiry | None
-    recent: RecentValues
+# What the plans need of the target saver: its codec, join, expiry and cache.
+TargetSaver = ops.Storage
 
 
 # Source tuples -> our documents.
@@ -335,7 +326,7 @@ def documents(
     return checkpoint, [_write_document(codec, ref, w, stamp) for w in item.writes]
 
 
-def _where(item: SourceCheckpoint) -> str:
+def _checkpoint_label(item: SourceCheckpoint) -> str:
     configurable = item.tuple.config["configurable"]
     return (
         f"checkpoint {configurable.get('checkpoint_id')!r} "
@@ -347,7 +338,7 @@ class _BadCheckpointError(Exception):
     """A source checkpoint that cannot become our documents (the cause is chained)."""
 
 
-def _built(
+def _target_documents(
     codec: Codec, thread_id: str, batch: Sequence[SourceItem], stamp: datetime | None
 ) -> list[tuple[CheckpointDocument, list[WriteDocument]]]:
     """Our documents of a batch; the first checkpoint that cannot become them raises
@@ -359,7 +350,7 @@ def _built(
         try:
             built.append(documents(codec, thread_id, item, stamp))
         except (TypeError, ValueError) as exc:
-            raise _BadCheckpointError(f"{_where(item)}: {exc}") from exc
+            raise _BadCheckpointError(f"{_checkpoint_label(item)}: {exc}") from exc
     return built
 
 
@@ -367,7 +358,7 @@ def _built(
 
 
 def _write_fields(key: Any) -> tuple[str, str, str, str, int]:
-    return (*key_fields(key[F.CHECKPOINT]), key[F.TASK_ID], key[F.IDX])
+    return (*key_fields(key[Field.CHECKPOINT]), key[Field.TASK_ID], key[Field.IDX])
 
 
 def _same_value(codec: Codec, stored: StoredField, built: StoredField) -> bool:
@@ -383,7 +374,7 @@ def _same_value(codec: Codec, stored: StoredField, built: StoredField) -> bool:
 
 def _same_metadata(codec: Codec, stored: Any, built: CheckpointDocument) -> bool:
     """The same stored copies (a NaN included), or metadata that decode equal."""
-    copies = (F.METADATA, F.SERIALIZED_METADATA)
+    copies = (Field.METADATA, Field.SERIALIZED_METADATA)
     if all(bson.encode({k: stored.get(k)}) == bson.encode({k: built.get(k)}) for k in copies):
         return True
     try:
@@ -394,25 +385,25 @@ def _same_metadata(codec: Codec, stored: Any, built: CheckpointDocument) -> bool
 
 def _values_differ(codec: Codec, stored: Any, built: Any) -> bool:
     """Channel entries differ in channels or values (their versions are in the checkpoint)."""
-    old = {entry[F.CHANNEL]: entry for entry in stored or ()}
-    new = {entry[F.CHANNEL]: entry for entry in built}
+    old = {entry[Field.CHANNEL]: entry for entry in stored or ()}
+    new = {entry[Field.CHANNEL]: entry for entry in built}
     return old.keys() != new.keys() or any(not _same_value(codec, old[c], new[c]) for c in new)
 
 
 def _checkpoint_differs(codec: Codec, stored: Any, built: CheckpointDocument) -> bool:
     return (
-        stored.get(F.PARENT_CHECKPOINT_ID) != built[F.PARENT_CHECKPOINT_ID]
-        or not _same_value(codec, stored[F.CHECKPOINT], built[F.CHECKPOINT])
-        or _values_differ(codec, stored.get(F.CHANNEL_VALUES), built[F.CHANNEL_VALUES])
+        stored.get(Field.PARENT_CHECKPOINT_ID) != built[Field.PARENT_CHECKPOINT_ID]
+        or not _same_value(codec, stored[Field.CHECKPOINT], built[Field.CHECKPOINT])
+        or _values_differ(codec, stored.get(Field.CHANNEL_VALUES), built[Field.CHANNEL_VALUES])
         or not _same_metadata(codec, stored, built)
     )
 
 
 def _write_differs(codec: Codec, stored: Any, built: WriteDocument) -> bool:
     return (
-        stored.get(F.CHANNEL) != built[F.CHANNEL]
-        or stored.get(F.TASK_PATH) != built[F.TASK_PATH]
-        or not _same_value(codec, stored[F.VALUE], built[F.VALUE])
+        stored.get(Field.CHANNEL) != built[Field.CHANNEL]
+        or stored.get(Field.TASK_PATH) != built[Field.TASK_PATH]
+        or not _same_value(codec, stored[Field.VALUE], built[Field.VALUE])
     )
 
 
@@ -475,10 +466,10 @@ def _check(
     from_start = True
     while batch := (yield ReadCheckpoints(thread_id, batch_size, from_start)):
         from_start = False
-        built = _built(codec, thread_id, batch, None)
+        built = _target_documents(codec, thread_id, batch, None)
         for checkpoint, write_docs in built:
-            _, ns, cid = key_fields(checkpoint[F.ID])
-            keys.append((ns, cid, checkpoint[F.PARENT_CHECKPOINT_ID]))
+            _, ns, cid = key_fields(checkpoint[Field.ID])
+            keys.append((ns, cid, checkpoint[Field.PARENT_CHECKPOINT_ID]))
             check.checkpoints += 1
             check.writes += len(write_docs)
         if held != (0, 0):
@@ -506,24 +497,26 @@ def _compare_batch(
     built: list[tuple[CheckpointDocument, list[WriteDocument]]],
     check: _Check,
 ) -> Plan[None]:
-    checkpoints, writes = yield from ops.stored_documents([cp[F.ID] for cp, _ in built])
-    stored = {key_fields(doc[F.ID]): doc for doc in checkpoints}
-    stored_writes = {_write_fields(doc[F.ID]): doc for doc in writes}
+    checkpoints, writes = yield from ops.stored_documents([cp[Field.ID] for cp, _ in built])
+    stored = {key_fields(doc[Field.ID]): doc for doc in checkpoints}
+    stored_writes = {_write_fields(doc[Field.ID]): doc for doc in writes}
     for item, (checkpoint, write_docs) in zip(batch, built, strict=True):
-        old = stored.get(key_fields(checkpoint[F.ID]))
+        old = stored.get(key_fields(checkpoint[Field.ID]))
         if old is not None:
             if _checkpoint_differs(codec, written_by_us(old), checkpoint):
-                check.difference = check.difference or f"{_where(item)} differs in the target"
+                check.difference = (
+                    check.difference or f"{_checkpoint_label(item)} differs in the target"
+                )
             else:
                 check.matched_checkpoints += 1
         for write in write_docs:
-            old = stored_writes.get(_write_fields(write[F.ID]))
+            old = stored_writes.get(_write_fields(write[Field.ID]))
             if old is None:
                 continue
             if _write_differs(codec, old, write):
                 check.difference = check.difference or (
-                    f"a pending write of task {write[F.ID][F.TASK_ID]!r} (channel "
-                    f"{write[F.CHANNEL]!r}) of {_where(item)} differs in the target"
+                    f"a pending write of task {write[Field.ID][Field.TASK_ID]!r} (channel "
+                    f"{write[Field.CHANNEL]!r}) of {_checkpoint_label(item)} differs in the target"
                 )
             else:
                 check.matched_writes += 1
@@ -563,7 +556,7 @@ def copy_thread(
             options.on_progress(thread_id, check.checkpoints)
         return ThreadCopy(thread_id, status, check.checkpoints, check.writes)
     if status is ThreadStatus.REPLACED:
-        yield from ops.delete_thread(target.recent, thread_id)
+        yield from ops.delete_thread(target, thread_id)
     try:
         return (yield from _write_thread(target, thread_id, check.order, options, status))
     except _BadCheckpointError as bad:  # the source changed since `_check` read it
@@ -571,7 +564,7 @@ def copy_thread(
             detail = f"{bad}; the target keeps an older, consistent part of this thread"
             return ThreadCopy(thread_id, ThreadStatus.FAILED, detail=detail)
         # The target held nothing of the thread: nor does it now.
-        yield from ops.delete_thread(target.recent, thread_id)
+        yield from ops.delete_thread(target, thread_id)
         detail = f"{bad}; nothing of this thread was kept"
         return ThreadCopy(thread_id, ThreadStatus.FAILED, detail=detail)
 
@@ -589,7 +582,7 @@ def _write_thread(
     for start in range(0, len(order), options.batch_size):
         keys = order[start : start + options.batch_size]
         batch = yield ReadCheckpointsByKey(thread_id, tuple(keys))
-        built = _built(target.codec, thread_id, batch, stamp)
+        built = _target_documents(target.codec, thread_id, batch, stamp)
         write_docs = [doc for _, docs in built for doc in docs]
         # The writes first: a copy stopped in between leaves writes that no checkpoint
         # joins yet, never a checkpoint without its writes. Upserts overwrite (the source
@@ -636,11 +629,11 @@ def _target_tuples(
     checkpoints, writes = yield from ops.stored_documents(keys)
     joined: dict[tuple[str, str, str], list[Any]] = {}
     for write in writes:
-        joined.setdefault(key_fields(write[F.ID][F.CHECKPOINT]), []).append(write)
+        joined.setdefault(key_fields(write[Field.ID][Field.CHECKPOINT]), []).append(write)
     found: dict[tuple[str, str, str], CheckpointTuple | str] = {}
     for doc in checkpoints:
-        key = key_fields(doc[F.ID])
-        with_writes: Any = {**doc, F.JOINED_WRITES: joined.get(key, [])}
+        key = key_fields(doc[Field.ID])
+        with_writes: Any = {**doc, Field.JOINED_WRITES: joined.get(key, [])}
         try:
             found[key] = checkpoint_tuple(codec, with_writes)
         except UnrestorableValueError as exc:
@@ -712,7 +705,7 @@ def _source_refs(
         try:
             refs.append((item, _ids(item, thread_id)))
         except (TypeError, ValueError) as exc:
-            differences.append(f"{_where(item)}: {exc}")
+            differences.append(f"{_checkpoint_label(item)}: {exc}")
     return refs
 
 
@@ -746,7 +739,7 @@ def verify_thread(
     theirs = yield ReadLatest(thread_id)
     root = CheckpointRef(thread_id, "", None).config()
     try:
-        ours_latest = yield from ops.get_tuple(target.codec, target.join, target.recent, root)
+        ours_latest = yield from ops.get_tuple(target, root)
     except UnrestorableValueError as exc:
         differences.append(f"latest checkpoint: does not decode exactly in the target: {exc}")
     else:
