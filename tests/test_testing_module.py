@@ -15,6 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver, testing
 from support.graphs import chat_graph
+from support.helpers import checkpoint, config
 
 CONFIG: Any = {"configurable": {"thread_id": "user-42"}}
 TURNS = [
@@ -77,3 +78,18 @@ def test_importing_the_package_leaves_mongomock_alone() -> None:
         "assert not [m for m in sys.modules if m.startswith('mongomock')], sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_nan_read_back_is_a_new_float_as_from_a_server() -> None:
+    """A filter holding the very NaN object that was stored matches nothing, as on a server
+    and `InMemorySaver` (both hand back a new float): the stand-in must not match it by
+    identity (`[nan] == [nan]` holds for one object)."""
+    nan = float("nan")
+    memory = InMemorySaver()
+    saver = MongoDBSaver(testing.client())
+    saver.setup()
+    stored = checkpoint()
+    for each in (memory, saver):
+        each.put(config("t"), stored, {"k": [nan]}, {})  # type: ignore[typeddict-unknown-key]
+    assert list(memory.list(None, filter={"k": [nan]})) == []
+    assert list(saver.list(None, filter={"k": [nan]})) == []

@@ -36,6 +36,11 @@ classes, so they affect every mongomock client of the process, and nothing else)
    stores such documents under a hashable copy of the `_id` but its TTL sweep deletes by
    the raw dict and crashes with `TypeError: unhashable type: 'dict'` (the same
    `del self[exp_id]` of the sweep as https://github.com/mongomock/mongomock/issues/799).
+5. Floats read back as new objects, as a server's reply decodes them: mongomock hands out
+   the float objects it stored (`copy.copy` of a float is the float itself), so a NaN
+   read back *is* the NaN that was written, and `[nan] == [nan]` holds by identity where
+   it never holds for what a server returns (no upstream issue: mongomock does not claim
+   to copy immutable values).
 
 And two speed-ups, behaviour unchanged, so that a test suite with many threads stays fast:
 
@@ -53,6 +58,7 @@ timeouts, a network). Run the same tests against a real server too when you can.
 from __future__ import annotations
 
 import functools
+import struct
 import threading
 from typing import Any
 
@@ -102,6 +108,7 @@ def apply_mongomock_fixes() -> None:
 
 def _patch_mongomock() -> None:
     from mongomock import aggregate as mongomock_aggregate
+    from mongomock import collection as mongomock_collection
     from mongomock import helpers
     from mongomock.collection import BulkOperationBuilder, Collection
     from mongomock.store import CollectionStore
@@ -153,12 +160,20 @@ def _patch_mongomock() -> None:
             documents, rest = list(self.find()), pipeline
         return process_pipeline(documents, self.database, rest, session)
 
+    copy_field: Any = mongomock_collection._copy_field
+
+    def copy_field_with_new_floats(value: Any, container: Any) -> Any:
+        if type(value) is float:  # a new object with the same bits (NaN payloads too)
+            return struct.unpack("<d", struct.pack("<d", value))[0]
+        return copy_field(value, container)  # its recursion comes back here
+
     def documents_without_rehashing(self: Any) -> Any:
         self._remove_expired_documents()
         with self._rwlock.reader():
             yield from dict.values(self._documents)
 
     handlers = mongomock_aggregate._PIPELINE_HANDLERS
+    setattr(mongomock_collection, "_copy_field", copy_field_with_new_floats)  # noqa: B010
     handlers["$lookup"] = concise_lookup(handlers["$lookup"])
     # setattr: these replace methods that mongomock's stubs declare (or lack).
     setattr(Collection, "options", no_options)  # noqa: B010
