@@ -341,8 +341,8 @@ def written_by_us(doc: D) -> D:
         "langgraph-checkpoint-mongo"
         + (" (it looks like langgraph-checkpoint-mongodb's format)" if "type" in doc else "")
         + ": give this saver its own collections (checkpoint_collection_name=..., "
-        "writes_collection_name=...) or database; see 'Moving from "
-        "langgraph-checkpoint-mongodb' in the README"
+        "writes_collection_name=...) or database; see "
+        "https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/migrating/#moving-from-langgraph-checkpoint-mongodb"
     )
 
 

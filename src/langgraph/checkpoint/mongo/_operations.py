@@ -155,7 +155,7 @@ def _refuse_foreign_checkpoints(collection: str, existing: Mapping[str, Any]) ->
             f"{list(dict(existing[name]['key']))}, which langgraph-checkpoint-mongodb "
             "creates: it holds that saver's documents. Give this saver its own collections "
             "(checkpoint_collection_name=..., writes_collection_name=...) or database; see "
-            "'Moving from langgraph-checkpoint-mongodb' in the README"
+            "https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/migrating/#moving-from-langgraph-checkpoint-mongodb"
         )
 
 

@@ -2,9 +2,11 @@
 deployments), configured from environment variables.
 
 The server loads it from `langgraph.json`, by module path (the loader splits it on its last
-`.`, so `module:name` is not found)::
+`.`, so `module:name` is not found):
 
-    "checkpointer": {"path": "langgraph.checkpoint.mongo.agent_server.checkpointer"}
+```json
+"checkpointer": {"path": "langgraph.checkpoint.mongo.agent_server.checkpointer"}
+```
 
 or from a file of your project that imports it, as `examples/agent_server/` does
 (`"./checkpointer.py:checkpointer"`, resolved against the directory `langgraph dev` runs

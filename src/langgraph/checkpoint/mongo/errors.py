@@ -53,7 +53,7 @@ class IndexCreationError(RuntimeError):
             f"collection {collection!r}: {cause}. If your service refuses this kind of index "
             f"(some MongoDB-compatible services do), call setup(skip_indexes={{{name!r}}}) "
             "and create an equivalent index yourself, or setup(create_indexes=False); see "
-            "'MongoDB-compatible services' in the README."
+            "https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/operations/#mongodb-compatible-services"
         )
 
 
