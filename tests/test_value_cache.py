@@ -20,6 +20,7 @@ from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._base import run_plan
 from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES, RecentValues
 from langgraph.checkpoint.mongo._codec import Codec
+from langgraph.checkpoint.mongo._queries import WritesJoin
 from support.backends import Backend
 from support.graphs import Run, chat_graph, human, in_memory, linear_graph, run_on
 from support.helpers import checkpoint, config
@@ -30,12 +31,12 @@ BOUND = 1024 * 1024
 def tiny_puts(recent: RecentValues, count: int) -> None:
     """`count` puts of a small two-channel state, each on a thread of its own, run through
     the core (no I/O: the cache is what keeps anything)."""
-    codec = Codec(JsonPlusSerializer())
+    storage = ops.Storage(Codec(JsonPlusSerializer()), WritesJoin("writes"), None, recent)
 
     def one(i: int) -> None:
         cp = checkpoint({"messages": [f"m{i}"], "step": i})
         thread = f"thread-{uuid.uuid4().hex}"
-        plan = ops.put(codec, None, recent, config(thread), cp, {"step": i}, cp["channel_versions"])
+        plan = ops.put(storage, config(thread), cp, {"step": i}, cp["channel_versions"])
         run_plan(plan, lambda command: None)
 
     with ThreadPoolExecutor(4) as pool:
