@@ -43,7 +43,8 @@ async def test_too_large_write_fails_and_writes_nothing(saver: Any) -> None:
     thread = new_thread()
     stored = await put(saver, thread)
     writes = [("small", 1), ("huge", os.urandom(17 * MIB))]
-    with pytest.raises(CheckpointTooLargeError, match="channel 'huge'"):
+    named = r"^Write 1 \(channel 'huge', task 'task'\) of thread"
+    with pytest.raises(CheckpointTooLargeError, match=named):
         await call(saver, "put_writes", stored, writes, "task")
     assert (await call(saver, "get_tuple", stored)).pending_writes == []
 

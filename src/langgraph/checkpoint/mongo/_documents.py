@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 import bson
 from langgraph.checkpoint.base import (
@@ -54,6 +54,19 @@ from langgraph.checkpoint.mongo._schema import (
 from langgraph.checkpoint.mongo.errors import CheckpointTooLargeError
 
 D = TypeVar("D", bound=Mapping[str, Any])
+
+
+class Label(NamedTuple):
+    """Names a part of the caller's input in an error message, as `str(label)`: the
+    template with each of `quoted` cut to a readable length (`short_repr`). The text is
+    built only when an error is raised, which most calls never do."""
+
+    template: str
+    quoted: tuple[Any, ...] = ()
+
+    def __str__(self) -> str:
+        return self.template.format(*map(short_repr, self.quoted))
+
 
 # MongoDB's maxBsonObjectSize, the same on every current server and on Atlas.
 MAX_DOCUMENT_SIZE = 16 * 1024 * 1024
@@ -101,7 +114,7 @@ def bson_size(doc: Mapping[str, Any]) -> int:
     return len(bson.encode(light)) + payload
 
 
-def _within_size_limit(doc: D, what: str, ref: CheckpointRef) -> D:
+def _within_size_limit(doc: D, what: str | Label, ref: CheckpointRef) -> D:
     """Refuse a document the server would refuse, before anything is sent: the upsert
     that carries it repeats its key in the filter, so that counts too. The filter holds
     fields of the document, so it is never the larger: a document of at most half the
@@ -111,7 +124,7 @@ def _within_size_limit(doc: D, what: str, ref: CheckpointRef) -> D:
         size += len(bson.encode(upsert_filter(doc)))
     if size > MAX_DOCUMENT_SIZE:
         raise CheckpointTooLargeError(
-            what,
+            str(what),
             thread_id=ref.thread_id,
             checkpoint_ns=ref.checkpoint_ns,
             checkpoint_id=str(ref.checkpoint_id),
@@ -124,7 +137,7 @@ def _within_size_limit(doc: D, what: str, ref: CheckpointRef) -> D:
 def _encode_or_refuse(
     codec: Codec,
     value: Any,
-    what: str,
+    what: str | Label,
     parts: tuple[str, Any] | None = None,
     *,
     field: bool = False,
@@ -228,7 +241,7 @@ def checkpoint_document(
         new_versions,
         parent,
         lambda value, channel: _encode_or_refuse(
-            codec, value, f"checkpoint['channel_values'][{short_repr(channel)}]"
+            codec, value, Label("checkpoint['channel_values'][{}]", (channel,))
         ),
     )
     doc: CheckpointDocument = {
@@ -297,21 +310,17 @@ def write_documents(
             Field.TASK_PATH: task_path,
             Field.CHANNEL: channel,
             Field.VALUE: _encode_or_refuse(
-                codec, value, _write_label(position, channel), field=True
+                codec,
+                value,
+                Label("writes[{}] value (channel {})", (position, channel)),
+                field=True,
             ),
         }
         if touched_at is not None:
             document[Field.TOUCHED_AT] = touched_at
-        what = _write_label(position, channel, task_id)
+        what = Label("Write {} (channel {}, task {})", (position, channel, task_id))
         documents.append((idx < 0, _within_size_limit(document, what, ref)))
     return documents
-
-
-def _write_label(position: int, channel: str, task_id: str | None = None) -> str:
-    """A write's value (without `task_id`) or whole document (with it) in an error."""
-    if task_id is None:
-        return f"writes[{position}] value (channel {short_repr(channel)})"
-    return f"Write {position} (channel {short_repr(channel)}, task {short_repr(task_id)})"
 
 
 def pending_writes(codec: Codec, docs: Iterable[WriteDocument]) -> list[PendingWrite]:
