@@ -161,6 +161,8 @@ def _encode_or_refuse(
 
 
 def _require_mapping(value: Any, what: str) -> Mapping[str, Any]:
+    if type(value) is dict:  # what LangGraph passes; the ABC check is slower
+        return value
     if not isinstance(value, Mapping):
         raise TypeError(f"{what} must be a dict, got {type(value).__name__}: {short_repr(value)}")
     return value

@@ -55,7 +55,10 @@ def namespace_label(thread_id: str, checkpoint_ns: str) -> str:
 
 def require_str(value: Any, what: str) -> str:
     """A string the server can store and match: valid UTF-8 and of a sane length. `what`
-    names it in an error."""
+    names it in an error. An ASCII `str` (every id LangGraph makes) is answered without
+    encoding it: each of its characters is one byte."""
+    if type(value) is str and value.isascii() and len(value) <= MAX_ID_BYTES:
+        return value
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a str, got {type(value).__name__}: {short_repr(value)}")
     try:
