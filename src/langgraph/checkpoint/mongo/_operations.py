@@ -208,7 +208,7 @@ def _upserts(target: Target, docs: Sequence[tuple[bool, Mapping[str, Any]]]) -> 
     return Command(target, "bulk_write", (_queries.upserts(docs),), _queries.UNORDERED)
 
 
-def _touch_thread(
+def touch_thread(
     expiry: ThreadExpiry | None, thread_id: str, written: datetime | None
 ) -> Plan[None]:
     """After a write stamped `written`, move the thread's older documents to the current stamp.
@@ -270,7 +270,7 @@ def put(
     stored = stored_values(doc[Field.CHANNEL_VALUES], checkpoint.get("channel_versions", {}))
     yield Command(Target.CHECKPOINTS, "update_one", _queries.upsert(doc), _queries.UPSERT)
     recent.put((ref.thread_id, ref.checkpoint_ns, checkpoint_id), stored)
-    yield from _touch_thread(expiry, ref.thread_id, stamp)
+    yield from touch_thread(expiry, ref.thread_id, stamp)
     return CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id).config()
 
 
@@ -289,7 +289,7 @@ def put_writes(
         # A regular write keeps its first stored value, a special one is replaced; a
         # retried write still keeps the thread alive (its stamp moves forward).
         yield _upserts(Target.WRITES, [(not replace, doc) for replace, doc in documents])
-        yield from _touch_thread(expiry, ref.thread_id, stamp)
+        yield from touch_thread(expiry, ref.thread_id, stamp)
 
 
 # A joined read too large to return, by the code the server refuses it with:
@@ -599,7 +599,7 @@ def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) 
         yield _upserts(Target.WRITES, copied_writes)
     copied = [(False, moved_checkpoint(doc, target, stamp)) for doc in checkpoints]
     yield _upserts(Target.CHECKPOINTS, copied)
-    yield from _touch_thread(expiry, target, stamp)
+    yield from touch_thread(expiry, target, stamp)
 
 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
@@ -634,13 +634,6 @@ def prune(storage: Storage, thread_ids: Sequence[str], strategy: str) -> Plan[No
 def upsert_documents(target: Target, docs: Sequence[Mapping[str, Any]]) -> Command:
     """Insert these documents or replace the stored ones under their keys: one command."""
     return _upserts(target, [(False, doc) for doc in docs])
-
-
-def touch_thread(
-    expiry: ThreadExpiry | None, thread_id: str, written: datetime | None
-) -> Plan[None]:
-    """After documents stamped `written` were stored, give the whole thread that stamp."""
-    yield from _touch_thread(expiry, thread_id, written)
 
 
 def thread_document_counts(thread_id: str) -> Plan[tuple[int, int]]:
