@@ -140,7 +140,8 @@ class AsyncMongoDBSaver(
         """Create the indexes every query uses and set the TTL index; idempotent.
 
         `skip_indexes` names indexes not to create (for services that refuse some kinds);
-        `create_indexes=False` creates none. See https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/operations/#mongodb-compatible-services.
+        `create_indexes=False` creates none. See "MongoDB-compatible services":
+        https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/operations/#mongodb-compatible-services
         """
         await self._run(self._setup_plan(create_indexes, skip_indexes))
 
