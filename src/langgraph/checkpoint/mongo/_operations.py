@@ -22,7 +22,7 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from pymongo import IndexModel
+from pymongo import DeleteMany, IndexModel, UpdateMany, UpdateOne
 from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import _delta, _queries
@@ -42,17 +42,17 @@ from langgraph.checkpoint.mongo._commands import (
     Target,
 )
 from langgraph.checkpoint.mongo._documents import (
-    checkpoint_document,
+    NewCheckpoint,
+    build_checkpoint,
     checkpoint_tuple,
     moved_checkpoint,
     moved_write,
+    new_checkpoint,
     stored_metadata,
-    unchanged_channels,
     write_documents,
     written_by_us,
 )
 from langgraph.checkpoint.mongo._keys import (
-    CheckpointRef,
     KeyFields,
     before_id_from_config,
     checkpoint_key,
@@ -237,23 +237,40 @@ def touch_thread(
     expiry.moved(thread_id, now)
 
 
-def _parent_values(
-    codec: Codec, recent: RecentValues, ref: CheckpointRef, unchanged: Sequence[str]
-) -> Plan[StoredValues | None]:
-    """The stored channel entries of the parent checkpoint `ref` names, when a channel
-    did not change since it: from this process's cache, else read (one round trip)."""
-    if ref.checkpoint_id is None or not unchanged:
+def _parent_values(storage: Storage, new: NewCheckpoint) -> Plan[StoredValues | None]:
+    """The stored channel entries of the parent checkpoint, when a channel did not
+    change since it: from this process's cache, else read (one round trip)."""
+    if new.parent_id is None or not new.unchanged:
         return None
-    key = checkpoint_key(ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id)
-    values = recent.get(key_fields(key))
+    key = checkpoint_key(new.ref.thread_id, new.ref.checkpoint_ns, new.parent_id)
+    values = storage.recent.recall(key)
     if values is None:
         docs = yield Command(Target.CHECKPOINTS, Method.FIND, _queries.channel_values_of(key))
         if not docs:
             return None
-        versions = codec.decode(docs[0][Field.CHECKPOINT]).get("channel_versions", {})
+        versions = storage.codec.decode(docs[0][Field.CHECKPOINT]).get("channel_versions", {})
         values = stored_values(docs[0][Field.CHANNEL_VALUES], versions)
-        recent.put(key_fields(key), values)
+        storage.recent.remember(key, values)
     return values
+
+
+def store_checkpoint(
+    document: CheckpointDocument, also: Sequence[UpdateOne | UpdateMany | DeleteMany] = ()
+) -> Command:
+    """The one command that stores a checkpoint document: an upsert (`update_one`).
+
+    `also`: PyMongo write requests on the checkpoints collection sent in the same command
+    after the upsert (an ordered `bulk_write`, which stops at the first failure), for
+    what must happen with the write and never without it. PyMongo sends one wire command
+    per kind of request: `UpdateOne`/`UpdateMany` share the upsert's, a `DeleteMany`
+    costs a round trip of its own.
+    """
+    if not also:
+        return Command(
+            Target.CHECKPOINTS, Method.UPDATE_ONE, _queries.upsert(document), _queries.UPSERT
+        )
+    upsert = UpdateOne(*_queries.upsert(document), upsert=True)
+    return Command(Target.CHECKPOINTS, Method.BULK_WRITE, ([upsert, *also],))
 
 
 def put(
@@ -263,25 +280,30 @@ def put(
     metadata: CheckpointMetadata,
     new_versions: ChannelVersions,
 ) -> Plan[RunnableConfig]:
-    ref = ref_from_config(config)
-    checkpoint_id, unchanged = unchanged_channels(checkpoint, new_versions)
+    """Store a checkpoint: validate what was handed over once (`new_checkpoint`), read
+    the parent's entries of unchanged channels if this process has not cached them,
+    build the document and its cache entry in one pass (`build_checkpoint`), send it
+    (`store_checkpoint`), cache its entries, move the thread's expiry stamp.
+
+    The seam for what a checkpoint write grows: commands that must land before the
+    document (the pieces of a value too large for one document) are yielded between
+    `build_checkpoint` and `store_checkpoint`; requests that must ride with the document
+    in its one command (trimming the thread, moving its stamp) go in
+    `store_checkpoint(..., also=...)`.
+    """
+    new = new_checkpoint(ref_from_config(config), checkpoint, metadata, config, new_versions)
     # A config that already names the checkpoint (peers' suites and users' tests put them
     # so) is stored as `InMemorySaver` stores it: as its own parent, which every walk over
     # parent ids takes for the root of its chain (`_delta.parent_id`). Its "parent" values
     # are then its own earlier copy, if any, as `InMemorySaver`'s per-version blobs are.
-    codec, expiry, recent = storage.codec, storage.expiry, storage.recent
-    parent = yield from _parent_values(codec, recent, ref, unchanged)
+    parent = yield from _parent_values(storage, new)
+    expiry = storage.expiry
     stamp = expiry.stamp() if expiry else None
-    doc = checkpoint_document(
-        codec, ref, checkpoint, metadata, config, stamp, new_versions=new_versions, parent=parent
-    )
-    # The versions the document was built with, copied before the command: the caller's
-    # dict may change while it runs.
-    stored = stored_values(doc[Field.CHANNEL_VALUES], checkpoint.get("channel_versions", {}))
-    yield Command(Target.CHECKPOINTS, Method.UPDATE_ONE, _queries.upsert(doc), _queries.UPSERT)
-    recent.put((ref.thread_id, ref.checkpoint_ns, checkpoint_id), stored)
-    yield from touch_thread(expiry, ref.thread_id, stamp)
-    return CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id).config()
+    built = build_checkpoint(storage.codec, new, parent, stamp)
+    yield store_checkpoint(built.document)
+    storage.recent.remember(new.key, built.values)
+    yield from touch_thread(expiry, new.ref.thread_id, stamp)
+    return new.ref.config()
 
 
 def put_writes(
@@ -361,8 +383,8 @@ def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple 
     found = checkpoint_tuple(storage.codec, docs[0])
     # A graph's next `put` names this checkpoint as its parent: keep its stored values.
     versions = found.checkpoint.get("channel_versions", {})
-    storage.recent.put(
-        key_fields(docs[0][Field.ID]), stored_values(docs[0][Field.CHANNEL_VALUES], versions)
+    storage.recent.remember(
+        docs[0][Field.ID], stored_values(docs[0][Field.CHANNEL_VALUES], versions)
     )
     return found
 
