@@ -14,7 +14,8 @@ from pymongo.driver_info import DriverInfo
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 from langgraph.checkpoint.mongo._commands import Command, Method, Target
-from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, execute_async, open_cursor
+from langgraph.checkpoint.mongo._drivers import DRIVER_INFO
+from langgraph.checkpoint.mongo._executors import execute_async, open_cursor
 from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
 from support.backends import Backend
 from support.helpers import call, config, listed, new_thread, put

@@ -8,7 +8,6 @@ operation is written exactly once.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,11 +33,12 @@ from langgraph.checkpoint.mongo._channel_values import (
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import (
     Command,
+    Listing,
+    ListStep,
     Method,
     NextDocument,
     OpenCursor,
     Plan,
-    Request,
     Target,
 )
 from langgraph.checkpoint.mongo._documents import (
@@ -64,6 +64,7 @@ from langgraph.checkpoint.mongo._keys import (
     short_repr,
     str_list,
 )
+from langgraph.checkpoint.mongo._logging import logger
 from langgraph.checkpoint.mongo._metadata import metadata_filter
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
@@ -80,8 +81,6 @@ from langgraph.checkpoint.mongo._ttl import ThreadExpiry
 from langgraph.checkpoint.mongo.errors import IndexCreationError, ThreadChangedError
 
 T = TypeVar("T")
-
-logger = logging.getLogger("langgraph.checkpoint.mongo")
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,11 +392,6 @@ MAX_LIMIT = 2**63 - 1
 
 # Checkpoints per page once a `list` reads apart: each may be near 16 MiB.
 LIST_APART_PAGE = 25
-
-
-# What `list_checkpoints` yields: a request for the saver, or a tuple for the caller.
-ListStep = Request | CheckpointTuple
-Listing = Generator[ListStep, Any, None]
 
 
 class _ListedDocuments:

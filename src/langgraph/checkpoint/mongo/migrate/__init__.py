@@ -26,15 +26,13 @@ from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from langgraph.checkpoint.mongo._base import arun_plan, command_collection, run_plan
+from langgraph.checkpoint.mongo._base import command_collection
+from langgraph.checkpoint.mongo._cancellation import in_worker_thread
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command
-from langgraph.checkpoint.mongo._drivers import (
-    execute_async,
-    execute_sync,
-    in_worker_thread,
-)
+from langgraph.checkpoint.mongo._executors import execute_async, execute_sync
 from langgraph.checkpoint.mongo._keys import str_list
+from langgraph.checkpoint.mongo._runners import arun_plan, run_plan
 from langgraph.checkpoint.mongo.aio import AsyncMongoDBSaver
 from langgraph.checkpoint.mongo.migrate import _plans as plans
 from langgraph.checkpoint.mongo.migrate._decoding import ExactSerializer
