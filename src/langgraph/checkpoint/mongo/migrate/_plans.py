@@ -46,7 +46,12 @@ from langgraph.checkpoint.mongo._documents import (
     write_documents,
     written_by_us,
 )
-from langgraph.checkpoint.mongo._keys import CheckpointRef, checkpoint_key, key_fields
+from langgraph.checkpoint.mongo._keys import (
+    CheckpointRef,
+    checkpoint_key,
+    checkpoint_label,
+    key_fields,
+)
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
     CheckpointKey,
@@ -326,11 +331,11 @@ def documents(
     return checkpoint, [_write_document(codec, ref, w, stamp) for w in item.writes]
 
 
-def _checkpoint_label(item: SourceCheckpoint) -> str:
+def _source_label(item: SourceCheckpoint) -> str:
+    """The source checkpoint, as messages name it (from its config as the source gave it)."""
     configurable = item.tuple.config["configurable"]
-    return (
-        f"checkpoint {configurable.get('checkpoint_id')!r} "
-        f"(namespace {configurable.get('checkpoint_ns', '')!r})"
+    return checkpoint_label(
+        configurable.get("checkpoint_ns", ""), configurable.get("checkpoint_id")
     )
 
 
@@ -350,7 +355,7 @@ def _target_documents(
         try:
             built.append(documents(codec, thread_id, item, stamp))
         except (TypeError, ValueError) as exc:
-            raise _BadCheckpointError(f"{_checkpoint_label(item)}: {exc}") from exc
+            raise _BadCheckpointError(f"{_source_label(item)}: {exc}") from exc
     return built
 
 
@@ -505,7 +510,7 @@ def _compare_batch(
         if old is not None:
             if _checkpoint_differs(codec, written_by_us(old), checkpoint):
                 check.difference = (
-                    check.difference or f"{_checkpoint_label(item)} differs in the target"
+                    check.difference or f"{_source_label(item)} differs in the target"
                 )
             else:
                 check.matched_checkpoints += 1
@@ -516,7 +521,7 @@ def _compare_batch(
             if _write_differs(codec, old, write):
                 check.difference = check.difference or (
                     f"a pending write of task {write[Field.ID][Field.TASK_ID]!r} (channel "
-                    f"{write[Field.CHANNEL]!r}) of {_checkpoint_label(item)} differs in the target"
+                    f"{write[Field.CHANNEL]!r}) of {_source_label(item)} differs in the target"
                 )
             else:
                 check.matched_writes += 1
@@ -705,7 +710,7 @@ def _source_refs(
         try:
             refs.append((item, _ids(item, thread_id)))
         except (TypeError, ValueError) as exc:
-            differences.append(f"{_checkpoint_label(item)}: {exc}")
+            differences.append(f"{_source_label(item)}: {exc}")
     return refs
 
 
@@ -724,7 +729,7 @@ def verify_thread(
         stored = yield from _target_tuples(target.codec, thread_id, keys)
         for item, (ns, cid, _) in refs:
             seen.add((ns, cid))
-            where = f"checkpoint {cid!r} (namespace {ns!r})"
+            where = checkpoint_label(ns, cid)
             ours = stored.get((thread_id, ns, cid))
             if ours is None:
                 differences.append(f"{where}: missing from the target")
@@ -735,7 +740,7 @@ def verify_thread(
     for key in (yield from ops.checkpoint_keys_of_thread(thread_id)):
         _, ns, cid = key_fields(key)
         if (ns, cid) not in seen:
-            differences.append(f"checkpoint {cid!r} (namespace {ns!r}): in the target only")
+            differences.append(f"{checkpoint_label(ns, cid)}: in the target only")
     theirs = yield ReadLatest(thread_id)
     root = CheckpointRef(thread_id, "", None).config()
     try:
