@@ -120,7 +120,7 @@ def setup(
     # Read once: the TTL step below looks at the same indexes (creating the others does
     # not change the TTL index).
     checkpoint_indexes = yield Command(Target.CHECKPOINTS, Method.INDEX_INFORMATION)
-    _refuse_foreign_checkpoints(names[Target.CHECKPOINTS], checkpoint_indexes)
+    _refuse_foreign_index(names[Target.CHECKPOINTS], checkpoint_indexes)
     if not create_indexes:
         return
     for target, index in _queries.indexes(storage.join):
@@ -150,7 +150,7 @@ def _refuse_collation(collection: str, target: Target) -> Plan[None]:
         )
 
 
-def _refuse_foreign_checkpoints(collection: str, existing: Mapping[str, Any]) -> None:
+def _refuse_foreign_index(collection: str, existing: Mapping[str, Any]) -> None:
     """Refuse collections that `langgraph-checkpoint-mongodb` writes to (it uses the same
     default names; `existing` is the checkpoints collection's `index_information()`):
     reads of one namespace match `_id.checkpoint_ns`, which its documents lack, so without
@@ -669,10 +669,10 @@ def stored_documents(keys: list[CheckpointKey]) -> Plan[tuple[list[Any], list[An
     return checkpoints, writes
 
 
-def refuse_foreign_checkpoints(thread_id: str) -> Plan[None]:
+def refuse_foreign_documents(thread_id: str) -> Plan[None]:
     """Raise `ValueError`, saying what to do, if another package's checkpoint documents
     share the thread's collection."""
-    query = _queries.foreign_checkpoints_of(thread_id)
+    query = _queries.foreign_documents_of(thread_id)
     for doc in (yield Command(Target.CHECKPOINTS, Method.FIND, (query,), {"limit": 1})):
         written_by_us(doc)
 

@@ -406,7 +406,7 @@ def touch_thread(thread_id: str, now: datetime) -> tuple[dict[str, Any], dict[st
 # Copying threads in from another saver (`migrate`).
 
 
-def foreign_checkpoints_of(thread_id: str) -> dict[str, Any]:
+def foreign_documents_of(thread_id: str) -> dict[str, Any]:
     """A thread's checkpoint documents that this package did not write (they have no
     channel entries: `langgraph-checkpoint-mongodb` shares our default names)."""
     return {Field.THREAD_ID: thread_id, Field.CHANNEL_VALUES: {"$exists": False}}

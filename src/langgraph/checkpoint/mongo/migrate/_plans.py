@@ -270,10 +270,6 @@ class CopyOptions:
     on_thread: OnThread | None = None  # a finished thread's `ThreadCopy`
 
 
-# What the plans need of the target saver: its codec, join, expiry and cache.
-TargetSaver = ops.Storage
-
-
 # Source tuples -> our documents.
 
 
@@ -486,7 +482,7 @@ def _check(
     if extra[0]:
         # Documents another package wrote (the official saver shares our default names)
         # stop the copy with a message that says so.
-        yield from ops.refuse_foreign_checkpoints(thread_id)
+        yield from ops.refuse_foreign_documents(thread_id)
     if extra != (0, 0) and check.difference is None:
         check.difference = (
             f"the target holds {extra[0]} checkpoint(s) and {extra[1]} pending write(s) of "
@@ -531,7 +527,7 @@ def _compare_batch(
 
 
 def copy_thread(
-    target: TargetSaver, thread_id: str, options: CopyOptions
+    target: ops.Storage, thread_id: str, options: CopyOptions
 ) -> MigrationPlan[ThreadCopy]:
     """Check the whole thread first (nothing is written for a thread that cannot be
     copied exactly), then write it parents first, a batch at a time."""
@@ -575,7 +571,7 @@ def copy_thread(
 
 
 def _write_thread(
-    target: TargetSaver,
+    target: ops.Storage,
     thread_id: str,
     order: list[SourceKey],
     options: CopyOptions,
@@ -605,7 +601,7 @@ def _write_thread(
 
 
 def copy_threads(
-    target: TargetSaver,
+    target: ops.Storage,
     thread_ids: Iterable[str] | None,
     options: CopyOptions,
 ) -> MigrationPlan[CopyReport]:
@@ -715,7 +711,7 @@ def _source_refs(
 
 
 def verify_thread(
-    target: TargetSaver, thread_id: str, batch_size: int
+    target: ops.Storage, thread_id: str, batch_size: int
 ) -> MigrationPlan[ThreadVerification]:
     """Both sides are decoded exactly (see `_decoding`): a value either side cannot
     restore is a difference, never two stand-ins that compare equal."""
@@ -765,7 +761,7 @@ def verify_thread(
 
 
 def verify_threads(
-    target: TargetSaver,
+    target: ops.Storage,
     thread_ids: Iterable[str] | None,
     batch_size: int,
     on_thread: OnThread | None,
