@@ -206,15 +206,17 @@ def _set_thread_ttl(
         )
 
 
-def _upserts(target: Target, docs: Sequence[tuple[bool, Mapping[str, Any]]]) -> Command:
-    """`(keep_existing, document)` upserts in one command: an unordered bulk write, or for
-    a single document an `update_one`, which the driver dispatches for less client CPU."""
+def upsert_command(target: Target, docs: Sequence[tuple[bool, Mapping[str, Any]]]) -> Command:
+    """`(keep_existing, document)` upserts (`_queries.upsert`) in one command: an
+    unordered bulk write, or for a single document an `update_one`, which the driver
+    dispatches for less client CPU."""
     if len(docs) == 1:
         [(keep, doc)] = docs
         return Command(
             target, Method.UPDATE_ONE, _queries.upsert(doc, keep_existing=keep), _queries.UPSERT
         )
-    return Command(target, Method.BULK_WRITE, (_queries.upserts(docs),), _queries.UNORDERED)
+    requests = [_queries.upsert_request(doc, keep_existing=keep) for keep, doc in docs]
+    return Command(target, Method.BULK_WRITE, (requests,), _queries.UNORDERED)
 
 
 def touch_thread(
@@ -265,11 +267,9 @@ def store_checkpoint(
     costs a round trip of its own.
     """
     if not also:
-        return Command(
-            Target.CHECKPOINTS, Method.UPDATE_ONE, _queries.upsert(document), _queries.UPSERT
-        )
-    upsert = UpdateOne(*_queries.upsert(document), upsert=True)
-    return Command(Target.CHECKPOINTS, Method.BULK_WRITE, ([upsert, *also],))
+        return upsert_command(Target.CHECKPOINTS, [(False, document)])
+    requests = [_queries.upsert_request(document), *also]
+    return Command(Target.CHECKPOINTS, Method.BULK_WRITE, (requests,))
 
 
 def put(
@@ -319,7 +319,7 @@ def put_writes(
     if documents:
         # A regular write keeps its first stored value, a special one is replaced; a
         # retried write still keeps the thread alive (its stamp moves forward).
-        yield _upserts(Target.WRITES, [(not replace, doc) for replace, doc in documents])
+        yield upsert_command(Target.WRITES, [(not replace, doc) for replace, doc in documents])
         yield from touch_thread(expiry, ref.thread_id, stamp)
 
 
@@ -613,9 +613,9 @@ def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) 
         if key_fields(doc[Field.ID][Field.CHECKPOINT]) in copied_ids
     ]
     if copied_writes:
-        yield _upserts(Target.WRITES, copied_writes)
+        yield upsert_command(Target.WRITES, copied_writes)
     copied = [(False, moved_checkpoint(doc, target, stamp)) for doc in checkpoints]
-    yield _upserts(Target.CHECKPOINTS, copied)
+    yield upsert_command(Target.CHECKPOINTS, copied)
     yield from touch_thread(expiry, target, stamp)
 
 
@@ -646,11 +646,6 @@ def prune(storage: Storage, thread_ids: Sequence[str], strategy: str) -> Plan[No
 
 
 # What `migrate` (copying threads in from another saver) runs on the target.
-
-
-def upsert_documents(target: Target, docs: Sequence[Mapping[str, Any]]) -> Command:
-    """Insert these documents or replace the stored ones under their keys: one command."""
-    return _upserts(target, [(False, doc) for doc in docs])
 
 
 def thread_document_counts(thread_id: str) -> Plan[tuple[int, int]]:

@@ -58,9 +58,9 @@ def upsert(
 UPSERT = {"upsert": True}
 
 
-def upserts(docs: Sequence[tuple[bool, Mapping[str, Any]]]) -> list[UpdateOne]:
-    """The requests of one bulk write of `(keep_existing, document)` upserts."""
-    return [UpdateOne(*upsert(doc, keep_existing=keep), upsert=True) for keep, doc in docs]
+def upsert_request(doc: Mapping[str, Any], *, keep_existing: bool = False) -> UpdateOne:
+    """`upsert` as a request of a bulk write."""
+    return UpdateOne(*upsert(doc, keep_existing=keep_existing), upsert=True)
 
 
 # Options of a bulk write: one failed request does not stop the others.

@@ -589,8 +589,8 @@ def _write_thread(
         # joins yet, never a checkpoint without its writes. Upserts overwrite (the source
         # is the truth) and move TTL stamps only forward, as `put` does.
         if write_docs:
-            yield ops.upsert_documents(Target.WRITES, write_docs)
-        yield ops.upsert_documents(Target.CHECKPOINTS, [doc for doc, _ in built])
+            yield ops.upsert_command(Target.WRITES, [(False, doc) for doc in write_docs])
+        yield ops.upsert_command(Target.CHECKPOINTS, [(False, doc) for doc, _ in built])
         checkpoints += len(built)
         writes += len(write_docs)
         if options.on_progress is not None:
