@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from langgraph.checkpoint.mongo import _options
 from langgraph.checkpoint.mongo._base import arun_plan, command_collection, run_plan
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command
@@ -131,12 +132,6 @@ def _plan_target(saver: AsyncMongoDBSaver | MongoDBSaver) -> TargetSaver:
     )
 
 
-def _batch_size(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"batch_size must be an int of at least 1, got {value!r}")
-    return value
-
-
 def _thread_list(thread_ids: Sequence[str] | None) -> list[str] | None:
     """The threads to copy, each once, in the order given; `None`: every thread."""
     if thread_ids is None:
@@ -233,7 +228,8 @@ def copy_threads(
     resumes it.
     """
     saver = _sync_target(target, "copy_threads")
-    options = CopyOptions(overwrite, dry_run, _batch_size(batch_size), on_progress, on_thread)
+    batch = _options.batch_size(batch_size)
+    options = CopyOptions(overwrite, dry_run, batch, on_progress, on_thread)
     plan = plans.copy_threads(_plan_target(saver), _thread_list(thread_ids), options)
     return _run(plan, Requests(_reader(source, fast_path)), saver)
 
@@ -253,7 +249,8 @@ async def acopy_threads(
     """`copy_threads` for asyncio: reads the source through `alist`/`aget_tuple` (the
     official saver's collections in worker threads) and writes through either saver."""
     saver = _async_target(target, "acopy_threads")
-    options = CopyOptions(overwrite, dry_run, _batch_size(batch_size), on_progress, on_thread)
+    batch = _options.batch_size(batch_size)
+    options = CopyOptions(overwrite, dry_run, batch, on_progress, on_thread)
     plan = plans.copy_threads(_plan_target(saver), _thread_list(thread_ids), options)
     return await _arun(plan, _async_requests(source, fast_path), saver)
 
@@ -272,7 +269,7 @@ def verify_threads(
     the target, and the same latest checkpoint. Reads only."""
     saver = _sync_target(target, "verify_threads")
     plan = plans.verify_threads(
-        _plan_target(saver), _thread_list(thread_ids), _batch_size(batch_size), on_thread
+        _plan_target(saver), _thread_list(thread_ids), _options.batch_size(batch_size), on_thread
     )
     return _run(plan, Requests(_reader(source, fast_path)), saver)
 
@@ -289,6 +286,6 @@ async def averify_threads(
     """`verify_threads` for asyncio."""
     saver = _async_target(target, "averify_threads")
     plan = plans.verify_threads(
-        _plan_target(saver), _thread_list(thread_ids), _batch_size(batch_size), on_thread
+        _plan_target(saver), _thread_list(thread_ids), _options.batch_size(batch_size), on_thread
     )
     return await _arun(plan, _async_requests(source, fast_path), saver)
