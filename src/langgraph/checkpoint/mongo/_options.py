@@ -10,6 +10,7 @@ The URI is shown the same way everywhere too: `redact_uri`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -23,6 +24,8 @@ MAX_TTL_SECONDS = 2**31 - 1
 # same characters when the client is indexed, with an `InvalidName` naming no option).
 MAX_DB_NAME_BYTES = 63
 DB_NAME_FORBIDDEN = '/\\. "$\x00'
+# Types a strict serializer rebuilds: (module, class name) pairs.
+AllowedTypes = tuple[tuple[str, str], ...]
 # How environment variables spell a bool.
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
@@ -151,6 +154,31 @@ def batch_size(value: Any, option: str = "batch_size") -> int:
     return value
 
 
+def allowed_msgpack_modules(value: Any, option: str = "allowed_msgpack_modules") -> AllowedTypes:
+    """The types a strict serializer rebuilds besides LangGraph's safe ones, as LangGraph's
+    `JsonPlusSerializer(allowed_msgpack_modules=...)` takes them: `(module, name)` pairs,
+    `module` a dotted import path and `name` a class name (what a stored value records)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise OptionTypeError(option, f"must be (module, name) pairs, got {_shown(value)}")
+    pairs = []
+    for entry in value:
+        if not (isinstance(entry, tuple) and len(entry) == 2 and all(map(_is_str, entry))):
+            raise OptionTypeError(option, f"must be (module, name) pairs, got {entry!r} in it")
+        module, name = entry
+        if not all(part.isidentifier() for part in module.split(".")) or not name.isidentifier():
+            raise OptionValueError(
+                option,
+                "must name types as module:Name (for example my_agent.models:Order), got "
+                + repr(f"{module}:{name}".strip(":")),
+            )
+        pairs.append((module, name))
+    return tuple(pairs)
+
+
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
 # Strings to values, for environment variables and command-line flags.
 
 
@@ -182,6 +210,16 @@ def parse_compression(text: str, option: str) -> Compression | None:
     """A compression given as text, in any case: `zstd`, `zlib`, or `none`."""
     name = text.strip().lower()
     return None if name == "none" else compression(name, option)
+
+
+def parse_msgpack_modules(text: str, option: str) -> AllowedTypes:
+    """Types given as text: `module:Name` entries separated by commas (spaces ignored)."""
+    entries = [entry.strip() for entry in text.split(",") if entry.strip()]
+    pairs = []
+    for entry in entries:
+        module, _, name = entry.partition(":")
+        pairs.append((module.strip(), name.strip()))
+    return allowed_msgpack_modules(pairs, option)
 
 
 def redact_uri(uri: str) -> str:

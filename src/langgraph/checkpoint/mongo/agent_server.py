@@ -25,7 +25,12 @@ Environment variables (a bad one raises a `ValueError` naming it, before any I/O
   2147483647 seconds (default: none);
 - `MONGODB_COMPRESSION`: `zstd` (recommended) or `zlib` (default: none);
 - `MONGODB_TARGETED_JOINS`: `false` for services without MongoDB 5.0's `$lookup`, such as
-  Azure Cosmos DB for MongoDB (default `true`).
+  Azure Cosmos DB for MongoDB (default `true`);
+- `MONGODB_ALLOWED_MSGPACK_MODULES`: the types of your state that the serializer may
+  rebuild, as `module:Name` entries separated by commas (`my_agent.models:Order`); when
+  set, the serializer is strict: any other type but LangGraph's safe ones is read back as
+  a dict, as under `LANGGRAPH_STRICT_MSGPACK=true` (default: LangGraph's serializer as
+  it is, strict only under that variable).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pymongo import AsyncMongoClient
 from pymongo.errors import ConfigurationError, ServerSelectionTimeoutError
 
@@ -47,7 +53,7 @@ from langgraph.checkpoint.mongo._base import (
 )
 from langgraph.checkpoint.mongo._codec import Compression
 from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, close_client
-from langgraph.checkpoint.mongo._options import redact_uri
+from langgraph.checkpoint.mongo._options import AllowedTypes, redact_uri
 from langgraph.checkpoint.mongo.aio import AsyncMongoDBSaver
 
 T = TypeVar("T")
@@ -80,6 +86,7 @@ class Settings:
     ttl: float | None = None
     compression: Compression | None = None
     targeted_joins: bool = True
+    allowed_msgpack_modules: AllowedTypes | None = None
 
     def __repr__(self) -> str:
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -105,6 +112,9 @@ class Settings:
             ttl=_variable(env, "MONGODB_TTL_SECONDS", _ttl_seconds, None),
             compression=_variable(env, "MONGODB_COMPRESSION", _options.parse_compression, None),
             targeted_joins=_variable(env, "MONGODB_TARGETED_JOINS", _options.parse_bool, True),
+            allowed_msgpack_modules=_variable(
+                env, "MONGODB_ALLOWED_MSGPACK_MODULES", _options.parse_msgpack_modules, None
+            ),
         )
 
 
@@ -119,6 +129,14 @@ def _client(uri: str | None) -> AsyncMongoClient[Any]:
         return AsyncMongoClient(uri, driver=DRIVER_INFO)
     except (ConfigurationError, ValueError) as error:  # InvalidURI, bad options, ports
         raise ValueError(f"MONGODB_URI {redact_uri(uri)!r} is not valid: {error}") from None
+
+
+def _serializer(settings: Settings) -> JsonPlusSerializer | None:
+    """LangGraph's serializer, strict with the allowed types when they are set; else `None`
+    (the saver's default: LangGraph's, strict only with `LANGGRAPH_STRICT_MSGPACK=true`)."""
+    if settings.allowed_msgpack_modules is None:
+        return None
+    return JsonPlusSerializer(allowed_msgpack_modules=settings.allowed_msgpack_modules)
 
 
 @asynccontextmanager
@@ -145,6 +163,7 @@ async def checkpointer(
             compression=settings.compression,
             ttl=settings.ttl,
             targeted_joins=settings.targeted_joins,
+            serde=_serializer(settings),
         )
         try:
             await saver.setup()
