@@ -109,6 +109,21 @@ def _timeout(text: str, flag: str) -> float:
     return seconds
 
 
+def _add_names(group: Any, side: str, *helps: str) -> None:
+    """`--<side>-db`, `--<side>-checkpoints` and `--<side>-writes`, checked as the saver
+    checks its `db_name` and collection names."""
+    names = [
+        ("db", DEFAULT_DB_NAME, _options.db_name),
+        ("checkpoints", DEFAULT_CHECKPOINT_COLLECTION, _options.collection_name),
+        ("writes", DEFAULT_WRITES_COLLECTION, _options.collection_name),
+    ]
+    for (suffix, default, check), help in zip(names, helps, strict=True):
+        flag = f"--{side}-{suffix}"
+        group.add_argument(
+            flag, default=default, type=_flag(check, flag), metavar="NAME", help=help
+        )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m langgraph.checkpoint.mongo",
@@ -138,52 +153,24 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="a SqliteSaver database file, opened read-only (needs the [sqlite] extra)",
     )
-    source.add_argument(
-        "--from-db",
-        default=DEFAULT_DB_NAME,
-        type=_flag(_options.db_name, "--from-db"),
-        metavar="NAME",
-        help="with --from-mongodb: the database name (default: %(default)s)",
-    )
-    source.add_argument(
-        "--from-checkpoints",
-        default=DEFAULT_CHECKPOINT_COLLECTION,
-        type=_flag(_options.collection_name, "--from-checkpoints"),
-        metavar="NAME",
-        help="with --from-mongodb: its checkpoint collection (default: %(default)s)",
-    )
-    source.add_argument(
-        "--from-writes",
-        default=DEFAULT_WRITES_COLLECTION,
-        type=_flag(_options.collection_name, "--from-writes"),
-        metavar="NAME",
-        help="with --from-mongodb: its writes collection (default: %(default)s)",
+    _add_names(
+        source,
+        "from",
+        "with --from-mongodb: the database name (default: %(default)s)",
+        "with --from-mongodb: its checkpoint collection (default: %(default)s)",
+        "with --from-mongodb: its writes collection (default: %(default)s)",
     )
     target = copy.add_argument_group("target")
     target.add_argument(
         "--to", required=True, metavar="URI", help="connection string of the target MongoDB"
     )
-    target.add_argument(
-        "--to-db",
-        default=DEFAULT_DB_NAME,
-        type=_flag(_options.db_name, "--to-db"),
-        metavar="NAME",
-        help="the target database (default: %(default)s); it must not be the source's "
+    _add_names(
+        target,
+        "to",
+        "the target database (default: %(default)s); it must not be the source's "
         "collections: both packages use the same default names",
-    )
-    target.add_argument(
-        "--to-checkpoints",
-        default=DEFAULT_CHECKPOINT_COLLECTION,
-        type=_flag(_options.collection_name, "--to-checkpoints"),
-        metavar="NAME",
-        help="the target checkpoint collection (default: %(default)s)",
-    )
-    target.add_argument(
-        "--to-writes",
-        default=DEFAULT_WRITES_COLLECTION,
-        type=_flag(_options.collection_name, "--to-writes"),
-        metavar="NAME",
-        help="the target writes collection (default: %(default)s)",
+        "the target checkpoint collection (default: %(default)s)",
+        "the target writes collection (default: %(default)s)",
     )
     target.add_argument(
         "--compression",
