@@ -154,40 +154,32 @@ def batch_size(value: Any, option: str = "batch_size") -> int:
     return value
 
 
-def allowed_msgpack_modules(value: Any, option: str = "allowed_msgpack_modules") -> AllowedTypes:
+def allowed_msgpack_modules(
+    value: Iterable[tuple[str, str]], option: str = "allowed_msgpack_modules"
+) -> AllowedTypes:
     """The types a strict serializer rebuilds besides LangGraph's safe ones, as LangGraph's
     `JsonPlusSerializer(allowed_msgpack_modules=...)` takes them: `(module, name)` pairs,
     `module` a dotted import path and `name` a class name (what a stored value records)."""
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise OptionTypeError(option, f"must be (module, name) pairs, got {_shown(value)}")
-    pairs = []
-    for entry in value:
-        if not (isinstance(entry, tuple) and len(entry) == 2 and all(map(_is_str, entry))):
-            raise OptionTypeError(option, f"must be (module, name) pairs, got {entry!r} in it")
-        module, name = entry
+    pairs = tuple(value)
+    for module, name in pairs:
         if not all(part.isidentifier() for part in module.split(".")) or not name.isidentifier():
             raise OptionValueError(
                 option,
                 "must name types as module:Name (for example my_agent.models:Order), got "
                 + repr(f"{module}:{name}".strip(":")),
             )
-        pairs.append((module, name))
-    return tuple(pairs)
-
-
-def _is_str(value: Any) -> bool:
-    return isinstance(value, str)
+    return pairs
 
 
 # Strings to values, for environment variables and command-line flags.
 
 
-def parse_number(text: str, option: str, unit: str = "seconds") -> float:
-    """A number given as text (`"86400"`, `"1.5"`, `"1e3"`)."""
+def parse_seconds(text: str, option: str) -> float:
+    """A number of seconds given as text (`"86400"`, `"1.5"`, `"1e3"`)."""
     try:
         return float(text)
     except ValueError:
-        raise OptionValueError(option, f"must be a number of {unit}, got {text!r}") from None
+        raise OptionValueError(option, f"must be a number of seconds, got {text!r}") from None
 
 
 def parse_int(text: str, option: str) -> int:

@@ -67,7 +67,7 @@ def _variable(env: Mapping[str, str], name: str, parse: Callable[[str, str], T],
 
 
 def _ttl_seconds(text: str, variable: str) -> float:
-    seconds = _options.parse_number(text, variable)
+    seconds = _options.parse_seconds(text, variable)
     _options.ttl(seconds, variable)
     return seconds
 

@@ -92,7 +92,7 @@ def _flag(parse: Callable[[str, str], T], flag: str) -> Callable[[str], T]:
 
 
 def _ttl(text: str, flag: str) -> timedelta | None:
-    return _options.ttl(_options.parse_number(text, flag), flag)
+    return _options.ttl(_options.parse_seconds(text, flag), flag)
 
 
 def _batch_size(text: str, flag: str) -> int:
@@ -101,7 +101,7 @@ def _batch_size(text: str, flag: str) -> int:
 
 def _timeout(text: str, flag: str) -> float:
     """Seconds to wait for a server: at least a tenth of a second, and finite."""
-    seconds = _options.parse_number(text, flag)
+    seconds = _options.parse_seconds(text, flag)
     if not MIN_TIMEOUT <= seconds < math.inf:  # NaN compares false
         raise _options.OptionValueError(
             flag, f"must be a number of seconds of at least {MIN_TIMEOUT:g}, got {text}"
