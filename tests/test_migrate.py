@@ -11,6 +11,7 @@ import asyncio
 import importlib
 import os
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -454,6 +455,44 @@ async def test_sources_that_refuse_async_are_read_in_a_thread(
         report = await migrate.acopy_threads(sqlite, saver)
         assert [t.status for t in report.threads] == [ThreadStatus.COPIED]
         assert (await migrate.averify_threads(sqlite, saver)).ok
+
+
+class AsyncOnlySaver(InMemorySaver):
+    """A saver that reads only through its async methods (as an `AsyncPostgresSaver` on
+    its own loop does), and notes the thread each read ran on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read_on: set[str] = set()
+
+    def list(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("sync reads are refused")
+
+    def get_tuple(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("sync reads are refused")
+
+    async def alist(self, *args: Any, **kwargs: Any) -> Any:
+        self.read_on.add(threading.current_thread().name)
+        for stored in super().list(*args, **kwargs):
+            yield stored
+
+    async def aget_tuple(self, *args: Any, **kwargs: Any) -> Any:
+        self.read_on.add(threading.current_thread().name)
+        return super().get_tuple(*args, **kwargs)
+
+
+async def test_the_async_api_reads_a_source_through_its_async_methods_on_the_loop(
+    saver: Any,
+) -> None:
+    """`acopy_threads` and `averify_threads` read a saver through `alist`/`aget_tuple`, on
+    the event loop's thread; the sync reads are never tried."""
+    source = AsyncOnlySaver()
+    await chat(source, "t", range(2), sync=False)
+    source.read_on.clear()
+    report = await migrate.acopy_threads(source, saver, batch_size=1)
+    assert [t.status for t in report.threads] == [ThreadStatus.COPIED]
+    assert (await migrate.averify_threads(source, saver, batch_size=1)).ok
+    assert source.read_on == {threading.current_thread().name}
 
 
 async def test_a_target_on_the_official_collections_is_refused_by_name(backend: Backend) -> None:

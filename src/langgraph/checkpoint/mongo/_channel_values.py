@@ -82,18 +82,6 @@ CHECKPOINT_OVERHEAD_BYTES = 600
 CHANNEL_OVERHEAD_BYTES = 300
 
 
-def check_cache_max_bytes(value: Any) -> int:
-    """`cache_max_bytes`, validated: an int of 0 or more (0 turns the cache off)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(
-            f"cache_max_bytes must be an int (the value cache's bound in bytes), "
-            f"got {type(value).__name__} {value!r}"
-        )
-    if value < 0:
-        raise ValueError(f"cache_max_bytes must be 0 (no cache) or more bytes, got {value}")
-    return value
-
-
 def cached_size(values: StoredValues) -> int:
     """The memory a cached checkpoint takes, estimated (see `CHECKPOINT_OVERHEAD_BYTES`);
     an entry shared with another cached checkpoint is counted in each."""

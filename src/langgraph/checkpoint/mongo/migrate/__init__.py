@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from langgraph.checkpoint.mongo import _options
 from langgraph.checkpoint.mongo._base import command_collection
 from langgraph.checkpoint.mongo._cancellation import in_worker_thread
 from langgraph.checkpoint.mongo._codec import Codec
@@ -48,15 +49,15 @@ from langgraph.checkpoint.mongo.migrate._plans import (
     VerifyReport,
 )
 from langgraph.checkpoint.mongo.migrate._sources import (
-    AsyncRequests,
-    AsyncSaverReader,
     OfficialMongoDBSource,
+    OfficialReader,
     Reader,
     Requests,
     SaverReader,
-    ThreadedRequests,
+    SourceAnswers,
     official_source,
     reads_in_threads,
+    run_source,
 )
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
 
@@ -82,10 +83,10 @@ Source = BaseCheckpointSaver[Any] | OfficialMongoDBSource
 def _reader(source: Source, fast_path: bool) -> Reader:
     """The official saver's collections when allowed, else the saver's public API."""
     if isinstance(source, OfficialMongoDBSource):
-        return source
+        return OfficialReader(source)
     official = official_source(source) if fast_path else None
     if official is not None:
-        return official
+        return OfficialReader(official)
     if isinstance(source, BaseCheckpointSaver):
         return SaverReader(source)
     raise TypeError(
@@ -94,12 +95,13 @@ def _reader(source: Source, fast_path: bool) -> Reader:
     )
 
 
-def _async_requests(source: Source, fast_path: bool) -> AsyncRequests | ThreadedRequests:
+def _async_answers(source: Source, fast_path: bool) -> SourceAnswers:
+    """The source read through its async methods, or (the official saver's collections,
+    a saver whose async methods refuse to run or read a whole list) its sync ones in a
+    worker thread."""
     reader = _reader(source, fast_path)
-    if isinstance(reader, SaverReader) and not reads_in_threads(reader.source):
-        return AsyncRequests(AsyncSaverReader(reader.source))
-    # The official saver's collections are read with the sync driver, in a worker thread.
-    return ThreadedRequests(reader)
+    asynchronous = isinstance(reader, SaverReader) and not reads_in_threads(reader.source)
+    return SourceAnswers(Requests(reader), threaded=not asynchronous)
 
 
 def _sync_target(target: Any, name: str) -> MongoDBSaver:
@@ -127,12 +129,6 @@ def _plan_target(saver: AsyncMongoDBSaver | MongoDBSaver) -> Storage:
     )
 
 
-def _batch_size(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"batch_size must be an int of at least 1, got {value!r}")
-    return value
-
-
 def _thread_list(thread_ids: Sequence[str] | None) -> list[str] | None:
     """The threads to copy, each once, in the order given; `None`: every thread."""
     if thread_ids is None:
@@ -140,19 +136,39 @@ def _thread_list(thread_ids: Sequence[str] | None) -> list[str] | None:
     return list(dict.fromkeys(str_list(thread_ids, "thread_ids")))
 
 
-def _run(operation: str, plan: MigrationPlan[T], requests: Requests, target: MongoDBSaver) -> T:
-    """Run the plan of `operation` (its name in the log): source reads from `requests`,
-    commands on `target`."""
+def _copy_plan(
+    saver: AsyncMongoDBSaver | MongoDBSaver, thread_ids: Sequence[str] | None, options: CopyOptions
+) -> MigrationPlan[CopyReport]:
+    _options.batch_size(options.batch_size)
+    return plans.copy_threads(_plan_target(saver), _thread_list(thread_ids), options)
+
+
+def _verify_plan(
+    saver: AsyncMongoDBSaver | MongoDBSaver,
+    thread_ids: Sequence[str] | None,
+    batch_size: int,
+    on_thread: Callable[[ThreadVerification], None] | None,
+) -> MigrationPlan[VerifyReport]:
+    batch = _options.batch_size(batch_size)
+    return plans.verify_threads(_plan_target(saver), _thread_list(thread_ids), batch, on_thread)
+
+
+def _run(
+    operation: str, plan: MigrationPlan[T], source: Source, fast_path: bool, target: MongoDBSaver
+) -> T:
+    """Run the plan of `operation` (its name in the log): reads of `source` with its sync
+    methods, commands on `target`."""
+    requests = Requests(_reader(source, fast_path))
 
     def execute(request: Command | SourceRead) -> Any:
         if isinstance(request, SourceRead):
-            return requests.answer(request)
+            return run_source(requests.answer(request))
         return execute_sync(operation, command_collection(target, request), request)
 
     try:
         return run_plan(plan, execute)
     finally:
-        requests.close()
+        run_source(requests.close())
 
 
 def _command_executor(
@@ -173,21 +189,23 @@ def _command_executor(
 async def _arun(
     operation: str,
     plan: MigrationPlan[T],
-    requests: AsyncRequests | ThreadedRequests,
+    source: Source,
+    fast_path: bool,
     target: AsyncMongoDBSaver | MongoDBSaver,
 ) -> T:
     """`_run` for asyncio."""
+    answers = _async_answers(source, fast_path)
     execute_command = _command_executor(target, operation)
 
     async def execute(request: Command | SourceRead) -> Any:
         if isinstance(request, SourceRead):
-            return await requests.answer(request)
+            return await answers.answer(request)
         return await execute_command(request)
 
     try:
         return await arun_plan(plan, execute)
     finally:
-        await requests.close()
+        await answers.close()
 
 
 def source_thread_ids(source: Source, *, fast_path: bool = True) -> list[str]:
@@ -196,7 +214,7 @@ def source_thread_ids(source: Source, *, fast_path: bool = True) -> list[str]:
     The official saver's are read from its collections (one aggregation), `SqliteSaver`'s
     from its table; any other saver's by listing every checkpoint (`list(None)`).
     """
-    return _reader(source, fast_path).thread_ids()
+    return run_source(_reader(source, fast_path).thread_ids())
 
 
 def copy_threads(
@@ -232,9 +250,8 @@ def copy_threads(
     resumes it.
     """
     saver = _sync_target(target, "copy_threads")
-    options = CopyOptions(overwrite, dry_run, _batch_size(batch_size), on_progress, on_thread)
-    plan = plans.copy_threads(_plan_target(saver), _thread_list(thread_ids), options)
-    return _run("copy_threads", plan, Requests(_reader(source, fast_path)), saver)
+    options = CopyOptions(overwrite, dry_run, batch_size, on_progress, on_thread)
+    return _run("copy_threads", _copy_plan(saver, thread_ids, options), source, fast_path, saver)
 
 
 async def acopy_threads(
@@ -252,9 +269,9 @@ async def acopy_threads(
     """`copy_threads` for asyncio: reads the source through `alist`/`aget_tuple` (the
     official saver's collections in worker threads) and writes through either saver."""
     saver = _async_target(target, "acopy_threads")
-    options = CopyOptions(overwrite, dry_run, _batch_size(batch_size), on_progress, on_thread)
-    plan = plans.copy_threads(_plan_target(saver), _thread_list(thread_ids), options)
-    return await _arun("copy_threads", plan, _async_requests(source, fast_path), saver)
+    options = CopyOptions(overwrite, dry_run, batch_size, on_progress, on_thread)
+    plan = _copy_plan(saver, thread_ids, options)
+    return await _arun("copy_threads", plan, source, fast_path, saver)
 
 
 def verify_threads(
@@ -270,10 +287,8 @@ def verify_threads(
     checkpoint contents, metadata, pending writes per task and channel), none extra in
     the target, and the same latest checkpoint. Reads only."""
     saver = _sync_target(target, "verify_threads")
-    plan = plans.verify_threads(
-        _plan_target(saver), _thread_list(thread_ids), _batch_size(batch_size), on_thread
-    )
-    return _run("verify_threads", plan, Requests(_reader(source, fast_path)), saver)
+    plan = _verify_plan(saver, thread_ids, batch_size, on_thread)
+    return _run("verify_threads", plan, source, fast_path, saver)
 
 
 async def averify_threads(
@@ -287,7 +302,5 @@ async def averify_threads(
 ) -> VerifyReport:
     """`verify_threads` for asyncio."""
     saver = _async_target(target, "averify_threads")
-    plan = plans.verify_threads(
-        _plan_target(saver), _thread_list(thread_ids), _batch_size(batch_size), on_thread
-    )
-    return await _arun("verify_threads", plan, _async_requests(source, fast_path), saver)
+    plan = _verify_plan(saver, thread_ids, batch_size, on_thread)
+    return await _arun("verify_threads", plan, source, fast_path, saver)

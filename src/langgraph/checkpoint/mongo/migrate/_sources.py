@@ -2,12 +2,15 @@
 (`list`/`get_tuple`, or `alist`/`aget_tuple`), or straight from the collections of the
 official MongoDB saver, `langgraph-checkpoint-mongodb`.
 
-A reader yields a thread's checkpoints as a stream; `Requests` (and its async twin) hands
-them to a plan batch by batch and keeps at most one stream open, so reading never holds
-more than a batch, and a source that locks while it lists (`SqliteSaver`) is never asked
-for something else meanwhile. Readers decode with the source's serializer made exact
-(`_decoding`): a checkpoint that does not decode exactly is answered as an
-`UnreadableCheckpoint` naming it, and the plan fails its thread.
+Reading is written once, without I/O, as the core's plans are: a `Reader` and `Requests`
+(which hands a plan a thread's checkpoints batch by batch and keeps at most one stream
+open, so reading never holds more than a batch, and a source that locks while it lists,
+`SqliteSaver`, is never asked for something else meanwhile) yield `SourceCall`s.
+`run_source` answers them with a saver's sync methods, `arun_source` with their async
+twins; a source that only reads synchronously is read by `run_source` in a worker thread
+of its own for the async API (`SourceAnswers`). Readers decode with the source's
+serializer made exact (`_decoding`): a checkpoint that does not decode exactly is answered
+as an `UnreadableCheckpoint` naming it, and the plan fails its thread.
 """
 
 from __future__ import annotations
@@ -15,16 +18,19 @@ from __future__ import annotations
 import asyncio
 import copy
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from enum import Enum
 from itertools import islice
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, writes_sort_key
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from langgraph.checkpoint.mongo import _options
 from langgraph.checkpoint.mongo._keys import checkpoint_label
+from langgraph.checkpoint.mongo._runners import arun_plan, run_plan
 from langgraph.checkpoint.mongo.migrate._decoding import ExactSerializer, UnrestorableValueError
 from langgraph.checkpoint.mongo.migrate._plans import (
     ReadCheckpointsByKey,
@@ -108,132 +114,184 @@ class _ExactSaver:
         return item if isinstance(item, UnreadableCheckpoint) else checkpoint
 
 
+# What reading a source asks of it: the requests of `SourceIO`, answered by `run_source`
+# (sync) or `arun_source` (asyncio).
+
+
+class SaverMethod(Enum):
+    """A read method of a saver: `run_source` calls the sync one, `arun_source` its async
+    twin (`aget_tuple` is awaited; `alist` is a stream, as `list` is)."""
+
+    GET_TUPLE = ("get_tuple", "aget_tuple")
+    LIST = ("list", "alist")
+
+    def __init__(self, sync: str, asynchronous: str) -> None:
+        self.sync = sync
+        self.asynchronous = asynchronous
+
+
+class SaverCall(NamedTuple):
+    """`saver.<method>(config)`: a checkpoint tuple (or None), or a stream of them."""
+
+    saver: BaseCheckpointSaver[Any]
+    method: SaverMethod
+    config: Any
+
+
+class NextListed(NamedTuple):
+    """The next item of a stream a request opened, or None after the last."""
+
+    stream: Any
+
+
+class CloseListed(NamedTuple):
+    """Close a stream before its end (a saver's `list` holds a cursor or a lock)."""
+
+    stream: Any
+
+
+class Blocking(NamedTuple):
+    """`function(*args)`, I/O of a source that reads only synchronously (the official
+    saver's collections, `SqliteSaver`'s table): only `run_source` answers it, in a worker
+    thread of its own for the async API (`reads_in_threads`)."""
+
+    function: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+
+
+SourceCall = SaverCall | NextListed | CloseListed | Blocking
+# Reading a source, step by step, without I/O.
+SourceIO = Generator[SourceCall, Any, T]
+
+
+def run_source(reading: SourceIO[T]) -> T:
+    """Run `reading` with the saver's sync methods."""
+    return run_plan(reading, _call)
+
+
+async def arun_source(reading: SourceIO[T]) -> T:
+    """Run `reading` with the saver's async methods."""
+    return await arun_plan(reading, _acall)
+
+
+def _call(call: SourceCall) -> Any:
+    if isinstance(call, SaverCall):
+        return getattr(call.saver, call.method.sync)(call.config)
+    if isinstance(call, NextListed):
+        return next(call.stream, None)
+    if isinstance(call, CloseListed):
+        close = getattr(call.stream, "close", None)
+        return None if close is None else close()
+    return call.function(*call.args)
+
+
+async def _acall(call: SourceCall) -> Any:
+    if isinstance(call, SaverCall):
+        answer = getattr(call.saver, call.method.asynchronous)(call.config)
+        return answer if call.method is SaverMethod.LIST else await answer
+    if isinstance(call, NextListed):
+        return await anext(call.stream, None)
+    if isinstance(call, CloseListed):
+        aclose = getattr(call.stream, "aclose", None)
+        return None if aclose is None else await aclose()
+    raise TypeError(  # `reads_in_threads` sends such a source to `run_source`
+        f"{call.function.__qualname__} reads synchronously: it runs in a worker thread"
+    )
+
+
 class Reader(Protocol):
-    def thread_ids(self) -> list[str]: ...
-    def checkpoints(self, thread_id: str) -> Iterator[SourceItem]: ...
+    """A source, read without I/O: each method yields the calls it needs."""
+
+    def thread_ids(self) -> SourceIO[list[str]]: ...
+    def checkpoints(self, thread_id: str) -> SourceIO[Listed]:
+        """Open a stream of the thread's checkpoints (every namespace)."""
+        ...
+
+    def next_checkpoint(self, listed: Listed) -> SourceIO[SourceItem | None]:
+        """The stream's next checkpoint, or None after its last."""
+        ...
+
     def checkpoints_by_key(
         self, thread_id: str, keys: Sequence[tuple[str, str]]
-    ) -> list[SourceItem]: ...
-    def latest(self, thread_id: str) -> CheckpointTuple | UnreadableCheckpoint | None: ...
+    ) -> SourceIO[list[SourceItem]]: ...
+    def latest(self, thread_id: str) -> SourceIO[CheckpointTuple | UnreadableCheckpoint | None]: ...
 
 
-class AsyncReader(Protocol):
-    async def thread_ids(self) -> list[str]: ...
-    def checkpoints(self, thread_id: str) -> AsyncIterator[SourceItem]: ...
-    async def checkpoints_by_key(
-        self, thread_id: str, keys: Sequence[tuple[str, str]]
-    ) -> list[SourceItem]: ...
-    async def latest(self, thread_id: str) -> CheckpointTuple | UnreadableCheckpoint | None: ...
-
-
-def _new_ids(ids: dict[str, None], checkpoint: CheckpointTuple) -> None:
-    ids.setdefault(checkpoint.config["configurable"]["thread_id"], None)
-
-
-def _sqlite_thread_ids(saver: BaseCheckpointSaver[Any]) -> list[str] | None:
+def _sqlite_thread_ids(saver: BaseCheckpointSaver[Any]) -> list[str]:
     """`SqliteSaver`'s threads from its table, instead of deserializing every checkpoint."""
-    module = sys.modules.get("langgraph.checkpoint.sqlite")
-    if module is None or not isinstance(saver, module.SqliteSaver):
-        return None
-    with saver.cursor(transaction=False) as cursor:
+    with saver.cursor(transaction=False) as cursor:  # type: ignore[attr-defined]
         cursor.execute("SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id")
         return [row[0] for row in cursor]
 
 
+def _is_sqlite(saver: BaseCheckpointSaver[Any]) -> bool:
+    module = sys.modules.get("langgraph.checkpoint.sqlite")
+    return module is not None and isinstance(saver, module.SqliteSaver)
+
+
+class Listed:
+    """A thread's checkpoints as a source streams them (a saver's `list`), the last one it
+    returned, and whether it ended with an error (a saver's `list` ends with it)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.last: CheckpointTuple | None = None
+        self.ended = False
+
+
 class SaverReader:
-    """Any saver, through `list` and `get_tuple`."""
+    """Any saver, through `list` and `get_tuple` (or `alist` and `aget_tuple`)."""
 
     def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
         self.source = saver  # lists thread ids, whatever its values decode to
         self.exact = _ExactSaver(saver)
         self.saver = self.exact.saver
 
-    def thread_ids(self) -> list[str]:
-        fast = _sqlite_thread_ids(self.source)
-        if fast is not None:
-            return fast
-        ids: dict[str, None] = {}
-        for checkpoint in self.source.list(None):
-            _new_ids(ids, checkpoint)
-        return list(ids)
+    def thread_ids(self) -> SourceIO[list[str]]:
+        if _is_sqlite(self.source):
+            ids: list[str] = yield Blocking(_sqlite_thread_ids, (self.source,))
+            return ids
+        seen: dict[str, None] = {}
+        stream = yield SaverCall(self.source, SaverMethod.LIST, None)
+        while (checkpoint := (yield NextListed(stream))) is not None:
+            seen.setdefault(checkpoint.config["configurable"]["thread_id"], None)
+        return list(seen)
 
-    def checkpoints(self, thread_id: str) -> Iterator[SourceItem]:
-        stream = self.saver.list(_thread_config(thread_id))
-        last = None
+    def checkpoints(self, thread_id: str) -> SourceIO[Listed]:
+        stream = yield SaverCall(self.saver, SaverMethod.LIST, _thread_config(thread_id))
+        return Listed(stream)
+
+    def next_checkpoint(self, listed: Listed) -> SourceIO[SourceItem | None]:
+        if listed.ended:
+            return None
         try:
-            for last in stream:
-                yield self.exact.item(last)
+            checkpoint = yield NextListed(listed.stream)
         except UnrestorableValueError as exc:  # the stream ends with it
-            yield _inexact(_listed_after(last), exc)
-        finally:  # a stream left early is closed now, not when collected
-            close = getattr(stream, "close", None)
-            if close is not None:
-                close()
+            listed.ended = True
+            return _inexact(_listed_after(listed.last), exc)
+        if checkpoint is None:
+            return None
+        listed.last = checkpoint
+        return self.exact.item(checkpoint)
 
     def checkpoints_by_key(
         self, thread_id: str, keys: Sequence[tuple[str, str]]
-    ) -> list[SourceItem]:
+    ) -> SourceIO[list[SourceItem]]:
         found: list[SourceItem] = []
         for key in keys:
+            config = _checkpoint_config(thread_id, key)
             try:
-                checkpoint = self.saver.get_tuple(_checkpoint_config(thread_id, key))
+                checkpoint = yield SaverCall(self.saver, SaverMethod.GET_TUPLE, config)
             except UnrestorableValueError as exc:
                 found.append(_inexact(checkpoint_label(*key), exc))
             else:
                 found.append(_missing(key) if checkpoint is None else self.exact.item(checkpoint))
         return found
 
-    def latest(self, thread_id: str) -> CheckpointTuple | UnreadableCheckpoint | None:
+    def latest(self, thread_id: str) -> SourceIO[CheckpointTuple | UnreadableCheckpoint | None]:
+        config = _thread_config(thread_id, root_only=True)
         try:
-            latest = self.saver.get_tuple(_thread_config(thread_id, root_only=True))
-        except UnrestorableValueError as exc:
-            return _inexact("the latest checkpoint", exc)
-        return self.exact.latest(latest)
-
-
-class AsyncSaverReader:
-    """Any saver, through `alist` and `aget_tuple`."""
-
-    def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
-        self.source = saver  # lists thread ids, whatever its values decode to
-        self.exact = _ExactSaver(saver)
-        self.saver = self.exact.saver
-
-    async def thread_ids(self) -> list[str]:
-        ids: dict[str, None] = {}
-        async for checkpoint in self.source.alist(None):
-            _new_ids(ids, checkpoint)
-        return list(ids)
-
-    async def checkpoints(self, thread_id: str) -> AsyncIterator[SourceItem]:
-        stream = self.saver.alist(_thread_config(thread_id))
-        last = None
-        try:
-            async for last in stream:
-                yield self.exact.item(last)
-        except UnrestorableValueError as exc:
-            yield _inexact(_listed_after(last), exc)
-        finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
-
-    async def checkpoints_by_key(
-        self, thread_id: str, keys: Sequence[tuple[str, str]]
-    ) -> list[SourceItem]:
-        found: list[SourceItem] = []
-        for key in keys:
-            try:
-                checkpoint = await self.saver.aget_tuple(_checkpoint_config(thread_id, key))
-            except UnrestorableValueError as exc:
-                found.append(_inexact(checkpoint_label(*key), exc))
-            else:
-                found.append(_missing(key) if checkpoint is None else self.exact.item(checkpoint))
-        return found
-
-    async def latest(self, thread_id: str) -> CheckpointTuple | UnreadableCheckpoint | None:
-        try:
-            latest = await self.saver.aget_tuple(_thread_config(thread_id, root_only=True))
+            latest = yield SaverCall(self.saver, SaverMethod.GET_TUPLE, config)
         except UnrestorableValueError as exc:
             return _inexact("the latest checkpoint", exc)
         return self.exact.latest(latest)
@@ -276,7 +334,7 @@ class OfficialMongoDBSource:
         self.checkpoints_collection = database[checkpoint_collection_name]
         self.writes_collection = database[writes_collection_name]
         self.serde = ExactSerializer(serde if serde is not None else JsonPlusSerializer())
-        self.batch_size = batch_size
+        self.batch_size = _options.batch_size(batch_size)
 
     @classmethod
     def from_saver(cls, saver: Any) -> OfficialMongoDBSource:
@@ -403,108 +461,106 @@ def official_source(source: Any) -> OfficialMongoDBSource | None:
     return None
 
 
+class OfficialReader:
+    """An `OfficialMongoDBSource` as a `Reader`: its own sync reads, as `Blocking` calls."""
+
+    def __init__(self, source: OfficialMongoDBSource) -> None:
+        self.source = source
+
+    def thread_ids(self) -> SourceIO[list[str]]:
+        ids: list[str] = yield Blocking(self.source.thread_ids)
+        return ids
+
+    def checkpoints(self, thread_id: str) -> SourceIO[Listed]:
+        return Listed((yield Blocking(self.source.checkpoints, (thread_id,))))
+
+    def next_checkpoint(self, listed: Listed) -> SourceIO[SourceItem | None]:
+        item: SourceItem | None = yield NextListed(listed.stream)
+        return item
+
+    def checkpoints_by_key(
+        self, thread_id: str, keys: Sequence[tuple[str, str]]
+    ) -> SourceIO[list[SourceItem]]:
+        found: list[SourceItem] = yield Blocking(self.source.checkpoints_by_key, (thread_id, keys))
+        return found
+
+    def latest(self, thread_id: str) -> SourceIO[CheckpointTuple | UnreadableCheckpoint | None]:
+        latest: CheckpointTuple | UnreadableCheckpoint | None = yield Blocking(
+            self.source.latest, (thread_id,)
+        )
+        return latest
+
+
 # Answering a plan's reads.
 
 
 class Requests:
-    """Answers a plan's reads from a sync reader."""
+    """Answers a plan's reads from a reader, without I/O (`answer` and `close` yield the
+    reader's calls)."""
 
     def __init__(self, reader: Reader) -> None:
         self.reader = reader
         self._thread: str | None = None
-        self._stream: Iterator[SourceItem] | None = None  # None: read to the end
+        self._stream: Listed | None = None  # None: read to the end
 
-    def answer(self, request: SourceRead) -> Any:
+    def answer(self, request: SourceRead) -> SourceIO[Any]:
         if isinstance(request, ReadThreadIds):
-            self.close()
-            return self.reader.thread_ids()
+            yield from self.close()
+            return (yield from self.reader.thread_ids())
         if isinstance(request, ReadLatest):
-            self.close()
-            return self.reader.latest(request.thread_id)
+            yield from self.close()
+            return (yield from self.reader.latest(request.thread_id))
         if isinstance(request, ReadCheckpointsByKey):
-            self.close()
-            return self.reader.checkpoints_by_key(request.thread_id, request.keys)
+            yield from self.close()
+            return (yield from self.reader.checkpoints_by_key(request.thread_id, request.keys))
         if request.from_start or request.thread_id != self._thread:
-            self.close()
+            yield from self.close()
             self._thread = request.thread_id
-            self._stream = self.reader.checkpoints(request.thread_id)
-        if self._stream is None:
-            return []
-        batch = list(islice(self._stream, request.limit))
-        if len(batch) < request.limit:
-            self._end()
+            self._stream = yield from self.reader.checkpoints(request.thread_id)
+        batch: list[SourceItem] = []
+        while self._stream is not None and len(batch) < request.limit:
+            item = yield from self.reader.next_checkpoint(self._stream)
+            if item is None:
+                yield from self._end()
+            else:
+                batch.append(item)
         return batch
 
-    def _end(self) -> None:
+    def _end(self) -> SourceIO[None]:
         stream, self._stream = self._stream, None
-        close = getattr(stream, "close", None)
-        if close is not None:
-            close()
+        if stream is not None:
+            yield CloseListed(stream.stream)
 
-    def close(self) -> None:
-        self._end()
+    def close(self) -> SourceIO[None]:
+        yield from self._end()
         self._thread = None
 
 
-class AsyncRequests:
-    """Answers a plan's reads from an async reader."""
+class SourceAnswers:
+    """A plan's reads answered for the async API: on the event loop by `arun_source`, or,
+    for a reader that reads only synchronously (`threaded`), by `run_source` in one worker
+    thread of its own (a sync driver's cursor, or an sqlite3 connection, stays on one
+    thread)."""
 
-    def __init__(self, reader: AsyncReader) -> None:
-        self.reader = reader
-        self._thread: str | None = None
-        self._stream: AsyncIterator[SourceItem] | None = None  # None: read to the end
+    def __init__(self, requests: Requests, *, threaded: bool) -> None:
+        self.requests = requests
+        self.worker = (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="copy-threads")
+            if threaded
+            else None
+        )
 
-    async def answer(self, request: SourceRead) -> Any:
-        if isinstance(request, ReadThreadIds):
-            await self.close()
-            return await self.reader.thread_ids()
-        if isinstance(request, ReadLatest):
-            await self.close()
-            return await self.reader.latest(request.thread_id)
-        if isinstance(request, ReadCheckpointsByKey):
-            await self.close()
-            return await self.reader.checkpoints_by_key(request.thread_id, request.keys)
-        if request.from_start or request.thread_id != self._thread:
-            await self.close()
-            self._thread = request.thread_id
-            self._stream = self.reader.checkpoints(request.thread_id)
-        if self._stream is None:
-            return []
-        batch = []
-        async for item in self._stream:
-            batch.append(item)
-            if len(batch) == request.limit:
-                return batch
-        await self._end()
-        return batch
-
-    async def _end(self) -> None:
-        stream, self._stream = self._stream, None
-        aclose = getattr(stream, "aclose", None)
-        if aclose is not None:
-            await aclose()
-
-    async def close(self) -> None:
-        await self._end()
-        self._thread = None
-
-
-class ThreadedRequests:
-    """A sync reader's `Requests` for the async API, answered in one worker thread of its
-    own (a sync driver's cursor, or an sqlite3 connection, stays on one thread)."""
-
-    def __init__(self, reader: Reader) -> None:
-        self.requests = Requests(reader)
-        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="copy-threads")
-
-    async def _call(self, function: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self.worker, function, *args)
+    async def _run(self, reading: SourceIO[T]) -> T:
+        if self.worker is None:
+            return await arun_source(reading)
+        return await asyncio.get_running_loop().run_in_executor(self.worker, run_source, reading)
 
     async def answer(self, request: SourceRead) -> Any:
-        return await self._call(self.requests.answer, request)
+        return await self._run(self.requests.answer(request))
 
     async def close(self) -> None:
         try:
-            await self._call(self.requests.close)
+            await self._run(self.requests.close())
         finally:
-            self.worker.shutdown(wait=False)
+            if self.worker is not None:
+                self.worker.shutdown(wait=False)
