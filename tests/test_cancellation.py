@@ -267,3 +267,34 @@ async def test_a_graph_run_cancelled_by_wait_for_leaves_what_it_shows(wire: Back
     assert got["at once"] == got["later"]
     assert got["deleted"] == want["deleted"] == []
     assert got["final"] == want["final"]
+
+
+async def test_a_first_call_cancelled_during_its_setup_leaves_it_to_the_next_call(
+    wire: Backend,
+) -> None:
+    """The `setup()` before a saver's first command creates indexes: cancelled while one
+    is on the wire, the call waits for it and stops there (nothing of it runs later); the
+    next call sets the saver up from the start. For `MongoDBSaver`, the read is cancelled
+    in its async method, whose setup runs as a write does."""
+    assert wire.wire is not None
+    thread = f"thread-{uuid.uuid4().hex[:12]}"
+    async with wire.saver(set_up=False) as saver:
+        hold = Hold({"createIndexes"}, nth=2)
+        wire.wire.hold = hold
+        start = wire.wire.count()
+        task = asyncio.create_task(saver.aget_tuple(config(thread)))
+        assert await asyncio.to_thread(hold.arrived.wait, 10), "the index never arrived"
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        sent = wire.wire.commands[start:]
+        await settled(wire)
+        assert wire.wire.commands[start:] == sent  # nothing of the setup ran later
+        assert sent[-2:] == ["createIndexes", "createIndexes"]
+        assert "aggregate" not in sent
+        wire.wire.hold = None
+        assert await saver.aget_tuple(config(thread)) is None
+        again = wire.wire.commands[start + len(sent) :]
+        assert again[:4] == ["listCollections"] * 2 + ["listIndexes"] * 2
+        assert again.count("createIndexes") >= 3
+        assert again[-1] == "aggregate"

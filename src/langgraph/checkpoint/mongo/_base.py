@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import difflib
 import inspect
 import random
+import threading
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -42,6 +44,7 @@ Y = TypeVar("Y")
 ClientT = TypeVar("ClientT")
 OpenedT = TypeVar("OpenedT")
 SaverT = TypeVar("SaverT", bound="MongoDBSaverBase[Any, Any]")
+LockT = TypeVar("LockT")
 
 DEFAULT_DB_NAME = "checkpointing_db"
 DEFAULT_CHECKPOINT_COLLECTION = "checkpoints"
@@ -115,6 +118,23 @@ async def arun_listing(
             outcome = (await answer(request), None)
         except Exception as error:
             outcome = (None, error)
+
+
+@dataclasses.dataclass(eq=False)
+class SetupState(Generic[LockT]):
+    """Whether `setup()` has run on a saver, and the lock its first call runs it under.
+
+    A saver sets itself up before its first command, as the official saver does in its
+    constructor: code that switched by changing only the import never calls `setup()`,
+    and the check in `setup()` is what refuses the official saver's collections by name.
+    Many first calls at once run one `setup()` (the others wait on `lock`: an
+    `asyncio.Lock` for the async saver, a `threading.Lock` for the sync one); a `setup()`
+    that fails or is cancelled leaves `done` false, so the next call tries again.
+    `with_allowlist` copies share the object, as they share the collections.
+    """
+
+    lock: LockT
+    done: bool = False
 
 
 class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
@@ -199,6 +219,9 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             join=WritesJoin(writes_collection_name, by_thread=targeted_joins),
             expiry=ThreadExpiry(ttl_delta) if ttl_delta is not None else None,
             recent=RecentValues(check_cache_max_bytes(cache_max_bytes)),
+        )
+        self._setup_state: SetupState[Any] = SetupState(
+            asyncio.Lock() if self.asynchronous else threading.Lock()
         )
 
     @classmethod

@@ -52,7 +52,8 @@ class IndexCreationError(RuntimeError):
             f"setup() could not create index {name!r} {dict(index.get('key', {}))} on "
             f"collection {collection!r}: {cause}. If your service refuses this kind of index "
             f"(some MongoDB-compatible services do), call setup(skip_indexes={{{name!r}}}) "
-            "and create an equivalent index yourself, or setup(create_indexes=False); see "
+            "and create an equivalent index yourself, or setup(create_indexes=False), "
+            "before the saver's first command (which otherwise runs setup() itself); see "
             "https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/operations/#mongodb-compatible-services"
         )
 
