@@ -39,6 +39,22 @@ async def test_too_large_checkpoint_fails_cleanly(saver: Any) -> None:
     assert len(await listed(saver, config(thread))) == 1
 
 
+@pytest.mark.parametrize("compression", [None, "zstd", "zlib"])
+async def test_too_large_advises_compression_only_to_a_saver_without_it(
+    backend: Backend, compression: Any
+) -> None:
+    async with backend.saver(compression=compression) as saver:
+        with pytest.raises(CheckpointTooLargeError) as caught:
+            await put(saver, new_thread(), values={"blob": os.urandom(17 * MIB)})
+    message = str(caught.value)
+    if compression is None:
+        assert "Enable compression='zstd'" in message
+    else:
+        assert "Enable compression" not in message
+        assert f"already compresses (compression={compression!r})" in message
+    assert "keep large payloads out of the graph state" in message
+
+
 async def test_too_large_write_fails_and_writes_nothing(saver: Any) -> None:
     thread = new_thread()
     stored = await put(saver, thread)
