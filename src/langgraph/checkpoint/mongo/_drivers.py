@@ -246,17 +246,46 @@ def _ignore_outcome(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
+def cancel_requests() -> int:
+    """How many cancellations of the running task are pending (`Task.cancelling()`,
+    Python 3.11+; always 0 on 3.10, which cannot tell)."""
+    cancelling = getattr(asyncio.current_task(), "cancelling", None)
+    return cancelling() if cancelling is not None else 0
+
+
+def raise_if_cancelled_since(requested: int) -> None:
+    """Raise the `CancelledError` a read swallowed: before Python 3.12, `asyncio.wait_for`
+    (which PyMongo's async network layer awaits through) returns the result of what it
+    waits for when that completes as the task is cancelled, and the call would go on
+    (a graph run would keep running) as if no one had cancelled it. `requested`: the
+    `cancel_requests()` before the read."""
+    if cancel_requests() > requested:
+        raise asyncio.CancelledError
+
+
+async def cancellable_read(read: Awaitable[T]) -> T:
+    """Await a read that raises when the task was cancelled meanwhile, even when the
+    driver returned its result (see `raise_if_cancelled_since`)."""
+    requested = cancel_requests()
+    result = await read
+    raise_if_cancelled_since(requested)
+    return result
+
+
 async def execute_async(operation: str, collection: Any, command: Command) -> Any:
     """Run one command; a read is drained into a list (use `open_cursor` to stream).
     A write, once handed to the driver, finishes before a cancellation propagates
-    (`finished_before_cancelling`)."""
+    (`finished_before_cancelling`); a read cancelled meanwhile raises, even when the
+    driver returned its result (`raise_if_cancelled_since`)."""
     with Timed(operation, command):
         pending = call(collection, command)
         if command.is_write and inspect.isawaitable(pending):
             return await finished_before_cancelling(pending)
+        requested = cancel_requests()
         result = await maybe_await(pending)
         if command.returns_cursor:
-            return [doc async for doc in result]
+            result = [doc async for doc in result]
+        raise_if_cancelled_since(requested)
         return result
 
 

@@ -31,7 +31,13 @@ from pymongo import AsyncMongoClient
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._base import MongoDBSaverBase, arun_listing, arun_plan
 from langgraph.checkpoint.mongo._commands import Command, Plan
-from langgraph.checkpoint.mongo._drivers import close_client, execute_async, open_cursor, plan_name
+from langgraph.checkpoint.mongo._drivers import (
+    cancellable_read,
+    close_client,
+    execute_async,
+    open_cursor,
+    plan_name,
+)
 
 if TYPE_CHECKING:
     from motor.motor_asyncio import AsyncIOMotorClient
@@ -183,9 +189,9 @@ class AsyncMongoDBSaver(
                 if isinstance(request, ops.OpenCursor):
                     command = request.command
                     opened = open_cursor("list", self._collection(command), command)
-                    return await cursors.enter_async_context(opened)
+                    return await cancellable_read(cursors.enter_async_context(opened))
                 if isinstance(request, ops.NextDocument):
-                    return await anext(request.cursor, None)
+                    return await cancellable_read(anext(request.cursor, None))
                 return await self._executor("list")(request)
 
             listing = ops.list_checkpoints(
