@@ -327,17 +327,17 @@ async def test_a_read_whose_driver_swallows_the_cancellation_still_raises(
     is made to do so on every read here: the call raises `CancelledError` all the same."""
     if backend.is_sync:
         pytest.skip("AsyncMongoDBSaver's reads run on the event loop")
-    from langgraph.checkpoint.mongo import _drivers
+    from langgraph.checkpoint.mongo import _executors
 
     async with backend.saver() as saver:
         thread = f"thread-{uuid.uuid4().hex[:12]}"
         await Seed(thread, [checkpoint({"a": 1})]).store(saver)
         arrived = asyncio.Event()
-        call = _drivers.call
+        call = _executors.call
 
         def swallowing(collection: Any, command: Any) -> Any:
             result = call(collection, command)
-            if command.is_write:
+            if not command.method.reads:
                 return result
 
             async def answer() -> Any:
@@ -349,7 +349,7 @@ async def test_a_read_whose_driver_swallows_the_cancellation_still_raises(
 
             return answer()
 
-        monkeypatch.setattr(_drivers, "call", swallowing)
+        monkeypatch.setattr(_executors, "call", swallowing)
         task = asyncio.create_task(SWALLOWED_READS[operation](saver, thread))
         await asyncio.wait_for(arrived.wait(), 10)
         task.cancel()

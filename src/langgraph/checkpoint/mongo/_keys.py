@@ -53,6 +53,11 @@ def namespace_label(thread_id: str, checkpoint_ns: str) -> str:
     return f"thread {short_repr(thread_id)}, namespace {short_repr(checkpoint_ns)}"
 
 
+def checkpoint_label(checkpoint_ns: str, checkpoint_id: Any) -> str:
+    """A checkpoint, as messages name it."""
+    return f"checkpoint {short_repr(checkpoint_id)} (namespace {short_repr(checkpoint_ns)})"
+
+
 def require_str(value: Any, what: str) -> str:
     """A string the server can store and match: valid UTF-8 and of a sane length. `what`
     names it in an error. An ASCII `str` (every id LangGraph makes) is answered without
@@ -154,6 +159,11 @@ def checkpoint_key(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> Ch
 def key_fields(key: CheckpointKey) -> KeyFields:
     """A checkpoint key as a hashable tuple, whatever the field order it came back in."""
     return key[Field.THREAD_ID], key[Field.CHECKPOINT_NS], key[Field.CHECKPOINT_ID]
+
+
+def upsert_filter(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """An upsert's filter: the `_id`, and the shard key `thread_id` for sharded clusters."""
+    return {Field.ID: doc[Field.ID], Field.THREAD_ID: doc[Field.THREAD_ID]}
 
 
 def write_key(checkpoint: CheckpointKey, task_id: str, idx: int) -> WriteKey:

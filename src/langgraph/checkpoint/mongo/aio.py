@@ -29,15 +29,12 @@ from langgraph.checkpoint.base import (
 from pymongo import AsyncMongoClient
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._base import MongoDBSaverBase, arun_listing, arun_plan
-from langgraph.checkpoint.mongo._commands import Command, Plan
-from langgraph.checkpoint.mongo._drivers import (
-    cancellable_read,
-    close_client,
-    execute_async,
-    open_cursor,
-    plan_name,
-)
+from langgraph.checkpoint.mongo._base import MongoDBSaverBase
+from langgraph.checkpoint.mongo._cancellation import cancellable_read
+from langgraph.checkpoint.mongo._commands import Command, NextDocument, OpenCursor, Plan
+from langgraph.checkpoint.mongo._drivers import close_client
+from langgraph.checkpoint.mongo._executors import execute_async, open_cursor
+from langgraph.checkpoint.mongo._runners import arun_listing, arun_plan
 
 if TYPE_CHECKING:
     from motor.motor_asyncio import AsyncIOMotorClient
@@ -133,11 +130,12 @@ class AsyncMongoDBSaver(
         self._closing = running.create_task(self.aclose())
         return self._closing
 
-    async def _run(self, plan: Plan[T]) -> T:
+    async def _run(self, operation: str, plan: Plan[T]) -> T:
+        """Run the plan of `operation` (its name in the log) on this saver's collections."""
         self._bind_loop()
         if not self._setup_state.done:
             await self._set_up_first()
-        return await arun_plan(plan, self._executor(plan_name(plan)))
+        return await arun_plan(plan, self._executor(operation))
 
     async def _set_up_first(self) -> None:
         """Run `setup()` before the saver's first command, once (see `SetupState`)."""
@@ -170,7 +168,7 @@ class AsyncMongoDBSaver(
         self._setup_state.done = True
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self._run(ops.get_tuple(self.storage, config))
+        return await self._run("get_tuple", ops.get_tuple(self.storage, config))
 
     async def alist(
         self,
@@ -186,11 +184,11 @@ class AsyncMongoDBSaver(
         async with AsyncExitStack() as cursors:
 
             async def answer(request: Any) -> Any:
-                if isinstance(request, ops.OpenCursor):
+                if isinstance(request, OpenCursor):
                     command = request.command
                     opened = open_cursor("list", self._collection(command), command)
                     return await cancellable_read(cursors.enter_async_context(opened))
-                if isinstance(request, ops.NextDocument):
+                if isinstance(request, NextDocument):
                     return await cancellable_read(anext(request.cursor, None))
                 return await self._executor("list")(request)
 
@@ -207,7 +205,9 @@ class AsyncMongoDBSaver(
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await self._run(ops.put(self.storage, config, checkpoint, metadata, new_versions))
+        return await self._run(
+            "put", ops.put(self.storage, config, checkpoint, metadata, new_versions)
+        )
 
     async def aput_writes(
         self,
@@ -216,25 +216,31 @@ class AsyncMongoDBSaver(
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await self._run(ops.put_writes(self.storage, config, writes, task_id, task_path))
+        await self._run(
+            "put_writes", ops.put_writes(self.storage, config, writes, task_id, task_path)
+        )
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await self._run(ops.delete_thread(self.storage, thread_id))
+        await self._run("delete_thread", ops.delete_thread(self.storage, thread_id))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await self._run(ops.delete_for_runs(self.storage, run_ids))
+        await self._run("delete_for_runs", ops.delete_for_runs(self.storage, run_ids))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await self._run(ops.copy_thread(self.storage, source_thread_id, target_thread_id))
+        await self._run(
+            "copy_thread", ops.copy_thread(self.storage, source_thread_id, target_thread_id)
+        )
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await self._run(ops.prune(self.storage, thread_ids, strategy))
+        await self._run("prune", ops.prune(self.storage, thread_ids, strategy))
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """Writes and seed of `DeltaChannel`s along the parent chain, in two round trips."""
-        return await self._run(ops.delta_history(self.storage, config, channels))
+        return await self._run(
+            "get_delta_channel_history", ops.delta_history(self.storage, config, channels)
+        )
 
     # Sync access from other threads, run on the saver's own event loop.
 
