@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import email
+import itertools
 import shutil
 import subprocess
 import sys
@@ -35,6 +36,9 @@ SDIST_MUST_HAVE = [
     "noxfile.py",
     "mkdocs.yml",
     "docs/index.md",
+    "benchmarks/docs_hook.py",
+    "benchmarks/results.md",
+    "benchmarks/results.png",
     "docker/compose.yaml",
     "docker/compose.sharded.yaml",
     "src/langgraph/checkpoint/mongo/testing.py",
@@ -48,6 +52,13 @@ USER_PACKAGES = ["langgraph", "pytest", "pytest-asyncio"]
 def run(*command: str | Path, cwd: Path | None = None) -> None:
     print("$", " ".join(str(part) for part in command), flush=True)
     subprocess.run([str(part) for part in command], check=True, cwd=cwd)
+
+
+def mkdocs_hooks() -> list[str]:
+    """The hook files `mkdocs.yml` names (its `hooks:` list): the docs build from the sdist."""
+    after = (ROOT / "mkdocs.yml").read_text(encoding="utf-8").split("\nhooks:\n", 1)[1]
+    listed = itertools.takewhile(lambda line: line.startswith("  - "), after.splitlines())
+    return [line.removeprefix("  - ").strip() for line in listed]
 
 
 def check_archives(dist: Path) -> Path:
@@ -68,7 +79,8 @@ def check_archives(dist: Path) -> Path:
         problems.append(f"{wheel.name}: License-Expression is {metadata.get('License-Expression')}")
     with tarfile.open(sdist) as archive:
         members = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
-    problems += [f"{sdist.name}: lacks {name}" for name in SDIST_MUST_HAVE if name not in members]
+    must_have = SDIST_MUST_HAVE + mkdocs_hooks()
+    problems += [f"{sdist.name}: lacks {name}" for name in must_have if name not in members]
     problems += [
         f"{sdist.name}: carries {member}"
         for member in sorted(members)

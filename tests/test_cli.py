@@ -257,10 +257,18 @@ async def test_a_conflict_exits_1_and_is_named(
     assert "1 unchanged, 1 replaced" in overwritten.stdout
 
 
+def empty_sqlite_saver_file(path: Path) -> Path:
+    """A SqliteSaver database without threads."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    with sqlite3.connect(path, check_same_thread=False) as conn:
+        SqliteSaver(conn).setup()
+    return path
+
+
 def test_usage_errors_exit_2_before_connecting(tmp_path: Path, uri: str) -> None:
     """Nothing is connected to: the target given is a port nobody listens on."""
-    path = tmp_path / "empty.db"
-    sqlite3.connect(path).close()
+    path = empty_sqlite_saver_file(tmp_path / "empty.db")
     nobody = "mongodb://127.0.0.1:9/"
     missing = run("--from-sqlite", str(tmp_path / "nope.db"), "--to", nobody)
     assert (missing.returncode, missing.stderr) == (
@@ -287,8 +295,7 @@ def test_usage_errors_exit_2_before_connecting(tmp_path: Path, uri: str) -> None
 
 
 def test_an_unreachable_server_is_named_within_the_timeout(tmp_path: Path) -> None:
-    path = tmp_path / "empty.db"
-    sqlite3.connect(path).close()
+    path = empty_sqlite_saver_file(tmp_path / "empty.db")
     unreachable = "mongodb://someone:secret@127.0.0.1:9/?authSource=admin"
     started = time.monotonic()
     down = run("--from-sqlite", str(path), "--to", unreachable, "--timeout", "0.5")
@@ -300,6 +307,52 @@ def test_an_unreachable_server_is_named_within_the_timeout(tmp_path: Path) -> No
     )
     assert "secret" not in down.stderr
     assert len(down.stderr.strip().splitlines()) == 1
+
+
+async def test_a_source_database_without_the_official_collections_is_named(
+    uri: str, client: MongoClient[dict[str, Any]]
+) -> None:
+    """A misspelt --from-db is an empty database: copying nothing must not pass for
+    success (exit 0 with 0 checkpoints written)."""
+    missing_db, target_db = client.new_db(), client.new_db()
+    args = ["--from-mongodb", uri, "--to", uri, "--to-db", target_db]
+    missing = run(*args, "--from-db", missing_db)
+    assert missing.returncode == 1
+    assert missing.stdout == ""
+    assert missing.stderr == (
+        f"error: database {missing_db!r} at {uri.split('?')[0]} has no collections (it does "
+        "not exist): check --from-db (langgraph-checkpoint-mongodb's default is "
+        "'checkpointing_db')\n"
+    )
+    other_db = client.new_db()
+    client[other_db]["checkpoints"].insert_one({"x": 1})
+    client[other_db]["other"].insert_one({"x": 1})
+    misnamed = run(*args, "--from-db", other_db)
+    assert misnamed.returncode == 1
+    assert misnamed.stdout == ""
+    assert misnamed.stderr.endswith(
+        "has no collection 'checkpoint_writes' (--from-writes); its collections: "
+        "['checkpoints', 'other']\n"
+    )
+    assert target_db not in client.list_database_names()
+
+
+def test_a_file_that_is_not_a_sqlite_saver_database_is_named(tmp_path: Path, uri: str) -> None:
+    empty = tmp_path / "empty.db"
+    sqlite3.connect(empty).close()
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE checkpoints (id TEXT)")
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database at all, but long enough to have a header page\n" * 20)
+    for path, says in [
+        (empty, "is not a SqliteSaver database: it has no table 'checkpoints' or 'writes'"),
+        (other, "is not a SqliteSaver database: it has no table 'writes'"),
+        (text, "is not a SQLite database: file is not a database"),
+    ]:
+        result = run("--from-sqlite", str(path), "--to", uri, "--to-db", "never_written")
+        assert (result.returncode, result.stdout) == (1, "")
+        assert result.stderr == f"error: --from-sqlite {str(path)!r} {says}\n"
 
 
 async def test_without_tqdm_there_is_no_bar_and_the_copy_runs(

@@ -122,6 +122,9 @@ async def test_driver_errors_propagate_and_are_logged(
         client = AsyncMongoClient(uri)
         saver = AsyncMongoDBSaver(client, "unreachable")
     try:
+        with pytest.raises(PyMongoError):  # the setup() before the first command
+            await call(saver, "get_tuple", config("t"))
+        saver._setup_state.done = True  # from here, each operation's own commands
         with pytest.raises(PyMongoError):
             await call(saver, "get_tuple", config("t"))
         with pytest.raises(PyMongoError):
@@ -132,6 +135,7 @@ async def test_driver_errors_propagate_and_are_logged(
         await maybe_await(client.close())
     failures = [r.getMessage() for r in caplog.records if " failed " in r.getMessage()]
     assert [m.split(" failed ")[0] for m in failures] == [
+        "setup: checkpoints.options",
         "get_tuple: checkpoints.aggregate",
         "put: checkpoints.update_one",
         "list: checkpoints.aggregate",

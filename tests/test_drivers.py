@@ -12,7 +12,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pymongo import AsyncMongoClient, MongoClient
 from pymongo.driver_info import DriverInfo
 
-from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver, testing
 from langgraph.checkpoint.mongo._commands import Command, Method, Target
 from langgraph.checkpoint.mongo._drivers import DRIVER_INFO
 from langgraph.checkpoint.mongo._executors import execute_async, open_cursor
@@ -98,10 +98,8 @@ async def test_sync_call_on_async_saver_in_its_loop_raises_not_hangs(backend: Ba
 
 
 def test_sync_call_when_the_saver_loop_is_not_running_raises_not_hangs() -> None:
-    from mongomock_motor import AsyncMongoMockClient
-
     loop = asyncio.new_event_loop()
-    saver = AsyncMongoDBSaver(AsyncMongoMockClient())
+    saver = AsyncMongoDBSaver(testing.async_client())
     stored = loop.run_until_complete(put(saver, new_thread()))
     # The loop exists but does not run (between run_until_complete calls), then is closed.
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
@@ -114,9 +112,7 @@ def test_sync_call_when_the_saver_loop_is_not_running_raises_not_hangs() -> None
 
 
 async def test_async_saver_created_outside_a_loop_explains_itself() -> None:
-    from mongomock_motor import AsyncMongoMockClient
-
-    saver = await asyncio.to_thread(AsyncMongoDBSaver, AsyncMongoMockClient())
+    saver = await asyncio.to_thread(AsyncMongoDBSaver, testing.async_client())
     with pytest.raises(asyncio.InvalidStateError, match="MongoDBSaver"):
         await asyncio.to_thread(saver.get_tuple, config("t"))
 

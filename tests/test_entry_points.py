@@ -15,6 +15,7 @@ from typing import Any
 
 import mongomock
 import pytest
+from langgraph.graph import StateGraph
 from mongomock_motor import AsyncMongoMockClient
 from motor.motor_asyncio import AsyncIOMotorClient
 from pymongo import AsyncMongoClient, MongoClient
@@ -103,6 +104,60 @@ def test_a_misspelt_saver_option_is_named_with_the_savers_options(cls: type[Any]
         assert option in message
     with pytest.raises(TypeError, match=r"unknown keyword argument\(s\) 'lz4_level'"):
         cls.from_conn_string(NOWHERE, lz4_level=3)
+
+
+@pytest.mark.parametrize("cls", SAVERS)
+def test_a_timeout_without_its_unit_points_to_timeout_ms(cls: type[Any]) -> None:
+    hint = r"'timeout' \(did you mean 'timeoutMS'\? PyMongo's timeouts are milliseconds\)"
+    with pytest.raises(TypeError, match=hint):
+        cls.from_conn_string(NOWHERE, timeout=2000)
+    client = mongomock.MongoClient() if cls is MongoDBSaver else AsyncMongoMockClient()
+    with pytest.raises(TypeError, match=rf"^{cls.__name__}\(\) got .*{hint}"):
+        cls(client, timeout=2000)
+    with pytest.raises(TypeError, match=r"'connectTimeout' \(did you mean 'connectTimeoutMS'"):
+        cls.from_conn_string(NOWHERE, connectTimeout=2000)
+
+
+@pytest.mark.parametrize("cls", SAVERS)
+def test_constructor_errors_name_the_saver_not_its_base_class(cls: type[Any]) -> None:
+    client = mongomock.MongoClient() if cls is MongoDBSaver else AsyncMongoMockClient()
+    # The official saver's sixth positional argument is its serializer.
+    official_order = (client, "db", "checkpoints", "checkpoint_writes", None, object())
+    with pytest.raises(TypeError) as raised:
+        cls(*official_order)
+    message = str(raised.value)
+    assert message.startswith(f"{cls.__name__}() takes at most 5 positional arguments")
+    assert "serde=..." in message
+    assert "Base" not in message
+    with pytest.raises(TypeError, match=r"'db_nmae' \(did you mean 'db_name'\?\)") as raised:
+        cls(client, db_nmae="x")
+    assert "Base" not in str(raised.value)
+    with pytest.raises(TypeError, match=rf"^{cls.__name__}\(\): multiple values .*'client'"):
+        cls(client, client=client)
+    # A subclass with a constructor of its own takes what it declares.
+
+    class WithOptions(cls):  # type: ignore[valid-type,misc]
+        def __init__(self, client: Any, label: str, **kwargs: Any) -> None:
+            super().__init__(client, **kwargs)
+            self.label = label
+
+    assert WithOptions(client, "mine", ttl=60).label == "mine"
+
+
+@pytest.mark.parametrize("cls", SAVERS)
+async def test_from_conn_string_without_with_says_how_to_open_it(cls: type[Any]) -> None:
+    opener = cls.from_conn_string(NOWHERE)
+    opening = "with" if cls is MongoDBSaver else "async with"
+    usage = rf"`{opening} {cls.__name__}\.from_conn_string\(\.\.\.\) as saver:`"
+    for method in ("get_tuple", "aget_tuple", "setup", "list"):
+        with pytest.raises(
+            AttributeError, match=rf"not the saver \(asked for '{method}'\).*{usage}"
+        ):
+            getattr(opener, method)
+    assert not hasattr(opener, "put")
+    # LangGraph refuses it when the graph is compiled, naming what it got.
+    with pytest.raises(TypeError, match="SaverContextManager"):
+        StateGraph(dict).compile(checkpointer=opener)
 
 
 async def test_client_options_in_any_case_reach_the_client(backend: Backend) -> None:

@@ -13,10 +13,9 @@ from datetime import timedelta, timezone
 from typing import Any
 
 import pytest
-from mongomock_motor import AsyncMongoMockClient
 from pymongo.errors import PyMongoError
 
-from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver, testing
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._commands import Command, Plan
 from langgraph.checkpoint.mongo._drivers import maybe_await
@@ -147,7 +146,7 @@ def test_delta_history_gives_up_on_a_thread_that_keeps_changing() -> None:
         {"_id": checkpoint_key("t", "", "2"), "parent_checkpoint_id": "1"},
         {"_id": checkpoint_key("t", "", "1"), "channel_values": [{"channel": "a"}]},
     ]
-    saver = AsyncMongoDBSaver(AsyncMongoMockClient())
+    saver = AsyncMongoDBSaver(testing.async_client())
     plan = ops.delta_history(saver.storage, config("t", "", "2"), ["a"])
 
     def drive() -> None:
@@ -194,7 +193,7 @@ def test_sync_call_raises_when_the_loop_stops_before_running_it(
     """The loop passes the running check, then stops before it runs the call: the
     waiting thread raises `InvalidStateError` instead of waiting forever."""
     loop = asyncio.new_event_loop()
-    saver = AsyncMongoDBSaver(AsyncMongoMockClient())
+    saver = AsyncMongoDBSaver(testing.async_client())
     runner = threading.Thread(target=loop.run_forever)
     runner.start()
     asyncio.run_coroutine_threadsafe(saver.setup(), loop).result()
@@ -244,7 +243,7 @@ def test_sync_call_on_a_loop_closed_meanwhile_raises_the_documented_error(
     """The loop closes between the running check and scheduling: asyncio's bare
     `RuntimeError` becomes the documented `InvalidStateError`."""
     loop = asyncio.new_event_loop()
-    saver = AsyncMongoDBSaver(AsyncMongoMockClient())
+    saver = AsyncMongoDBSaver(testing.async_client())
     runner = threading.Thread(target=loop.run_forever)
     runner.start()
     try:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import operator
 import os
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
+from langgraph.graph import END, START, StateGraph
 
 from langgraph.checkpoint.mongo import CheckpointTooLargeError
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend
+from support.graphs import Driver
 from support.helpers import call, config, listed, new_thread, put
 from support.wire import cursors
 
@@ -39,6 +42,22 @@ async def test_too_large_checkpoint_fails_cleanly(saver: Any) -> None:
     assert len(await listed(saver, config(thread))) == 1
 
 
+@pytest.mark.parametrize("compression", [None, "zstd", "zlib"])
+async def test_too_large_advises_compression_only_to_a_saver_without_it(
+    backend: Backend, compression: Any
+) -> None:
+    async with backend.saver(compression=compression) as saver:
+        with pytest.raises(CheckpointTooLargeError) as caught:
+            await put(saver, new_thread(), values={"blob": os.urandom(17 * MIB)})
+    message = str(caught.value)
+    if compression is None:
+        assert "Enable compression='zstd'" in message
+    else:
+        assert "Enable compression" not in message
+        assert f"already compresses (compression={compression!r})" in message
+    assert "keep large payloads out of the graph state" in message
+
+
 async def test_too_large_write_fails_and_writes_nothing(saver: Any) -> None:
     thread = new_thread()
     stored = await put(saver, thread)
@@ -47,6 +66,55 @@ async def test_too_large_write_fails_and_writes_nothing(saver: Any) -> None:
     with pytest.raises(CheckpointTooLargeError, match=named):
         await call(saver, "put_writes", stored, writes, "task")
     assert (await call(saver, "get_tuple", stored)).pending_writes == []
+
+
+class BlobState(TypedDict, total=False):
+    blobs: Annotated[list[bytes], operator.add]
+    log: Annotated[list[str], operator.add]
+    big: bool
+
+
+def blob_graph() -> StateGraph:
+    """`a -> b`, each node adding 10 MiB to the state when `big` is set."""
+
+    def node(name: str) -> Any:
+        def run(state: BlobState) -> dict[str, Any]:
+            return {"blobs": [os.urandom(10 * MIB)] if state.get("big") else [], "log": [name]}
+
+        return run
+
+    builder = StateGraph(BlobState)
+    builder.add_node("a", node("a"))
+    builder.add_node("b", node("b"))
+    builder.add_edge(START, "a")
+    builder.add_edge("a", "b")
+    builder.add_edge("b", END)
+    return builder
+
+
+async def test_a_refused_checkpoint_leaves_its_steps_writes_pending(backend: Backend) -> None:
+    """What docs/reliability.md says of a step whose checkpoint is refused: its writes stay
+    pending on the checkpoint before it, `invoke(None)` applies them and is refused every
+    time, and only new input moves the thread on, without that step's writes."""
+    async with backend.saver() as saver:
+        graph = Driver(blob_graph().compile(checkpointer=saver), backend.is_sync)
+        thread = config(new_thread())
+        for run_input in ({"big": True}, None, None):
+            with pytest.raises(CheckpointTooLargeError):
+                await graph.invoke(run_input, thread)
+            latest = await call(saver, "get_tuple", thread)
+            assert latest.checkpoint["channel_values"]["log"] == ["a"]
+            assert sorted({channel for _, channel, _ in latest.pending_writes}) == [
+                "blobs",
+                "log",
+            ]
+            # The state read applies the pending writes: the run looks finished.
+            shown = await graph.state(thread)
+            assert (shown.next, shown.values["log"]) == ((), ["a", "b"])
+        await graph.invoke({"big": False, "log": ["new"]}, thread)
+        shown = await graph.state(thread)
+        assert shown.values["log"] == ["a", "new", "a", "b"]
+        assert len(shown.values["blobs"]) == 1
 
 
 async def test_a_checkpoint_too_large_to_return_with_its_writes_is_read_apart(

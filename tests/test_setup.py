@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from langgraph.checkpoint.mongo import IndexCreationError
+from langgraph.checkpoint.mongo import IndexCreationError, MongoDBSaver
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._channel_values import RecentValues
 from langgraph.checkpoint.mongo._codec import Codec
@@ -15,8 +17,8 @@ from langgraph.checkpoint.mongo._commands import Command, Target
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._queries import WritesJoin
 from langgraph.checkpoint.mongo._runners import run_plan
-from support.backends import Backend
-from support.helpers import config, listed, new_thread, put
+from support.backends import Backend, CommandLog
+from support.helpers import call, checkpoint, config, listed, new_thread, put
 
 
 async def run_setup(saver: Any, **kwargs: Any) -> None:
@@ -123,3 +125,132 @@ def test_setup_refuses_a_default_collation_other_than_the_binary_one() -> None:
         _setup_answering({"collation": {"locale": "en", "strength": 2}})
     _setup_answering({"collation": {"locale": "simple"}})
     _setup_answering({})
+
+
+# The setup() before a saver's first command, for code that never calls it (as the
+# official saver's users never do: its constructor creates its indexes).
+
+
+def count_setups(saver: Any) -> list[dict[str, Any]]:
+    """The `setup()` calls of `saver` from now on (their keyword arguments)."""
+    calls: list[dict[str, Any]] = []
+    setup = saver.setup
+
+    def counted(**kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return setup(**kwargs)
+
+    saver.setup = counted
+    return calls
+
+
+async def test_the_first_command_sets_the_saver_up_once(backend: Backend) -> None:
+    log = CommandLog()
+    async with backend.saver(log, set_up=False, ttl=3600) as saver:
+        setups = count_setups(saver)
+        thread = new_thread()
+        log.reset()
+        assert await call(saver, "get_tuple", config(thread)) is None
+        assert setups == [{}]  # setup() as a user calls it: every index, the TTL index
+        if backend.counts_commands:
+            assert log.names[:4] == ["listCollections"] * 2 + ["listIndexes"] * 2
+            assert log.names[-1] == "aggregate"
+        assert {"thread_ns_checkpoint", "metadata_run_id", "thread_ttl"} <= await index_names(
+            saver.checkpoint_collection
+        )
+        assert {"thread_checkpoint", "thread_ttl"} <= await index_names(saver.writes_collection)
+        # Later calls pay nothing for it.
+        log.reset()
+        stored = await put(saver, thread)
+        await call(saver, "put_writes", stored, [("c", 1)], "task")
+        assert len(await listed(saver, config(thread))) == 1
+        await call(saver, "get_tuple", config(thread))
+        assert setups == [{}]
+        if backend.counts_commands:
+            assert not {"listCollections", "listIndexes", "createIndexes"} & set(log.names)
+
+
+async def test_a_saver_set_up_by_hand_is_not_set_up_again(backend: Backend) -> None:
+    # setup() stays for those who call it (from_conn_string and the Agent Server's
+    # factory do), and create_indexes=False keeps the indexes in the user's hands.
+    async with backend.saver(set_up=False) as saver:
+        await run_setup(saver, create_indexes=False)
+        setups = count_setups(saver)
+        thread = new_thread()
+        await put(saver, thread)
+        assert len(await listed(saver, config(thread))) == 1
+        assert setups == []
+        assert await index_names(saver.checkpoint_collection) <= {"_id_"}
+
+
+async def test_with_allowlist_copies_share_the_setup(backend: Backend) -> None:
+    strict = JsonPlusSerializer(allowed_msgpack_modules=[("os", "PathLike")])
+    async with backend.saver(set_up=False, serde=strict) as saver:
+        copy = saver.with_allowlist([("module", "Type")])
+        assert copy is not saver
+        setups = count_setups(saver)
+        await call(copy, "get_tuple", config(new_thread()))
+        await call(saver, "get_tuple", config(new_thread()))
+        assert setups == []  # the copy ran its own setup(), which counts for both
+        assert "thread_ns_checkpoint" in await index_names(saver.checkpoint_collection)
+
+
+async def test_many_first_calls_at_once_run_one_setup(backend: Backend) -> None:
+    if backend.wire is not None:
+        backend.wire.delay = 0.01  # each command takes a while: the calls overlap
+    async with backend.saver(set_up=False) as saver:
+        setups = count_setups(saver)
+        threads = [new_thread() for _ in range(8)]
+        if isinstance(saver, MongoDBSaver):
+            with ThreadPoolExecutor(len(threads)) as pool:
+                found = await asyncio.to_thread(
+                    lambda: list(pool.map(lambda t: saver.get_tuple(config(t)), threads))
+                )
+        else:
+            found = await asyncio.gather(*(saver.aget_tuple(config(t)) for t in threads))
+        assert found == [None] * len(threads)
+        assert setups == [{}]
+
+
+async def test_the_sync_savers_async_methods_set_it_up_once(backend: Backend) -> None:
+    if not backend.is_sync:
+        pytest.skip("MongoDBSaver's async methods")
+    if backend.wire is not None:
+        backend.wire.delay = 0.01
+    async with backend.saver(set_up=False) as saver:
+        setups = count_setups(saver)
+        thread = new_thread()
+        first = [saver.aget_tuple(config(new_thread())) for _ in range(4)]
+        found = await asyncio.gather(*first, saver.aput(config(thread), *checkpoint_args()))
+        assert found[:4] == [None] * 4
+        assert [t.config async for t in saver.alist(config(thread))] == [found[4]]
+        assert setups == [{}]
+
+
+async def test_a_failed_setup_fails_the_call_and_the_next_call_tries_again(
+    backend: Backend,
+) -> None:
+    async with backend.saver(set_up=False) as saver:
+        setups = count_setups(saver)
+        official_index = [("thread_id", 1), ("checkpoint_ns", 1), ("checkpoint_id", -1)]
+        await maybe_await(saver.checkpoint_collection.create_index(official_index, unique=True))
+        thread = new_thread()
+        for _ in range(2):
+            with pytest.raises(ValueError, match="langgraph-checkpoint-mongodb"):
+                await put(saver, thread)
+        assert await index_names(saver.checkpoint_collection) == {
+            "_id_",
+            "thread_id_1_checkpoint_ns_1_checkpoint_id_-1",
+        }
+        await maybe_await(
+            saver.checkpoint_collection.drop_index("thread_id_1_checkpoint_ns_1_checkpoint_id_-1")
+        )
+        stored = await put(saver, thread)
+        assert [t.config for t in await listed(saver, config(thread))] == [stored]
+        assert len(setups) == 3
+        assert "thread_ns_checkpoint" in await index_names(saver.checkpoint_collection)
+
+
+def checkpoint_args() -> tuple[Any, ...]:
+    cp = checkpoint({"x": 1})
+    return cp, {"source": "loop", "step": 0, "parents": {}}, cp["channel_versions"]

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from mongomock_motor import AsyncMongoMockClient
+from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph.checkpoint.mongo import AsyncMongoDBSaver
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver, testing
 from langgraph.checkpoint.mongo._commands import Command
+from langgraph.checkpoint.mongo.migrate import acopy_threads
 from support.backends import Backend
 from support.helpers import call, config, listed, new_thread, put
 
@@ -37,7 +38,7 @@ def _targets(command: Command, thread: str) -> bool:
 
 
 async def test_thread_operations_name_their_thread(sent_commands: list[Command]) -> None:
-    saver = AsyncMongoDBSaver(AsyncMongoMockClient(), ttl=3600)
+    saver = AsyncMongoDBSaver(testing.async_client(), ttl=3600)
     await saver.setup()
     thread, copy = new_thread(), new_thread()
     sent_commands.clear()
@@ -66,9 +67,54 @@ async def test_thread_operations_name_their_thread(sent_commands: list[Command])
     assert all(_targets(c, copy) for c in writes)
 
 
+def _upserts(commands: list[Command]) -> list[tuple[str, dict[str, Any]]]:
+    """(method, filter) of every upsert among `commands`."""
+    found = []
+    for command in commands:
+        if command.method == "update_one" and command.kwargs.get("upsert"):
+            found.append((str(command.method), command.args[0]))
+        elif command.method == "bulk_write":
+            [requests] = command.args
+            found += [(str(command.method), r._filter) for r in requests if r._upsert]
+    return found
+
+
+def _thread_of_key(key: dict[str, Any]) -> str:
+    """The thread in a checkpoint's `_id`, or in a write's (under its checkpoint's key)."""
+    return str(key["checkpoint"]["thread_id"] if "checkpoint" in key else key["thread_id"])
+
+
+async def test_every_upsert_filter_carries_the_thread_id_of_its_document(
+    sent_commands: list[Command],
+) -> None:
+    """On a collection sharded on `{thread_id: "hashed"}`, `_id` is unique per shard only:
+    an `_id` holds its thread id, and it stays unique across shards because every upsert's
+    filter names that thread by equality (the server routes it to the thread's shard and
+    refuses an upsert without the shard key). Every write path is run here, copying
+    threads in included."""
+    saver = AsyncMongoDBSaver(testing.async_client(), ttl=3600)
+    await saver.setup()
+    thread, copy, source_thread = new_thread(), new_thread(), new_thread()
+    source = InMemorySaver()
+    await put(source, source_thread)
+    sent_commands.clear()
+    first = await put(saver, thread, metadata={"run_id": "r1"})
+    second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
+    await call(saver, "put_writes", second, [("a", 1), ("__error__", "x")], "task")
+    await call(saver, "put_writes", second, [("b", 2)], "task-2")
+    await call(saver, "copy_thread", thread, copy)
+    await acopy_threads(source, saver)
+    upserts = _upserts(sent_commands)
+    assert {method for method, _ in upserts} == {"update_one", "bulk_write"}
+    assert len(upserts) == 2 + 3 + 2 + 3 + 1  # puts, writes, the copy, the copied-in thread
+    for _, filter_ in upserts:
+        assert set(filter_) == {"_id", "thread_id"}
+        assert filter_["thread_id"] == _thread_of_key(filter_["_id"])
+
+
 async def test_scatter_gather_is_what_the_readme_says(sent_commands: list[Command]) -> None:
     """`list(None)` and `delete_for_runs`' lookup by run id search every thread."""
-    saver = AsyncMongoDBSaver(AsyncMongoMockClient())
+    saver = AsyncMongoDBSaver(testing.async_client())
     thread = new_thread()
     await put(saver, thread, metadata={"run_id": "r1"})
     sent_commands.clear()

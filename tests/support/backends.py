@@ -92,6 +92,7 @@ class Backend:
     uri: str | None
     wire: Any = None  # the WireServer, on wire backends
     _mock: Any = None  # one in-process mock per test, so two savers can share a database
+    _mock_sync: Any = None  # the mongomock client under `_mock`: the same data, sync API
 
     @property
     def is_sync(self) -> bool:
@@ -110,9 +111,7 @@ class Backend:
         elif log is not None:
             listeners.append(_Listener(log))
         if self.name == "mock":
-            if self._mock is None:
-                self._mock = testing.async_client()
-            yield self._mock
+            yield self._mock_clients()[0]
             return
         if self.name.endswith("motor"):
             from motor.motor_asyncio import AsyncIOMotorClient
@@ -127,14 +126,35 @@ class Backend:
         finally:
             await maybe_await(client.close())
 
+    def _mock_clients(self) -> tuple[Any, Any]:
+        if self._mock is None:
+            self._mock_sync = testing.client()
+            self._mock = testing.async_client(mock_mongo_client=self._mock_sync)
+        return self._mock, self._mock_sync
+
+    @asynccontextmanager
+    async def sync_client(self) -> AsyncIterator[Any]:
+        """A client with PyMongo's sync API on the backend's server, whatever the backend's
+        driver (for sync-only savers such as `langgraph-checkpoint-mongodb`'s): on `mock`,
+        the mongomock client under the async one, so both see the same data."""
+        if self.name == "mock":
+            yield self._mock_clients()[1]
+            return
+        client: MongoClient[dict[str, Any]] = MongoClient(self.uri)
+        try:
+            yield client
+        finally:
+            client.close()
+
     @asynccontextmanager
     async def saver(
-        self, log: CommandLog | None = None, **kwargs: Any
+        self, log: CommandLog | None = None, *, set_up: bool = True, **kwargs: Any
     ) -> AsyncIterator[AsyncMongoDBSaver | MongoDBSaver]:
         """A set-up saver on a database of its own, dropped afterwards.
 
         With `db_name=` (another saver's `saver.db.name`) it opens that database
-        again and leaves dropping it to the saver that created it.
+        again and leaves dropping it to the saver that created it. With `set_up=False`
+        no `setup()` is called (the saver's first command runs it).
         """
         owned = "db_name" not in kwargs
         db_name = kwargs.pop("db_name", f"test_{uuid.uuid4().hex[:16]}")
@@ -147,7 +167,8 @@ class Backend:
 
                 if deployment().topology == "sharded":
                     await shard_like_the_readme(client, saver)
-            await maybe_await(saver.setup())
+            if set_up:
+                await maybe_await(saver.setup())
             try:
                 yield saver
             finally:

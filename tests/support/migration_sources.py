@@ -4,7 +4,7 @@
 - `sqlite`: `SqliteSaver` on a file (string channel versions);
 - `official`: `langgraph-checkpoint-mongodb`'s `MongoDBSaver` (int versions; needs Python
   3.11), copied through its collections (`fast_path=True`), on the backend's server
-  through the real sync driver, or on an in-process mongomock client on `mock`;
+  through the real sync driver (on `mock`, the mongomock client under the async one);
 - `official-public`: the same saver, copied through its `list`/`get_tuple` only.
 """
 
@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
-from pymongo import MongoClient
 from pymongo.errors import AutoReconnect
 
 from langgraph.checkpoint.mongo import migrate
@@ -55,16 +54,8 @@ class Source:
 @asynccontextmanager
 async def official_client(backend: Backend) -> AsyncIterator[Any]:
     """A sync client on the backend's server (the official saver is sync only)."""
-    if backend.name == "mock":
-        import mongomock
-
-        yield mongomock.MongoClient()
-        return
-    client: MongoClient[dict[str, Any]] = MongoClient(backend.uri)
-    try:
+    async with backend.sync_client() as client:
         yield client
-    finally:
-        client.close()
 
 
 @asynccontextmanager

@@ -3,13 +3,16 @@ plans' `Storage`) and the check of `from_conn_string`'s keywords against PyMongo
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import difflib
 import inspect
 import random
+import threading
 from collections.abc import Callable, Collection
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import timedelta
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, NoReturn, TypeVar, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -30,10 +33,70 @@ from langgraph.checkpoint.mongo._ttl import ThreadExpiry
 ClientT = TypeVar("ClientT")
 OpenedT = TypeVar("OpenedT")
 SaverT = TypeVar("SaverT", bound="MongoDBSaverBase[Any, Any]")
+LockT = TypeVar("LockT")
 
 DEFAULT_DB_NAME = "checkpointing_db"
 DEFAULT_CHECKPOINT_COLLECTION = "checkpoints"
 DEFAULT_WRITES_COLLECTION = "checkpoint_writes"
+
+
+@dataclasses.dataclass(eq=False)
+class SetupState(Generic[LockT]):
+    """Whether `setup()` has run on a saver, and the lock its first call runs it under.
+
+    A saver sets itself up before its first command, as the official saver does in its
+    constructor: code that switched by changing only the import never calls `setup()`,
+    and the check in `setup()` is what refuses the official saver's collections by name.
+    Many first calls at once run one `setup()` (the others wait on `lock`: an
+    `asyncio.Lock` for the async saver, a `threading.Lock` for the sync one); a `setup()`
+    that fails or is cancelled leaves `done` false, so the next call tries again.
+    `with_allowlist` copies share the object, as they share the collections.
+    """
+
+    lock: LockT
+    done: bool = False
+
+
+class _SaverContextManagerBase:
+    """What `from_conn_string` returns: the context manager that opens a client and
+    yields the saver. Used as the saver itself (`checkpointer=X.from_conn_string(...)`,
+    without `with`), it says how to open it, where Python would say that a
+    `_GeneratorContextManager` has no attribute `get_tuple`."""
+
+    def __init__(self, opened: Any, saver: str) -> None:
+        self._opened = opened
+        self._saver = saver
+
+    def __getattr__(self, name: str) -> NoReturn:
+        if name.startswith("_"):  # protocols probed by copy, pickle, inspect, ...
+            raise AttributeError(name)
+        opening = "async with" if isinstance(self, AsyncSaverContextManager) else "with"
+        raise AttributeError(
+            f"{self._saver}.from_conn_string(...) returns a context manager that opens a "
+            f"client and yields the saver, not the saver (asked for {name!r}): write "
+            f"`{opening} {self._saver}.from_conn_string(...) as saver:` and use `saver` "
+            "inside that block (graph = builder.compile(checkpointer=saver))"
+        )
+
+
+class SaverContextManager(_SaverContextManagerBase, AbstractContextManager[Any]):
+    """`MongoDBSaver.from_conn_string`'s (see `_SaverContextManagerBase`)."""
+
+    def __enter__(self) -> Any:
+        return self._opened.__enter__()
+
+    def __exit__(self, *exc_info: Any) -> Any:
+        return self._opened.__exit__(*exc_info)
+
+
+class AsyncSaverContextManager(_SaverContextManagerBase, AbstractAsyncContextManager[Any]):
+    """`AsyncMongoDBSaver.from_conn_string`'s (see `_SaverContextManagerBase`)."""
+
+    async def __aenter__(self) -> Any:
+        return await self._opened.__aenter__()
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        return await self._opened.__aexit__(*exc_info)
 
 
 class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
@@ -77,6 +140,17 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
     # The client `from_conn_string` opened for this saver: the only one `close()` closes.
     _owned_client: ClientT | None = None
 
+    def __new__(cls: type[SaverT], *args: Any, **kwargs: Any) -> SaverT:
+        """Refuse arguments the constructor does not take, naming the saver called where
+        Python would name this base class (a subclass with a constructor of its own is
+        left to it; `copy.copy`, as `with_allowlist` uses it, passes no arguments)."""
+        if (args or kwargs) and cls.__init__ is MongoDBSaverBase.__init__:
+            try:
+                _SIGNATURE.bind(*args, **kwargs)
+            except TypeError as error:
+                raise _constructor_error(cls.__name__, args, kwargs, error) from None
+        return object.__new__(cls)
+
     def __init__(
         self,
         client: ClientT,
@@ -114,6 +188,9 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             join=WritesJoin(writes_collection_name, by_thread=targeted_joins),
             expiry=ThreadExpiry(ttl_delta) if ttl_delta is not None else None,
             recent=RecentValues(cache_bound),
+        )
+        self._setup_state: SetupState[Any] = SetupState(
+            asyncio.Lock() if self.asynchronous else threading.Lock()
         )
 
     @classmethod
@@ -160,7 +237,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         unknown = [name for name in client_kwargs if name.lower() not in _CLIENT_KEYWORDS]
         if unknown:
             raise _unknown_options(cls, unknown)
-        return cls._connect(
+        opened = cls._connect(
             conn_string,
             client_options(client_kwargs),
             lambda client: cls(
@@ -175,6 +252,8 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
                 cache_max_bytes=cache_max_bytes,
             ),
         )
+        opener = AsyncSaverContextManager if cls.asynchronous else SaverContextManager
+        return cast(OpenedT, opener(opened, cls.__name__))
 
     @classmethod
     def _connect(
@@ -246,6 +325,39 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         return ops.setup(self.storage, names, create_indexes, skip_indexes)
 
 
+# The constructor's parameters after `self`: positional (the official saver's order),
+# then keyword-only.
+_PARAMETERS = list(inspect.signature(MongoDBSaverBase.__init__).parameters.values())[1:]
+_POSITIONAL = [p.name for p in _PARAMETERS if p.kind is p.POSITIONAL_OR_KEYWORD]
+_KEYWORD_ONLY = [p.name for p in _PARAMETERS if p.kind is p.KEYWORD_ONLY]
+_SIGNATURE = inspect.Signature(_PARAMETERS)
+# What `inspect.signature(MongoDBSaver)` shows (tools, docs): the constructor's, not the
+# `(*args, **kwargs)` of the `__new__` that checks them.
+MongoDBSaverBase.__signature__ = _SIGNATURE  # type: ignore[attr-defined]
+
+
+def _constructor_error(
+    saver: str, args: tuple[Any, ...], kwargs: dict[str, Any], error: TypeError
+) -> TypeError:
+    if len(args) > len(_POSITIONAL):
+        return TypeError(
+            f"{saver}() takes at most {len(_POSITIONAL)} positional arguments "
+            f"({', '.join(_POSITIONAL)}) but {len(args)} were given; the others are "
+            f"keyword-only: {', '.join(name + '=...' for name in _KEYWORD_ONLY)} (the "
+            "official saver's sixth positional argument is serde=... here)"
+        )
+    own = [p.name for p in _PARAMETERS]
+    unknown = [name for name in kwargs if name not in own]
+    if unknown:
+        return TypeError(
+            f"{saver}() got unknown keyword argument(s) "
+            f"{', '.join(_hint(name, own) for name in unknown)}; its parameters are "
+            f"{', '.join(own)}. Client options (timeoutMS, ...) go to the client you pass "
+            "in, or to from_conn_string()"
+        )
+    return TypeError(f"{saver}(): {error}")
+
+
 # The keywords a PyMongo client takes, lower-cased as its own validation reads them: its
 # options (`pymongo.common.VALIDATORS`, which it checks them against) and the named
 # parameters of its constructor.
@@ -259,17 +371,22 @@ _CLIENT_KEYWORDS = frozenset(VALIDATORS) | frozenset(
 def _unknown_options(saver: type[MongoDBSaverBase[Any, Any]], unknown: list[str]) -> TypeError:
     parameters = inspect.signature(saver.from_conn_string).parameters.values()
     own = [p.name for p in parameters if p.name != "conn_string" and p.kind is not p.VAR_KEYWORD]
-    hints = [
-        f"{name!r} (did you mean {match[0]!r}?)"
-        if (match := difflib.get_close_matches(name, own, n=1))
-        else repr(name)
-        for name in unknown
-    ]
+    hints = [_hint(name, own) for name in unknown]
     return TypeError(
         f"{saver.__name__}.from_conn_string() got unknown keyword argument(s) "
         f"{', '.join(hints)}: neither a parameter of the saver ({', '.join(own)}) nor a "
         "PyMongo client option (timeoutMS, serverSelectionTimeoutMS, tls, w, ...)"
     )
+
+
+def _hint(unknown: str, own: list[str]) -> str:
+    """An unknown keyword, with the closest saver parameter, or the PyMongo option it
+    misses the unit of (`timeout` for `timeoutMS`)."""
+    if (unknown + "ms").lower() in _CLIENT_KEYWORDS:
+        return f"{unknown!r} (did you mean {unknown + 'MS'!r}? PyMongo's timeouts are milliseconds)"
+    if match := difflib.get_close_matches(unknown, own, n=1):
+        return f"{unknown!r} (did you mean {match[0]!r}?)"
+    return repr(unknown)
 
 
 def command_collection(saver: MongoDBSaverBase[Any, Any], command: Command) -> Any:

@@ -1,7 +1,8 @@
 """Cancellation that never leaves a write in flight: an async caller cancelled while a
 write command runs waits for it before `CancelledError` propagates, natively
 (`finished_before_cancelling`) or for a sync call in a worker thread
-(`in_worker_thread`, whose thread stops before its next command)."""
+(`in_worker_thread`, whose thread stops before its next command); and a read cancelled
+while it ran raises, even when the driver returned its result (`cancellable_read`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,32 @@ from typing import Any, NoReturn, TypeVar
 from langgraph.checkpoint.mongo._commands import Command
 
 T = TypeVar("T")
+
+
+def cancel_requests() -> int:
+    """How many cancellations of the running task are pending (`Task.cancelling()`,
+    Python 3.11+; always 0 on 3.10, which cannot tell)."""
+    cancelling = getattr(asyncio.current_task(), "cancelling", None)
+    return cancelling() if cancelling is not None else 0
+
+
+def raise_if_cancelled_since(requested: int) -> None:
+    """Raise the `CancelledError` a read swallowed: before Python 3.12, `asyncio.wait_for`
+    (which PyMongo's async network layer awaits through) returns the result of what it
+    waits for when that completes as the task is cancelled, and the call would go on
+    (a graph run would keep running) as if no one had cancelled it. `requested`: the
+    `cancel_requests()` before the read."""
+    if cancel_requests() > requested:
+        raise asyncio.CancelledError
+
+
+async def cancellable_read(read: Awaitable[T]) -> T:
+    """Await a read that raises when the task was cancelled meanwhile, even when the
+    driver returned its result (see `raise_if_cancelled_since`)."""
+    requested = cancel_requests()
+    result = await read
+    raise_if_cancelled_since(requested)
+    return result
 
 
 async def finished_before_cancelling(pending: Awaitable[T]) -> T:

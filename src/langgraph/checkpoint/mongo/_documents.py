@@ -115,11 +115,12 @@ def bson_size(doc: Mapping[str, Any]) -> int:
     return len(bson.encode(light)) + payload
 
 
-def _within_size_limit(doc: D, what: str | Label, ref: CheckpointRef) -> D:
+def _within_size_limit(doc: D, what: str | Label, ref: CheckpointRef, codec: Codec) -> D:
     """Refuse a document the server would refuse, before anything is sent: the upsert
     that carries it repeats its key in the filter, so that counts too. The filter holds
     fields of the document, so it is never the larger: a document of at most half the
-    limit passes without the filter being encoded."""
+    limit passes without the filter being encoded. (`codec`: the error's advice depends
+    on its compression.)"""
     size = bson_size(doc)
     if size > MAX_DOCUMENT_SIZE // 2:
         size += len(bson.encode(upsert_filter(doc)))
@@ -131,6 +132,7 @@ def _within_size_limit(doc: D, what: str | Label, ref: CheckpointRef) -> D:
             checkpoint_id=str(ref.checkpoint_id),
             size=size,
             limit=MAX_DOCUMENT_SIZE,
+            compression=codec.compression,
         )
     return doc
 
@@ -313,7 +315,7 @@ def build_checkpoint(
         doc[Field.SERIALIZED_METADATA] = serialized_metadata
     if touched_at is not None:
         doc[Field.TOUCHED_AT] = touched_at
-    _within_size_limit(doc, "Checkpoint", new.ref)
+    _within_size_limit(doc, "Checkpoint", new.ref, codec)
     return BuiltCheckpoint(doc, StoredValues(entries, new.versions))
 
 
@@ -382,7 +384,7 @@ def write_documents(
         if touched_at is not None:
             document[Field.TOUCHED_AT] = touched_at
         what = Label("Write {} (channel {}, task {})", (position, channel, task_id))
-        documents.append((idx < 0, _within_size_limit(document, what, ref)))
+        documents.append((idx < 0, _within_size_limit(document, what, ref, codec)))
     return documents
 
 

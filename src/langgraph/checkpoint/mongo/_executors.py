@@ -10,8 +10,10 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from langgraph.checkpoint.mongo._cancellation import (
+    cancel_requests,
     current_worker_call,
     finished_before_cancelling,
+    raise_if_cancelled_since,
 )
 from langgraph.checkpoint.mongo._commands import Command
 from langgraph.checkpoint.mongo._drivers import maybe_await
@@ -25,14 +27,17 @@ def call(collection: Any, command: Command) -> Any:
 async def execute_async(operation: str, collection: Any, command: Command) -> Any:
     """Run one command; a read is drained into a list (use `open_cursor` to stream).
     A write, once handed to the driver, finishes before a cancellation propagates
-    (`finished_before_cancelling`)."""
+    (`finished_before_cancelling`); a read cancelled meanwhile raises, even when the
+    driver returned its result (`raise_if_cancelled_since`)."""
     with Timed(operation, command):
         pending = call(collection, command)
         if not command.method.reads and inspect.isawaitable(pending):
             return await finished_before_cancelling(pending)
+        requested = cancel_requests()
         result = await maybe_await(pending)
         if command.method.returns_cursor:
-            return [doc async for doc in result]
+            result = [doc async for doc in result]
+        raise_if_cancelled_since(requested)
         return result
 
 

@@ -115,24 +115,23 @@ def setup(
         raise ValueError(
             f"skip_indexes names unknown indexes {sorted(unknown)}; the indexes are {sorted(known)}"
         )
-    for target in (Target.CHECKPOINTS, Target.WRITES):
+    targets = (Target.CHECKPOINTS, Target.WRITES)
+    for target in targets:
         yield from _refuse_collation(names[target], target)
-    # Read once: the TTL step below looks at the same indexes (creating the others does
-    # not change the TTL index).
-    checkpoint_indexes = yield Command(Target.CHECKPOINTS, Method.INDEX_INFORMATION)
-    _refuse_foreign_index(names[Target.CHECKPOINTS], checkpoint_indexes)
+    # Every check reads before the first write. Read once: the TTL step below looks at the
+    # same indexes (creating the others does not change the TTL index).
+    existing: dict[Target, Mapping[str, Any]] = {}
+    for target in targets:
+        existing[target] = yield Command(target, Method.INDEX_INFORMATION)
+        _refuse_foreign_index(names[target], existing[target])
     if not create_indexes:
         return
     for target, index in _queries.indexes(storage.join):
         if index.document["name"] not in skip:
             yield from _create_index(names[target], target, index)
     if _queries.TTL_INDEX_NAME not in skip:
-        for target in (Target.CHECKPOINTS, Target.WRITES):
-            if target is Target.CHECKPOINTS:
-                indexes = checkpoint_indexes
-            else:
-                indexes = yield Command(target, Method.INDEX_INFORMATION)
-            yield from _set_thread_ttl(names[target], target, storage.expiry, indexes)
+        for target in targets:
+            yield from _set_thread_ttl(names[target], target, storage.expiry, existing[target])
 
 
 def _refuse_collation(collection: str, target: Target) -> Plan[None]:
@@ -152,9 +151,11 @@ def _refuse_collation(collection: str, target: Target) -> Plan[None]:
 
 def _refuse_foreign_index(collection: str, existing: Mapping[str, Any]) -> None:
     """Refuse collections that `langgraph-checkpoint-mongodb` writes to (it uses the same
-    default names; `existing` is the checkpoints collection's `index_information()`):
-    reads of one namespace match `_id.checkpoint_ns`, which its documents lack, so without
-    this check such a thread would look empty instead of failing."""
+    default names, and its constructor creates these indexes; `existing` is the
+    collection's `index_information()`): reads of one namespace match `_id.checkpoint_ns`,
+    which its documents lack, so without this check such a thread would look empty, and
+    the next write would fail on that saver's unique index (E11000) or be stored among
+    its documents."""
     name = _queries.foreign_index(existing)
     if name is not None:
         raise ValueError(

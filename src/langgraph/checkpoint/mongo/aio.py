@@ -30,6 +30,7 @@ from pymongo import AsyncMongoClient
 
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._base import MongoDBSaverBase
+from langgraph.checkpoint.mongo._cancellation import cancellable_read
 from langgraph.checkpoint.mongo._commands import Command, NextDocument, OpenCursor, Plan
 from langgraph.checkpoint.mongo._drivers import close_client
 from langgraph.checkpoint.mongo._executors import execute_async, open_cursor
@@ -65,8 +66,9 @@ class AsyncMongoDBSaver(
     """A LangGraph checkpointer on MongoDB for asyncio applications.
 
     Takes a `pymongo.AsyncMongoClient` or Motor's `AsyncIOMotorClient` (arguments: see
-    `MongoDBSaverBase`). Call `await saver.setup()` once per process before use (it
-    creates the indexes and is idempotent), or use `from_conn_string`, which does.
+    `MongoDBSaverBase`). It runs `setup()` (the indexes, and the checks that refuse
+    collections it cannot use) before its first command; call `await saver.setup()`
+    yourself to pass it options, or to fail at start-up rather than at the first call.
     `async with saver:` calls `aclose()` on exit and `with saver:` calls `close()`; both
     close only a client `from_conn_string` opened.
 
@@ -131,7 +133,15 @@ class AsyncMongoDBSaver(
     async def _run(self, operation: str, plan: Plan[T]) -> T:
         """Run the plan of `operation` (its name in the log) on this saver's collections."""
         self._bind_loop()
+        if not self._setup_state.done:
+            await self._set_up_first()
         return await arun_plan(plan, self._executor(operation))
+
+    async def _set_up_first(self) -> None:
+        """Run `setup()` before the saver's first command, once (see `SetupState`)."""
+        async with self._setup_state.lock:
+            if not self._setup_state.done:
+                await self.setup()
 
     def _executor(self, operation: str) -> Callable[[Command], Awaitable[Any]]:
         """Runs one command of `operation` on this saver's collections."""
@@ -145,8 +155,17 @@ class AsyncMongoDBSaver(
         `skip_indexes` names indexes not to create (for services that refuse some kinds);
         `create_indexes=False` creates none. See "MongoDB-compatible services":
         https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/operations/#mongodb-compatible-services
+
+        The saver calls `setup()` itself before its first command unless it already ran
+        (with any options): once per saver, also when many first calls come at once; a
+        failed or cancelled `setup()` is tried again by the next call. Before creating
+        anything it refuses, naming the collection, collections it cannot use: a
+        default collation other than the binary one, or the indexes
+        `langgraph-checkpoint-mongodb` creates (that saver's documents are there).
         """
-        await self._run("setup", self._setup_plan(create_indexes, skip_indexes))
+        self._bind_loop()
+        await arun_plan(self._setup_plan(create_indexes, skip_indexes), self._executor("setup"))
+        self._setup_state.done = True
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await self._run("get_tuple", ops.get_tuple(self.storage, config))
@@ -160,15 +179,17 @@ class AsyncMongoDBSaver(
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
         self._bind_loop()
+        if not self._setup_state.done:
+            await self._set_up_first()
         async with AsyncExitStack() as cursors:
 
             async def answer(request: Any) -> Any:
                 if isinstance(request, OpenCursor):
                     command = request.command
                     opened = open_cursor("list", self._collection(command), command)
-                    return await cursors.enter_async_context(opened)
+                    return await cancellable_read(cursors.enter_async_context(opened))
                 if isinstance(request, NextDocument):
-                    return await anext(request.cursor, None)
+                    return await cancellable_read(anext(request.cursor, None))
                 return await self._executor("list")(request)
 
             listing = ops.list_checkpoints(

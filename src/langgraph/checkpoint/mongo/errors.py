@@ -25,15 +25,21 @@ class CheckpointTooLargeError(ValueError):
         checkpoint_id: str,
         size: int,
         limit: int,
+        compression: str | None = None,
     ) -> None:
         self.thread_id, self.checkpoint_ns = thread_id, checkpoint_ns
         self.checkpoint_id, self.size, self.limit = checkpoint_id, size, limit
+        # The saver's compression: advise it only to a saver that does not compress.
+        fix = (
+            f"The saver already compresses (compression={compression!r}): keep"
+            if compression
+            else "Enable compression='zstd' or keep"
+        )
         super().__init__(
             f"{what} of {namespace_label(thread_id, checkpoint_ns)}, checkpoint "
             f"{short_repr(checkpoint_id)} "
             f"encodes to {size} bytes, over MongoDB's limit of {limit} bytes per document; "
-            "nothing was written. Enable compression='zstd' or keep large payloads out of the "
-            "graph state."
+            f"nothing was written. {fix} large payloads out of the graph state."
         )
 
 
@@ -52,7 +58,8 @@ class IndexCreationError(RuntimeError):
             f"setup() could not create index {name!r} {dict(index.get('key', {}))} on "
             f"collection {collection!r}: {cause}. If your service refuses this kind of index "
             f"(some MongoDB-compatible services do), call setup(skip_indexes={{{name!r}}}) "
-            "and create an equivalent index yourself, or setup(create_indexes=False); see "
+            "and create an equivalent index yourself, or setup(create_indexes=False), "
+            "before the saver's first command (which otherwise runs setup() itself); see "
             "https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/operations/#mongodb-compatible-services"
         )
 

@@ -31,7 +31,9 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
     """A LangGraph checkpointer on MongoDB for synchronous code (`graph.invoke`).
 
     Takes a `pymongo.MongoClient` (arguments: see `MongoDBSaverBase`).
-    Call `saver.setup()` once per process before use, or use `from_conn_string`.
+    It runs `setup()` (the indexes, and the checks that refuse collections it cannot
+    use) before its first command; call `saver.setup()` yourself to pass it options, or
+    to fail at start-up rather than at the first call.
     `with saver:` / `async with saver:` call `close()` on exit.
 
     Its async methods run the sync ones in a worker thread (`asyncio.to_thread`), so a
@@ -72,7 +74,15 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
 
     def _run(self, operation: str, plan: Plan[T]) -> T:
         """Run the plan of `operation` (its name in the log) on this saver's collections."""
+        if not self._setup_state.done:
+            self._set_up_first()
         return run_plan(plan, self._executor(operation))
+
+    def _set_up_first(self) -> None:
+        """Run `setup()` before the saver's first command, once (see `SetupState`)."""
+        with self._setup_state.lock:
+            if not self._setup_state.done:
+                self.setup()
 
     def _executor(self, operation: str) -> Callable[[Command], Any]:
         """Runs one command of `operation` on this saver's collections."""
@@ -84,8 +94,16 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         `skip_indexes` names indexes not to create (for services that refuse some kinds);
         `create_indexes=False` creates none. See "MongoDB-compatible services":
         https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/operations/#mongodb-compatible-services
+
+        The saver calls `setup()` itself before its first command unless it already ran
+        (with any options): once per saver, also when many threads call at once; a
+        failed `setup()` is tried again by the next call. Before creating anything it
+        refuses, naming the collection, collections it cannot use: a default collation
+        other than the binary one, or the indexes `langgraph-checkpoint-mongodb`
+        creates (that saver's documents are there).
         """
-        self._run("setup", self._setup_plan(create_indexes, skip_indexes))
+        run_plan(self._setup_plan(create_indexes, skip_indexes), self._executor("setup"))
+        self._setup_state.done = True
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self._run("get_tuple", ops.get_tuple(self.storage, config))
@@ -98,6 +116,8 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
+        if not self._setup_state.done:
+            self._set_up_first()
         with ExitStack() as cursors:
 
             def answer(request: Any) -> Any:
@@ -155,8 +175,16 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
     # Async access for graphs run with `ainvoke`: the sync calls, in a worker thread (for
     # writes, one that stops when the caller is cancelled, as `AsyncMongoDBSaver` does).
 
+    async def _read(self, function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """`asyncio.to_thread` for a read. The `setup()` before the saver's first command
+        creates indexes, so it runs first as writes do (`in_worker_thread`): a cancelled
+        caller leaves none of its commands in flight."""
+        if not self._setup_state.done:
+            await in_worker_thread(self._set_up_first)
+        return await asyncio.to_thread(function, *args, **kwargs)
+
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await asyncio.to_thread(self.get_tuple, config)
+        return await self._read(self.get_tuple, config)
 
     async def alist(
         self,
@@ -166,7 +194,7 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        found = await asyncio.to_thread(
+        found = await self._read(
             lambda: [*self.list(config, filter=filter, before=before, limit=limit)]
         )
         for item in found:
@@ -205,6 +233,6 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        return await asyncio.to_thread(
+        return await self._read(
             lambda: self.get_delta_channel_history(config=config, channels=channels)
         )

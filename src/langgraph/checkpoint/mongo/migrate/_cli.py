@@ -282,6 +282,7 @@ def _source(args: argparse.Namespace) -> Iterator[Source]:
     if args.from_mongodb is not None:
         client = _client(args.from_mongodb, "source (--from-mongodb)", args.timeout)
         try:
+            _require_official_collections(client, args)
             yield OfficialMongoDBSource(
                 client[args.from_db],
                 args.from_checkpoints,
@@ -302,9 +303,44 @@ def _source(args: argparse.Namespace) -> Iterator[Source]:
     # Read-only: the copy never changes its source.
     conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
     try:
+        _require_sqlite_saver_tables(conn, path)
         yield SqliteSaver(conn)
     finally:
         conn.close()
+
+
+def _require_official_collections(client: MongoClient[Any], args: argparse.Namespace) -> None:
+    """Refuse a source database without the official saver's collections (a misspelt
+    `--from-db` is an empty database: it would copy nothing and report success)."""
+    names = set(client[args.from_db].list_collection_names())
+    wanted = {"--from-checkpoints": args.from_checkpoints, "--from-writes": args.from_writes}
+    missing = {flag: name for flag, name in wanted.items() if name not in names}
+    if not missing:
+        return
+    where = f"database {args.from_db!r} at {_redacted_uri(args.from_mongodb)}"
+    if not names:
+        raise SetupError(
+            f"{where} has no collections (it does not exist): check --from-db "
+            f"(langgraph-checkpoint-mongodb's default is {DEFAULT_DB_NAME!r})"
+        )
+    lacking = ", ".join(f"{name!r} ({flag})" for flag, name in missing.items())
+    raise SetupError(f"{where} has no collection {lacking}; its collections: {sorted(names)}")
+
+
+def _require_sqlite_saver_tables(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a file that is not a SqliteSaver database before `SqliteSaver` tries to
+    create its tables in it (which read-only fails with `attempt to write a readonly
+    database`)."""
+    try:
+        found = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    except sqlite3.DatabaseError as exc:  # not SQLite at all
+        raise SetupError(f"--from-sqlite {str(path)!r} is not a SQLite database: {exc}") from None
+    missing = sorted({"checkpoints", "writes"} - {name for (name,) in found})
+    if missing:
+        raise SetupError(
+            f"--from-sqlite {str(path)!r} is not a SqliteSaver database: it has no table "
+            f"{' or '.join(map(repr, missing))}"
+        )
 
 
 @contextmanager
