@@ -22,6 +22,7 @@ from langgraph.types import Command
 from pymongo import MongoClient
 
 from langgraph.checkpoint.mongo import MongoDBSaver
+from langgraph.checkpoint.mongo._options import redact_uri
 from support.backends import MONGODB_URI
 from support.graphs import Run, chat_graph, human, linear_graph, run_on
 from support.helpers import config
@@ -320,7 +321,7 @@ async def test_a_source_database_without_the_official_collections_is_named(
     assert missing.returncode == 1
     assert missing.stdout == ""
     assert missing.stderr == (
-        f"error: database {missing_db!r} at {uri.split('?')[0]} has no collections (it does "
+        f"error: database {missing_db!r} at {redact_uri(uri)} has no collections (it does "
         "not exist): check --from-db (langgraph-checkpoint-mongodb's default is "
         "'checkpointing_db')\n"
     )

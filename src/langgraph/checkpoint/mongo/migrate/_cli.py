@@ -317,7 +317,7 @@ def _require_official_collections(client: MongoClient[Any], args: argparse.Names
     missing = {flag: name for flag, name in wanted.items() if name not in names}
     if not missing:
         return
-    where = f"database {args.from_db!r} at {_redacted_uri(args.from_mongodb)}"
+    where = f"database {args.from_db!r} at {redact_uri(args.from_mongodb)}"
     if not names:
         raise SetupError(
             f"{where} has no collections (it does not exist): check --from-db "
