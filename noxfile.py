@@ -143,14 +143,14 @@ def benchmarks(session: nox.Session) -> None:
 
 @nox.session
 def docs(session: nox.Session) -> None:
-    """The docs site (mkdocs.yml), built with `--strict`; `nox -s docs -- serve` previews it."""
+    """The docs site (mkdocs.yml), built with `--strict` and its links checked offline
+    (.ci/build_docs.py, as `.ci/run` does); `nox -s docs -- --site-dir site` keeps the build,
+    `-- --external` checks external links too, `nox -s docs -- serve` previews it."""
     _install(session, "docs")
     if session.posargs == ["serve"]:
         session.run("mkdocs", "serve")
     else:
-        session.run(
-            "mkdocs", "build", "--strict", "--site-dir", str(session.create_tmp() + "/site")
-        )
+        session.run("python", ".ci/build_docs.py", *session.posargs)
 
 
 @nox.session
