@@ -119,7 +119,9 @@ AGENT_SERVER = ("langgraph-cli[inmem]>=0.4,<0.5", "langgraph-api>=0.16,<0.17", "
 def agent_server(session: nox.Session) -> None:
     """The real `langgraph dev` on examples/agent_server/ against the wire server, in a venv
     of its own (tests/test_agent_server_e2e.py, required to run here: never skipped)."""
-    session.install(*AGENT_SERVER, "pytest>=8", "pytest-asyncio>=1.0", ".[testing]")
+    session.install(
+        *AGENT_SERVER, "pytest>=8", "pytest-asyncio>=1.1", "pytest-markdown-docs>=0.9", ".[testing]"
+    )
     session.run(
         "python",
         "-m",
