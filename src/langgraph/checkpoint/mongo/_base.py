@@ -148,8 +148,8 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
     Raises:
         TypeError: `client` is not of the kind the saver takes, or an option has the
             wrong type.
-        ValueError: an option has a wrong value (equal collection names, a negative
-            `ttl`, an unknown `compression`, ...).
+        ValueError: an option has a wrong value (equal collection names, a `ttl` under
+            one second, an unknown `compression`, ...).
     """
 
     # Whether the saver takes an asynchronous client (see `_drivers.require_client`).
