@@ -119,7 +119,9 @@ AGENT_SERVER = ("langgraph-cli[inmem]>=0.4,<0.5", "langgraph-api>=0.16,<0.17", "
 def agent_server(session: nox.Session) -> None:
     """The real `langgraph dev` on examples/agent_server/ against the wire server, in a venv
     of its own (tests/test_agent_server_e2e.py, required to run here: never skipped)."""
-    session.install(*AGENT_SERVER, "pytest>=8", "pytest-asyncio>=1.0", ".[testing]")
+    session.install(
+        *AGENT_SERVER, "pytest>=8", "pytest-asyncio>=1.1", "pytest-markdown-docs>=0.9", ".[testing]"
+    )
     session.run(
         "python",
         "-m",
@@ -143,14 +145,14 @@ def benchmarks(session: nox.Session) -> None:
 
 @nox.session
 def docs(session: nox.Session) -> None:
-    """The docs site (mkdocs.yml), built with `--strict`; `nox -s docs -- serve` previews it."""
+    """The docs site (mkdocs.yml), built with `--strict` and its links checked offline
+    (.ci/build_docs.py, as `.ci/run` does); `nox -s docs -- --site-dir site` keeps the build,
+    `-- --external` checks external links too, `nox -s docs -- serve` previews it."""
     _install(session, "docs")
     if session.posargs == ["serve"]:
         session.run("mkdocs", "serve")
     else:
-        session.run(
-            "mkdocs", "build", "--strict", "--site-dir", str(session.create_tmp() + "/site")
-        )
+        session.run("python", ".ci/build_docs.py", *session.posargs)
 
 
 @nox.session

