@@ -84,6 +84,7 @@ async def test_the_example_runs_on_the_factory(
     monkeypatch.setenv("MONGODB_DB_NAME", db_name)
     monkeypatch.setenv("MONGODB_COMPRESSION", "zstd")
     monkeypatch.setenv("MONGODB_TTL_SECONDS", "3600")
+    monkeypatch.setenv("MONGODB_KEEP_LAST", "3")
     # The server calls the factory without arguments: MONGODB_URI names the server. The
     # in-process mock has no URI, and Motor is not what the factory creates: those two
     # hand it their client, which it closes on exit all the same.
@@ -105,6 +106,7 @@ async def test_the_example_runs_on_the_factory(
                 "zstd",
                 3600,
             )
+            assert saver.keep_last == 3
             # What the server checks for: present, so rollback, fast copies and pruning work.
             for method in ("adelete_for_runs", "acopy_thread", "aprune"):
                 assert getattr(type(saver), method) is not getattr(BaseCheckpointSaver, method)
@@ -134,9 +136,10 @@ def test_settings_come_from_the_environment() -> None:
         "MONGODB_TTL_SECONDS": "86400",
         "MONGODB_COMPRESSION": "ZSTD",
         "MONGODB_TARGETED_JOINS": "false",
+        "MONGODB_KEEP_LAST": "10",
     }
     assert Settings.from_env(env) == Settings(
-        "mongodb://db.example:27017", "agents", "cps", "ws", 86400.0, "zstd", False
+        "mongodb://db.example:27017", "agents", "cps", "ws", 86400.0, "zstd", False, 10
     )
 
 
@@ -150,6 +153,10 @@ def test_settings_come_from_the_environment() -> None:
         ),
         ("MONGODB_COMPRESSION", "lz4", "must be one of zlib, zstd or none"),
         ("MONGODB_TARGETED_JOINS", "maybe", "must be true or false"),
+        *(
+            ("MONGODB_KEEP_LAST", value, "must be a whole number of checkpoints, 1 or more")
+            for value in ("0", "-1", "2.5", "ten", "+3")
+        ),
         *(
             ("MONGODB_DB_NAME", value, "must be a MongoDB database name")
             for value in ("my.db", "my db", "a/b", "a\\b", "a$b", 'a"b', "a\x00b", "d" * 64)

@@ -6,10 +6,12 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend, CommandLog
-from support.graphs import Driver, chat_graph
+from support.graphs import CHANNELS, Driver, Norm, Run, chat_graph, compare, linear_graph
 from support.helpers import call, config, ids, listed, new_thread, put
 
 
@@ -153,3 +155,99 @@ async def test_kept_checkpoints_of_a_real_chat_read_back_as_before(
         state = await graph.state(config(thread))
         assert [m.id for m in state.values["messages"]][-4:] == ["h-8", "ai-9", "h-9", "ai-10"]
         assert len(state.values["messages"]) == 20
+
+
+# The saver's `keep_last`: threads trimmed as they are written.
+
+KEEP = 5
+
+
+async def stored_ids(saver: Any, thread: str) -> dict[str, list[str]]:
+    """The checkpoint ids stored for the thread, by namespace, newest first."""
+    docs = await maybe_await(saver.checkpoint_collection.find({"thread_id": thread}).to_list(None))
+    by_ns: dict[str, list[str]] = {}
+    for doc in docs:
+        by_ns.setdefault(doc["_id"]["checkpoint_ns"], []).append(doc["_id"]["checkpoint_id"])
+    return {ns: sorted(found, reverse=True) for ns, found in by_ns.items()}
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+async def test_keep_last_bounds_a_chat_as_it_is_written(backend: Backend, channel: str) -> None:
+    """A 30-turn chat keeps between `keep_last` and twice as many checkpoints, plus those
+    put since the trim was queued (it rides after the thread's next `put_writes`: the
+    next run's first) and, for a `DeltaChannel`, the ancestors back to the last snapshot;
+    no write without its checkpoint; every kept checkpoint reads as `InMemorySaver`'s
+    (which keeps all)."""
+    thread = new_thread()
+    memory = Driver(chat_graph(channel, snapshot_frequency=5).compile(InMemorySaver()), False)
+    async with backend.saver(keep_last=KEEP) as saver:
+        graph = Driver(chat_graph(channel, snapshot_frequency=5).compile(saver), backend.is_sync)
+        for turns in (range(15), range(15, 30)):
+            await chat(graph, thread, turns)
+            await chat(memory, thread, turns)
+            [ids_] = (await stored_ids(saver, thread)).values()
+            assert KEEP <= len(ids_) <= 2 * KEEP + 3 + (5 if channel == "delta" else 0)
+            assert await stored_write_owners(saver, thread) <= set(ids_)
+            want = [Norm()(s) for s in await memory.history(config(thread), limit=KEEP)]
+            got = await graph.history(config(thread), limit=KEEP)
+            assert [Norm()(s) for s in got] == want
+            # Rebuilt one by one too: a kept DeltaChannel checkpoint still finds its seed.
+            rebuilt = [await graph.state(s.config) for s in got]
+            assert [Norm()(s)["values"] for s in rebuilt] == [s["values"] for s in want]
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+async def test_keep_last_interrupts_time_travel_and_forks_behave_as_in_memory(
+    backend: Backend, channel: str
+) -> None:
+    """Histories are compared over the window (`limit=keep_last`), where every checkpoint
+    is kept; time travel and forks go to checkpoints inside it."""
+
+    async def scenario(run: Run) -> None:
+        cfg = config("kept")
+        graph = run.compile(linear_graph("a", "b", "c", ask="b", channel=channel))
+        for round_ in range(3):
+            run.record(f"first {round_}", await graph.invoke({"log": [f"start {round_}"]}, cfg))
+            run.record(f"interrupted {round_}", await graph.state(cfg))
+            resumed = await graph.invoke(Command(resume=f"yes {round_}"), cfg)
+            run.record(f"resumed {round_}", resumed)
+            history = run.record(f"history {round_}", await graph.history(cfg, limit=KEEP))
+            before_c = next(s for s in history if s.next == ("c",))
+            forked = run.record(
+                f"fork {round_}", await graph.update(before_c.config, {"log": ["B2"]}, "b")
+            )
+            run.record(f"fork run {round_}", await graph.invoke(None, forked))
+            run.record(f"update {round_}", await graph.update(cfg, {"log": ["manual"]}, "a"))
+            run.record(f"window {round_}", await graph.history(cfg, limit=KEEP))
+        run.record("state", await graph.state(cfg))
+
+    log = await compare(backend, scenario, keep_last=KEEP)
+    assert log["fork run 2"]["log"][-2:] == ["B2", "c"]
+
+
+async def test_keep_last_rides_after_put_writes_and_costs_two_commands_per_trim(
+    backend: Backend,
+) -> None:
+    """No trim before the namespace holds more than twice `keep_last`; then one, sent
+    after the next `put_writes`, of the checkpoints and then of their writes."""
+    if not backend.counts_commands:
+        pytest.skip("counts commands at the wire")
+    log = CommandLog()
+    thread = new_thread()
+    async with backend.saver(log, keep_last=2) as saver:
+        made = [await put(saver, thread)]
+        for _ in range(4):
+            log.reset()
+            made.append(await put(saver, thread, parent=made[-1]["configurable"]["checkpoint_id"]))
+            await call(saver, "put_writes", made[-1], [("w", 1)], "t")
+            trimmed = len(made) == 2 * 2 + 1
+            assert log.names == ["update", "update"] + (["delete", "delete"] if trimmed else [])
+        kept = [c["configurable"]["checkpoint_id"] for c in made[-2:]]
+        assert ids(await listed(saver, config(thread))) == kept[::-1]
+
+
+async def test_saver_keep_last_is_checked(backend: Backend) -> None:
+    for bad, error in ((0, ValueError), (-3, ValueError), (True, TypeError), (2.0, TypeError)):
+        with pytest.raises(error, match="keep_last"):
+            async with backend.saver(keep_last=bad):
+                pass

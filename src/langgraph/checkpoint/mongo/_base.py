@@ -33,6 +33,7 @@ from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._drivers import client_options, identify, require_client
 from langgraph.checkpoint.mongo._keys import require_str
 from langgraph.checkpoint.mongo._queries import WritesJoin
+from langgraph.checkpoint.mongo._retention import KeepLast, check_saver_keep_last
 from langgraph.checkpoint.mongo._ttl import ThreadExpiry, as_timedelta
 
 T = TypeVar("T")
@@ -144,6 +145,11 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         cache_max_bytes: the bound, in bytes of memory, of the cache of channel values this
             process recently wrote or read (it spares `put` a read of the parent); 0 turns
             it off. See docs/reliability.md for what it counts and how to size it.
+        keep_last: each thread keeps its `keep_last` newest checkpoints per namespace
+            (and the ancestors their `DeltaChannel`s rebuild from), trimmed as it is
+            written: once this process knows `2 * keep_last` of them, the older ones
+            go with their writes, after a `put_writes` of the thread (see
+            docs/retention.md). `None`: threads keep every checkpoint.
 
     Raises:
         TypeError: `client` is not of the kind the saver takes, or an option has the
@@ -169,11 +175,14 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         compression: Compression | None = None,
         targeted_joins: bool = True,
         cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
+        keep_last: int | None = None,
     ) -> None:
         require_client(client, asynchronous=self.asynchronous)
         super().__init__(serde=serde)
         self.compression = check_compression(compression)
         ttl_delta = as_timedelta(ttl)
+        keep = check_saver_keep_last(keep_last)
+        self.keep_last = keep
         self.ttl = ttl_delta
         require_str(db_name, "db_name")
         require_str(checkpoint_collection_name, "checkpoint_collection_name")
@@ -199,6 +208,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             join=WritesJoin(writes_collection_name, by_thread=targeted_joins),
             expiry=ThreadExpiry(ttl_delta) if ttl_delta is not None else None,
             recent=RecentValues(check_cache_max_bytes(cache_max_bytes)),
+            keep_last=KeepLast(keep) if keep is not None else None,
         )
 
     @classmethod
@@ -214,6 +224,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         compression: Compression | None = None,
         targeted_joins: bool = True,
         cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
+        keep_last: int | None = None,
         **client_kwargs: Any,
     ) -> OpenedT:
         """A saver on a client of its own: `with MongoDBSaver.from_conn_string(...) as
@@ -235,6 +246,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             compression: as in the constructor.
             targeted_joins: as in the constructor.
             cache_max_bytes: as in the constructor.
+            keep_last: as in the constructor.
             **client_kwargs: PyMongo client options, passed to the client
                 (`timeoutMS`, `serverSelectionTimeoutMS`, TLS options, `w`, `driver`, ...).
 
@@ -258,6 +270,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
                 compression=compression,
                 targeted_joins=targeted_joins,
                 cache_max_bytes=cache_max_bytes,
+                keep_last=keep_last,
             ),
         )
 

@@ -57,7 +57,7 @@ from langgraph.checkpoint.mongo._keys import (
     str_list,
 )
 from langgraph.checkpoint.mongo._metadata import metadata_filter
-from langgraph.checkpoint.mongo._retention import check_keep_last
+from langgraph.checkpoint.mongo._retention import KeepLast, Trim, check_keep_last
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
     CheckpointKey,
@@ -88,12 +88,21 @@ class Storage:
         expiry: the whole-thread expiry stamps; `None` when the saver has no `ttl`.
         recent: the cache of channel values read or written lately, which a `put` of
             the next checkpoint reuses instead of reading its parent.
+        keep_last: the saver's `keep_last` (the lineage it has seen, the trims it owes);
+            `None` when threads keep every checkpoint.
     """
 
     codec: Codec
     join: _queries.WritesJoin
     expiry: ThreadExpiry | None
     recent: RecentValues
+    keep_last: KeepLast | None = None
+
+    def forget_threads(self, thread_ids: Sequence[str]) -> None:
+        """A delete changed these threads: drop what this process remembers of them."""
+        self.recent.forget_threads(thread_ids)
+        if self.keep_last is not None:
+            self.keep_last.forget_threads(thread_ids)
 
 
 def setup(
@@ -271,6 +280,9 @@ def put(
     stored = stored_values(doc[Field.CHANNEL_VALUES], checkpoint.get("channel_versions", {}))
     yield Command(Target.CHECKPOINTS, "update_one", _queries.upsert(doc), _queries.UPSERT)
     recent.put((ref.thread_id, ref.checkpoint_ns, checkpoint_id), stored)
+    if storage.keep_last is not None:
+        storage.keep_last.saw([doc])
+        storage.keep_last.after_put(ref.thread_id, ref.checkpoint_ns)
     yield from touch_thread(expiry, ref.thread_id, stamp)
     return CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id).config()
 
@@ -291,6 +303,25 @@ def put_writes(
         # retried write still keeps the thread alive (its stamp moves forward).
         yield _upserts(Target.WRITES, [(not replace, doc) for replace, doc in documents])
         yield from touch_thread(expiry, ref.thread_id, stamp)
+    if storage.keep_last is not None:
+        yield from _trim(storage.keep_last, ref.thread_id)
+
+
+def _trim(keep_last: KeepLast, thread_id: str) -> Plan[None]:
+    """The trims the saver's `keep_last` queued for the thread at its last `put`s.
+
+    They ride after the next `put_writes` of the thread: LangGraph does not wait for a
+    task's writes before the next step's `put`, so the chain of `put`s a run waits on
+    gains no round trip. A trim that fails is queued again.
+    """
+    trims = keep_last.take(thread_id)
+    done = 0
+    try:
+        for trim in trims:
+            yield from _delete_checkpoints_below(trim)
+            done += 1
+    finally:
+        keep_last.give_back(trims[done:])
 
 
 # A joined read too large to return, by the code the server refuses it with:
@@ -350,6 +381,8 @@ def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple 
     if not docs:
         return None
     found = checkpoint_tuple(storage.codec, docs[0])
+    if storage.keep_last is not None:
+        storage.keep_last.saw(docs)
     # A graph's next `put` names this checkpoint as its parent: keep its stored values.
     versions = found.checkpoint.get("channel_versions", {})
     storage.recent.put(
@@ -498,6 +531,8 @@ def delta_history(
     for _ in range(DELTA_READ_ATTEMPTS):
         lineage_docs: list[LineageDocument] = yield _find_lineage(_queries.lineage_of(ref))
         lineage = {doc[Field.ID][Field.CHECKPOINT_ID]: doc for doc in lineage_docs}
+        if storage.keep_last is not None:
+            storage.keep_last.saw(lineage_docs)
         target_id = (
             ref.checkpoint_id if ref.checkpoint_id is not None else next(iter(lineage), None)
         )
@@ -519,7 +554,7 @@ def delta_history(
 
 def delete_thread(storage: Storage, thread_id: str) -> Plan[None]:
     thread_id = require_str(thread_id, "thread_id")
-    storage.recent.forget_threads([thread_id])
+    storage.forget_threads([thread_id])
     # Checkpoints go first: if the second step fails, what is left are writes that no
     # checkpoint joins, never a checkpoint that silently lost its writes.
     yield Command(Target.CHECKPOINTS, "delete_many", (_queries.of_thread(thread_id),))
@@ -542,7 +577,7 @@ def delete_for_runs(storage: Storage, run_ids: Sequence[str]) -> Plan[None]:
         return
     threads = sorted({key[Field.THREAD_ID] for key in doomed})
     lineage: list[LineageDocument] = yield _find_lineage(_queries.of_threads(threads))
-    storage.recent.forget_threads(threads)
+    storage.forget_threads(threads)
     yield from _delete_checkpoints(_delta.deletable(lineage, doomed))
 
 
@@ -563,6 +598,20 @@ def _delete_checkpoints(keys: Sequence[CheckpointKey]) -> Plan[None]:
         batch = list(keys[start : start + DELETE_BATCH])
         yield Command(Target.WRITES, "delete_many", (_queries.writes_of(batch),))
         yield Command(Target.CHECKPOINTS, "delete_many", (_queries.checkpoints_of(batch),))
+
+
+def _delete_checkpoints_below(trim: Trim) -> Plan[None]:
+    """Delete a namespace's checkpoints with ids below `trim.below`, then their writes.
+
+    Checkpoints first: a failure in between leaves writes that no checkpoint joins
+    (invisible to reads), and the trim, queued again, deletes every write below the
+    same id (or a later trim below a newer one).
+    """
+    thread_id, ns, below = trim
+    yield Command(
+        Target.CHECKPOINTS, "delete_many", (_queries.checkpoints_below(thread_id, ns, below),)
+    )
+    yield Command(Target.WRITES, "delete_many", (_queries.writes_below(thread_id, ns, below),))
 
 
 def _run_id(codec: Codec, doc: MetadataDocument) -> str | None:
@@ -634,7 +683,7 @@ def prune(
         )
     if not threads:
         return
-    storage.recent.forget_threads(threads)
+    storage.forget_threads(threads)
     in_threads = _queries.of_threads(threads)
     if keep is None and strategy == "delete":
         yield Command(Target.CHECKPOINTS, "delete_many", (in_threads,))

@@ -23,6 +23,8 @@ Environment variables (a bad one raises a `ValueError` naming it, before any I/O
   (default `checkpoints`, `checkpoint_writes`), two different ones;
 - `MONGODB_TTL_SECONDS`: whole-thread expiry after that long without a write, from 1 to
   2147483647 seconds (default: none);
+- `MONGODB_KEEP_LAST`: each thread keeps that many newest checkpoints per namespace,
+  trimmed as it is written (the saver's `keep_last`; default: all);
 - `MONGODB_COMPRESSION`: `zstd` (recommended) or `zlib` (default: none);
 - `MONGODB_TARGETED_JOINS`: `false` for services without MongoDB 5.0's `$lookup`, such as
   Azure Cosmos DB for MongoDB (default `true`).
@@ -91,6 +93,16 @@ def _ttl(value: str | None) -> float | None:
     return seconds
 
 
+def _keep_last(value: str | None) -> int | None:
+    if not value:
+        return None
+    if not value.strip().isdigit() or int(value) < 1:
+        raise ValueError(
+            f"MONGODB_KEEP_LAST must be a whole number of checkpoints, 1 or more, got {value!r}"
+        )
+    return int(value)
+
+
 def _db_name(value: str) -> str:
     size = len(value.encode("utf-8", "surrogatepass"))
     if size > _MAX_DB_NAME_BYTES or any(c in _DB_NAME_FORBIDDEN for c in value):
@@ -148,6 +160,7 @@ class Settings:
     ttl: float | None = None
     compression: Compression | None = None
     targeted_joins: bool = True
+    keep_last: int | None = None
 
     def __repr__(self) -> str:
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -182,6 +195,7 @@ class Settings:
             ttl=_ttl(env.get("MONGODB_TTL_SECONDS")),
             compression=_compression(env.get("MONGODB_COMPRESSION")),
             targeted_joins=_flag(env.get("MONGODB_TARGETED_JOINS"), "MONGODB_TARGETED_JOINS", True),
+            keep_last=_keep_last(env.get("MONGODB_KEEP_LAST")),
         )
 
 
@@ -222,6 +236,7 @@ async def checkpointer(
             compression=settings.compression,
             ttl=settings.ttl,
             targeted_joins=settings.targeted_joins,
+            keep_last=settings.keep_last,
         )
         try:
             await saver.setup()
