@@ -15,6 +15,7 @@ from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
 from langgraph.checkpoint.mongo._schema import Field
 from support.backends import MONGODB_URI, Backend, CommandLog
+from support.graphs import Driver, linear_graph
 from support.helpers import call, config, listed, new_thread, put
 
 
@@ -74,8 +75,9 @@ async def test_all_documents_of_a_thread_share_one_stamp(backend: Backend) -> No
         thread, other = new_thread(), new_thread()
         log.reset()
         first = await put(saver, thread)
-        if backend.counts_commands:  # the first write of a bucket moves the thread
-            assert log.names == ["update", "update", "update"]
+        if backend.counts_commands:  # the first write of a bucket moves the thread:
+            # the writes' move, then the checkpoints' with the checkpoint in one command
+            assert log.names == ["update", "update"]
         await call(saver, "put_writes", first, [("a", 1)], "t")
         log.reset()
         second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
@@ -98,6 +100,36 @@ async def test_all_documents_of_a_thread_share_one_stamp(backend: Backend) -> No
         await call(saver, "copy_thread", thread, "copied-" + thread)
         [copied] = await stamps(saver, "copied-" + thread)
         assert copied == moved
+
+
+@pytest.mark.parametrize("durability", ["async", "sync"])
+async def test_an_invoke_that_moves_the_stamp_costs_one_command_more(
+    backend: Backend, durability: str
+) -> None:
+    """However many of its writes are in flight when the bucket changes, the thread
+    moves once: one command more than an invoke in the same bucket."""
+    if not backend.counts_commands:
+        pytest.skip("counts commands at the wire")
+    log = CommandLog()
+    async with backend.saver(log, ttl=timedelta(hours=16)) as saver:
+        clock = Clock(hour_boundary() - timedelta(minutes=30))
+        saver.storage.expiry.clock = clock
+        graph = Driver(
+            linear_graph("a", "b", "c", "d", "e").compile(checkpointer=saver), backend.is_sync
+        )
+        thread = new_thread()
+        counts = []
+        for hour in (0, 0, 1, 0, 2):
+            clock.now += timedelta(hours=hour)
+            log.reset()
+            await graph.invoke({"log": []}, config(thread), durability=durability)
+            counts.append(log.count())
+        same_bucket = counts[1]
+        assert counts[2:] == [same_bucket + 1, same_bucket, same_bucket + 1]
+        [stamp] = await stamps(saver, thread)
+        assert stamp.replace(tzinfo=timezone.utc) == clock.now.replace(minute=0) + timedelta(
+            hours=1
+        )
 
 
 async def test_idle_thread_expires_whole_live_thread_stays(backend: Backend) -> None:

@@ -22,7 +22,7 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from pymongo import IndexModel
+from pymongo import IndexModel, UpdateMany
 from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import _delta, _queries
@@ -221,7 +221,8 @@ def _upserts(target: Target, docs: Sequence[tuple[bool, Mapping[str, Any]]]) -> 
 def touch_thread(
     expiry: ThreadExpiry | None, thread_id: str, written: datetime | None
 ) -> Plan[None]:
-    """After a write stamped `written`, move the thread's older documents to the current stamp.
+    """After a write stamped `written`, move the thread's older documents to the current
+    stamp, unless this process did already (writes first, see `_ttl`).
 
     Done after the write and never backwards (`$not: {$gte: now}`), so a write that was
     stamped in an older bucket but landed after another writer's move is moved too, and
@@ -232,9 +233,52 @@ def touch_thread(
     now = expiry.stamp()
     if now == written and not expiry.needs_move(thread_id, now):
         return
-    for target in (Target.CHECKPOINTS, Target.WRITES):
+    for target in (Target.WRITES, Target.CHECKPOINTS):
         yield Command(target, "update_many", _queries.touch_thread(thread_id, now))
     expiry.moved(thread_id, now)
+
+
+def _stamped_write(
+    expiry: ThreadExpiry | None,
+    thread_id: str,
+    stamp: datetime | None,
+    target: Target,
+    docs: Sequence[tuple[bool, Mapping[str, Any]]],
+) -> Plan[None]:
+    """`(keep_existing, document)` upserts stamped `stamp`, to `target` in one command.
+
+    The first write of the thread in a new bucket (per process: `ThreadExpiry.claim`)
+    also moves the thread's older documents: the move of `target`'s rides first in the
+    same command, the other collection's is one more command, the pending writes' always
+    before the checkpoints' (see `_ttl`). Other writes of the bucket, in flight at the
+    same time included, send nothing more. A write that lands in a later bucket than it
+    was stamped in moves the thread after it, as `touch_thread` does.
+    """
+    if expiry is None or stamp is None or not expiry.claim(thread_id, stamp):
+        yield _upserts(target, docs)
+        yield from _late_move(expiry, thread_id, stamp)
+        return
+    other = Target.WRITES if target is Target.CHECKPOINTS else Target.CHECKPOINTS
+    touch = _queries.touch_thread(thread_id, stamp)
+    try:
+        if other is Target.WRITES:
+            yield Command(other, "update_many", touch)
+        requests = [UpdateMany(*touch), *_queries.upserts(docs)]
+        yield Command(target, "bulk_write", (requests,), _queries.UNORDERED)
+        if other is Target.CHECKPOINTS:
+            yield Command(other, "update_many", touch)
+    except BaseException:
+        expiry.release(thread_id, stamp)
+        raise
+    expiry.moved(thread_id, stamp)
+    yield from _late_move(expiry, thread_id, stamp)
+
+
+def _late_move(expiry: ThreadExpiry | None, thread_id: str, stamp: datetime | None) -> Plan[None]:
+    """A write stamped in a bucket that ended while it was in flight may have landed after
+    the new bucket's move: move the thread again."""
+    if expiry is not None and stamp is not None and expiry.stamp() != stamp:
+        yield from touch_thread(expiry, thread_id, stamp)
 
 
 def _parent_values(
@@ -278,12 +322,11 @@ def put(
     # The versions the document was built with, copied before the command: the caller's
     # dict may change while it runs.
     stored = stored_values(doc[Field.CHANNEL_VALUES], checkpoint.get("channel_versions", {}))
-    yield Command(Target.CHECKPOINTS, "update_one", _queries.upsert(doc), _queries.UPSERT)
+    yield from _stamped_write(expiry, ref.thread_id, stamp, Target.CHECKPOINTS, [(False, doc)])
     recent.put((ref.thread_id, ref.checkpoint_ns, checkpoint_id), stored)
     if storage.keep_last is not None:
         storage.keep_last.saw([doc])
         storage.keep_last.after_put(ref.thread_id, ref.checkpoint_ns)
-    yield from touch_thread(expiry, ref.thread_id, stamp)
     return CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id).config()
 
 
@@ -301,8 +344,8 @@ def put_writes(
     if documents:
         # A regular write keeps its first stored value, a special one is replaced; a
         # retried write still keeps the thread alive (its stamp moves forward).
-        yield _upserts(Target.WRITES, [(not replace, doc) for replace, doc in documents])
-        yield from touch_thread(expiry, ref.thread_id, stamp)
+        upserts = [(not replace, doc) for replace, doc in documents]
+        yield from _stamped_write(expiry, ref.thread_id, stamp, Target.WRITES, upserts)
     if storage.keep_last is not None:
         yield from _trim(storage.keep_last, ref.thread_id)
 
