@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from langgraph.checkpoint.mongo import AsyncMongoDBSaver
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
 from langgraph.checkpoint.mongo._schema import Field
@@ -277,3 +277,70 @@ async def test_a_writer_with_a_lagging_clock_never_moves_a_thread_back(backend: 
             ahead.writes_collection.find({"thread_id": thread}).to_list(None)
         )
         assert [w[Field.TOUCHED_AT].replace(tzinfo=timezone.utc) for w in writes] == [later]
+
+
+async def settle(saver: Any) -> None:
+    if isinstance(saver, MongoDBSaver):
+        await asyncio.to_thread(saver.settle)
+    else:
+        await saver.settle()
+
+
+async def test_refresh_ttl_on_read_moves_the_stamp_once_per_bucket_in_the_background(
+    backend: Backend,
+) -> None:
+    log = CommandLog()
+    ttl = timedelta(hours=16)
+    async with backend.saver(log, ttl=ttl, refresh_ttl_on_read=True) as saver:
+        clock = Clock(hour_boundary() - timedelta(minutes=30))
+        saver.storage.expiry.clock = clock
+        thread = new_thread()
+        stored = await put(saver, thread)
+        await call(saver, "put_writes", stored, [("a", 1)], "t")
+        [written] = await stamps(saver, thread)
+        clock.now += timedelta(hours=1)
+        wire = backend.wire
+        if wire is not None:  # the move waits on the server: the read must not
+            wire.hold = lambda name, body: 30.0 if name == "update" else 0.0
+        log.reset()
+        got = await call(saver, "get_tuple", config(thread))
+        assert got.pending_writes == [("t", "a", 1)]
+        if wire is not None:
+            settling = asyncio.ensure_future(settle(saver))
+            await asyncio.sleep(0.2)
+            assert not settling.done()
+            assert await stamps(saver, thread) == {written}
+            wire.hold = None
+            wire.release()
+            await settling
+        await settle(saver)
+        [moved] = await stamps(saver, thread)
+        assert moved.replace(tzinfo=timezone.utc) == hour_boundary() + timedelta(hours=1)
+        for _ in range(3):  # the same bucket: no more moves
+            await call(saver, "get_tuple", config(thread))
+            await listed(saver, config(thread))
+            await put(saver, thread, parent=stored["configurable"]["checkpoint_id"])
+        await settle(saver)
+        if backend.counts_commands:  # the two update_many of one move, then 3 puts
+            assert log.names.count("update") == 2 + 3
+
+    # Without the option a read moves nothing; reads of no single thread never do.
+    async with backend.saver(ttl=ttl) as plain:
+        plain.storage.expiry.clock = clock
+        thread = new_thread()
+        await put(plain, thread)
+        [written] = await stamps(plain, thread)
+        clock.now += timedelta(hours=1)
+        await call(plain, "get_tuple", config(thread))
+        await listed(plain, None)
+        await settle(plain)
+        assert await stamps(plain, thread) == {written}
+
+
+async def test_refresh_ttl_on_read_is_checked(backend: Backend) -> None:
+    with pytest.raises(ValueError, match="refresh_ttl_on_read=True needs a ttl"):
+        async with backend.saver(refresh_ttl_on_read=True):
+            pass
+    with pytest.raises(TypeError, match="refresh_ttl_on_read must be a bool"):
+        async with backend.saver(ttl=60, refresh_ttl_on_read="yes"):
+            pass

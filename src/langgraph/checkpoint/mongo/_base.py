@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import inspect
+import logging
 import random
 from collections.abc import (
     AsyncIterator,
@@ -43,6 +44,8 @@ Y = TypeVar("Y")
 ClientT = TypeVar("ClientT")
 OpenedT = TypeVar("OpenedT")
 SaverT = TypeVar("SaverT", bound="MongoDBSaverBase[Any, Any]")
+
+logger = logging.getLogger("langgraph.checkpoint.mongo")
 
 DEFAULT_DB_NAME = "checkpointing_db"
 DEFAULT_CHECKPOINT_COLLECTION = "checkpoints"
@@ -150,6 +153,9 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             written: once this process knows `2 * keep_last` of them, the older ones
             go with their writes, after a `put_writes` of the thread (see
             docs/retention.md). `None`: threads keep every checkpoint.
+        refresh_ttl_on_read: with `ttl`, a read of a thread (`get_tuple`, `list` of one
+            thread) also moves its expiry stamp, at most once per `ttl / 16` and process,
+            in the background: the read does not wait for it. Needs `ttl`.
 
     Raises:
         TypeError: `client` is not of the kind the saver takes, or an option has the
@@ -176,6 +182,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         targeted_joins: bool = True,
         cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
         keep_last: int | None = None,
+        refresh_ttl_on_read: bool = False,
     ) -> None:
         require_client(client, asynchronous=self.asynchronous)
         super().__init__(serde=serde)
@@ -183,6 +190,14 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         ttl_delta = as_timedelta(ttl)
         keep = check_saver_keep_last(keep_last)
         self.keep_last = keep
+        if not isinstance(refresh_ttl_on_read, bool):
+            raise TypeError(f"refresh_ttl_on_read must be a bool, got {refresh_ttl_on_read!r}")
+        if refresh_ttl_on_read and ttl_delta is None:
+            raise ValueError(
+                "refresh_ttl_on_read=True needs a ttl: without one threads never expire, "
+                "and there is no stamp to move"
+            )
+        self.refresh_ttl_on_read = refresh_ttl_on_read
         self.ttl = ttl_delta
         require_str(db_name, "db_name")
         require_str(checkpoint_collection_name, "checkpoint_collection_name")
@@ -209,6 +224,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             expiry=ThreadExpiry(ttl_delta) if ttl_delta is not None else None,
             recent=RecentValues(check_cache_max_bytes(cache_max_bytes)),
             keep_last=KeepLast(keep) if keep is not None else None,
+            refresh_on_read=refresh_ttl_on_read,
         )
 
     @classmethod
@@ -225,6 +241,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         targeted_joins: bool = True,
         cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
         keep_last: int | None = None,
+        refresh_ttl_on_read: bool = False,
         **client_kwargs: Any,
     ) -> OpenedT:
         """A saver on a client of its own: `with MongoDBSaver.from_conn_string(...) as
@@ -247,6 +264,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             targeted_joins: as in the constructor.
             cache_max_bytes: as in the constructor.
             keep_last: as in the constructor.
+            refresh_ttl_on_read: as in the constructor.
             **client_kwargs: PyMongo client options, passed to the client
                 (`timeoutMS`, `serverSelectionTimeoutMS`, TLS options, `w`, `driver`, ...).
 
@@ -271,6 +289,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
                 targeted_joins=targeted_joins,
                 cache_max_bytes=cache_max_bytes,
                 keep_last=keep_last,
+                refresh_ttl_on_read=refresh_ttl_on_read,
             ),
         )
 
@@ -342,6 +361,13 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             Target.WRITES: self.writes_collection_name,
         }
         return ops.setup(self.storage, names, create_indexes, skip_indexes)
+
+
+def refresh_failed(error: BaseException | None) -> None:
+    """A background stamp move of `refresh_ttl_on_read` failed: said, not raised (no
+    caller waits for it); its claim was released, so the thread's next write or read
+    moves it."""
+    logger.warning("refresh_ttl_on_read: moving a thread's expiry stamp failed", exc_info=error)
 
 
 # The keywords a PyMongo client takes, lower-cased as its own validation reads them: its

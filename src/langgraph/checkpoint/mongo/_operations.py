@@ -90,6 +90,8 @@ class Storage:
             the next checkpoint reuses instead of reading its parent.
         keep_last: the saver's `keep_last` (the lineage it has seen, the trims it owes);
             `None` when threads keep every checkpoint.
+        refresh_on_read: the saver's `refresh_ttl_on_read`: a read of a thread moves
+            its expiry stamp too (see `refresh_on_read`).
     """
 
     codec: Codec
@@ -97,6 +99,7 @@ class Storage:
     expiry: ThreadExpiry | None
     recent: RecentValues
     keep_last: KeepLast | None = None
+    refresh_on_read: bool = False
 
     def forget_threads(self, thread_ids: Sequence[str]) -> None:
         """A delete changed these threads: drop what this process remembers of them."""
@@ -272,6 +275,32 @@ def _stamped_write(
         raise
     expiry.moved(thread_id, stamp)
     yield from _late_move(expiry, thread_id, stamp)
+
+
+def refresh_on_read(storage: Storage, config: RunnableConfig | None) -> Plan[None] | None:
+    """With `refresh_ttl_on_read`, what a read of `config`'s thread (`get_tuple`, `list`
+    of one thread) sends besides: the move of the thread's stamp, once per bucket and
+    process, as a plan of its own that the saver runs without making the read wait for
+    it (`None`: nothing to send). Reads of no single thread move nothing."""
+    expiry = storage.expiry
+    if expiry is None or not storage.refresh_on_read or config is None:
+        return None
+    thread_id = config.get("configurable", {}).get("thread_id")
+    stamp = expiry.stamp()
+    if not isinstance(thread_id, str) or not expiry.claim(thread_id, stamp):
+        return None
+    return _move_thread(expiry, thread_id, stamp)
+
+
+def _move_thread(expiry: ThreadExpiry, thread_id: str, stamp: datetime) -> Plan[None]:
+    """A claimed move of the thread's documents to `stamp`, the pending writes first."""
+    try:
+        for target in (Target.WRITES, Target.CHECKPOINTS):
+            yield Command(target, "update_many", _queries.touch_thread(thread_id, stamp))
+    except BaseException:
+        expiry.release(thread_id, stamp)
+        raise
+    expiry.moved(thread_id, stamp)
 
 
 def _late_move(expiry: ThreadExpiry | None, thread_id: str, stamp: datetime | None) -> Plan[None]:

@@ -29,7 +29,12 @@ from langgraph.checkpoint.base import (
 from pymongo import AsyncMongoClient
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._base import MongoDBSaverBase, arun_listing, arun_plan
+from langgraph.checkpoint.mongo._base import (
+    MongoDBSaverBase,
+    arun_listing,
+    arun_plan,
+    refresh_failed,
+)
 from langgraph.checkpoint.mongo._commands import Command, Plan
 from langgraph.checkpoint.mongo._drivers import close_client, execute_async, open_cursor, plan_name
 
@@ -78,6 +83,8 @@ class AsyncMongoDBSaver(
     loop: asyncio.AbstractEventLoop | None = None
     # A close started by `close()` on the loop.
     _closing: asyncio.Task[None] | None = None
+    # Stamp moves of `refresh_ttl_on_read` in flight (the loop holds tasks weakly).
+    _refreshes: set[asyncio.Task[None]] | None = None
 
     def _bind_loop(self) -> None:
         if self.loop is None:
@@ -103,7 +110,9 @@ class AsyncMongoDBSaver(
     async def aclose(self) -> None:
         """Close the client `from_conn_string` opened for this saver; a client you passed
         to the constructor stays open (it is yours, and may be shared). Idempotent. Also
-        what `async with saver:` calls on exit."""
+        what `async with saver:` calls on exit. Stamp moves of `refresh_ttl_on_read`
+        finish first."""
+        await self.settle()
         client = self._disown_client()
         if client is not None:
             await close_client(client)
@@ -146,7 +155,27 @@ class AsyncMongoDBSaver(
         await self._run(self._setup_plan(create_indexes, skip_indexes))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self._run(ops.get_tuple(self.storage, config))
+        found = await self._run(ops.get_tuple(self.storage, config))
+        self._refresh_on_read(config)
+        return found
+
+    def _refresh_on_read(self, config: RunnableConfig | None) -> None:
+        """With `refresh_ttl_on_read`: move the thread's stamp in a task of its own, which
+        the read does not wait for; a cancelled reader does not cancel it, and a write
+        it sent finishes before a cancellation of the task itself propagates."""
+        plan = ops.refresh_on_read(self.storage, config)
+        if plan is not None:
+            if self._refreshes is None:
+                self._refreshes = set()
+            task = asyncio.get_running_loop().create_task(self._run(plan))
+            self._refreshes.add(task)
+            task.add_done_callback(self._refreshes.discard)
+            task.add_done_callback(_refresh_done)
+
+    async def settle(self) -> None:
+        """Wait until the stamp moves `refresh_ttl_on_read` started have finished."""
+        while self._refreshes:
+            await asyncio.wait(list(self._refreshes))
 
     async def alist(
         self,
@@ -171,6 +200,7 @@ class AsyncMongoDBSaver(
             listing = ops.list_checkpoints(
                 self.storage, config, filter=filter, before=before, limit=limit
             )
+            self._refresh_on_read(config)
             async for item in arun_listing(listing, answer):
                 yield item
 
@@ -322,3 +352,8 @@ class AsyncMongoDBSaver(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         return self._from_thread(self.aget_delta_channel_history(config=config, channels=channels))
+
+
+def _refresh_done(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        refresh_failed(task.exception())

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any, TypeVar
 
@@ -18,7 +20,12 @@ from langgraph.checkpoint.base import (
 from pymongo import MongoClient
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._base import MongoDBSaverBase, run_listing, run_plan
+from langgraph.checkpoint.mongo._base import (
+    MongoDBSaverBase,
+    refresh_failed,
+    run_listing,
+    run_plan,
+)
 from langgraph.checkpoint.mongo._commands import Command, Plan
 from langgraph.checkpoint.mongo._drivers import (
     execute_sync,
@@ -43,6 +50,9 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
     """
 
     asynchronous = False
+    # The worker of `refresh_ttl_on_read`'s stamp moves, made on first use.
+    _refresher: ThreadPoolExecutor | None = None
+    _refresh_lock = threading.Lock()
 
     @classmethod
     @contextmanager
@@ -64,7 +74,9 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
     def close(self) -> None:
         """Close the client `from_conn_string` opened for this saver; a client you passed
         to the constructor stays open (it is yours, and may be shared). Idempotent. Also
-        what `with saver:` and `async with saver:` call on exit."""
+        what `with saver:` and `async with saver:` call on exit. Stamp moves of
+        `refresh_ttl_on_read` finish first."""
+        self.settle()
         client = self._disown_client()
         if client is not None:
             client.close()
@@ -90,7 +102,27 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         self._run(self._setup_plan(create_indexes, skip_indexes))
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self._run(ops.get_tuple(self.storage, config))
+        found = self._run(ops.get_tuple(self.storage, config))
+        self._refresh_on_read(config)
+        return found
+
+    def _refresh_on_read(self, config: RunnableConfig | None) -> None:
+        """With `refresh_ttl_on_read`: move the thread's stamp in a worker thread of the
+        saver's own, which the read does not wait for (`settle` and `close` do)."""
+        plan = ops.refresh_on_read(self.storage, config)
+        if plan is not None:
+            with self._refresh_lock:
+                if self._refresher is None:
+                    self._refresher = ThreadPoolExecutor(1, "refresh_ttl_on_read")
+                future = self._refresher.submit(self._run, plan)
+            future.add_done_callback(_refresh_done)
+
+    def settle(self) -> None:
+        """Wait until the stamp moves `refresh_ttl_on_read` started have finished."""
+        with self._refresh_lock:
+            refresher, self._refresher = self._refresher, None
+        if refresher is not None:
+            refresher.shutdown(wait=True)
 
     def list(
         self,
@@ -114,6 +146,7 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
             listing = ops.list_checkpoints(
                 self.storage, config, filter=filter, before=before, limit=limit
             )
+            self._refresh_on_read(config)
             yield from run_listing(listing, answer)
 
     def put(
@@ -234,3 +267,8 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         return await asyncio.to_thread(
             lambda: self.get_delta_channel_history(config=config, channels=channels)
         )
+
+
+def _refresh_done(future: Future[None]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        refresh_failed(future.exception())
