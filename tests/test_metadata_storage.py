@@ -22,7 +22,7 @@ from bson.raw_bson import RawBSONDocument
 from bson.son import SON
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph.checkpoint.mongo._commands import Command
+from langgraph.checkpoint.mongo._commands import Command, NextDocument, OpenCursor
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._metadata import from_readable
 from support.backends import MONGODB_URI, Backend, CommandLog
@@ -450,12 +450,12 @@ def test_the_core_checks_each_document_and_stops_after_the_limit() -> None:
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
     from langgraph.checkpoint.mongo import _operations as ops
-    from langgraph.checkpoint.mongo._base import run_listing
     from langgraph.checkpoint.mongo._channel_values import RecentValues
     from langgraph.checkpoint.mongo._codec import Codec
     from langgraph.checkpoint.mongo._documents import checkpoint_document
     from langgraph.checkpoint.mongo._keys import CheckpointRef
     from langgraph.checkpoint.mongo._queries import WritesJoin
+    from langgraph.checkpoint.mongo._runners import run_listing
     from support.helpers import checkpoint
 
     codec = Codec(JsonPlusSerializer())
@@ -473,10 +473,10 @@ def test_the_core_checks_each_document_and_stops_after_the_limit() -> None:
 
     def answer(request: Any) -> Any:
         requests.append(request)
-        if isinstance(request, ops.OpenCursor):
+        if isinstance(request, OpenCursor):
             assert not any("$limit" in stage for stage in request.command.args[0])
             return iter(docs)
-        assert isinstance(request, ops.NextDocument)
+        assert isinstance(request, NextDocument)
         return next(request.cursor, None)
 
     storage = ops.Storage(codec, WritesJoin("writes"), None, RecentValues())

@@ -8,11 +8,11 @@ operation is written exactly once.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Collection, Generator, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple, TypeVar
+from functools import partial
+from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -22,7 +22,7 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from pymongo import IndexModel, UpdateMany
+from pymongo import DeleteMany, IndexModel, UpdateMany, UpdateOne
 from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import _delta, _queries
@@ -32,19 +32,28 @@ from langgraph.checkpoint.mongo._channel_values import (
     stored_values,
 )
 from langgraph.checkpoint.mongo._codec import Codec
-from langgraph.checkpoint.mongo._commands import Command, Plan, Target
+from langgraph.checkpoint.mongo._commands import (
+    Command,
+    Listing,
+    ListStep,
+    Method,
+    NextDocument,
+    OpenCursor,
+    Plan,
+    Target,
+)
 from langgraph.checkpoint.mongo._documents import (
-    checkpoint_document,
+    NewCheckpoint,
+    build_checkpoint,
     checkpoint_tuple,
     moved_checkpoint,
     moved_write,
+    new_checkpoint,
     stored_metadata,
-    unchanged_channels,
     write_documents,
     written_by_us,
 )
 from langgraph.checkpoint.mongo._keys import (
-    CheckpointRef,
     KeyFields,
     before_id_from_config,
     checkpoint_key,
@@ -56,6 +65,7 @@ from langgraph.checkpoint.mongo._keys import (
     short_repr,
     str_list,
 )
+from langgraph.checkpoint.mongo._logging import logger
 from langgraph.checkpoint.mongo._metadata import metadata_filter
 from langgraph.checkpoint.mongo._retention import KeepLast, Trim, check_keep_last
 from langgraph.checkpoint.mongo._schema import (
@@ -73,8 +83,6 @@ from langgraph.checkpoint.mongo._ttl import ThreadExpiry
 from langgraph.checkpoint.mongo.errors import IndexCreationError, ThreadChangedError
 
 T = TypeVar("T")
-
-logger = logging.getLogger("langgraph.checkpoint.mongo")
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +133,7 @@ def setup(
         yield from _refuse_collation(names[target], target)
     # Read once: the TTL step below looks at the same indexes (creating the others does
     # not change the TTL index).
-    checkpoint_indexes = yield Command(Target.CHECKPOINTS, "index_information")
+    checkpoint_indexes = yield Command(Target.CHECKPOINTS, Method.INDEX_INFORMATION)
     _refuse_foreign_checkpoints(names[Target.CHECKPOINTS], checkpoint_indexes)
     if not create_indexes:
         return
@@ -137,7 +145,7 @@ def setup(
             if target is Target.CHECKPOINTS:
                 indexes = checkpoint_indexes
             else:
-                indexes = yield Command(target, "index_information")
+                indexes = yield Command(target, Method.INDEX_INFORMATION)
             yield from _set_thread_ttl(names[target], target, storage.expiry, indexes)
 
 
@@ -145,7 +153,7 @@ def _refuse_collation(collection: str, target: Target) -> Plan[None]:
     """Refuse a collection whose default collation is not MongoDB's binary one: every
     match of ids and of metadata strings must be byte equality (`"A" != "a"`), as in
     `InMemorySaver`, not a locale's."""
-    options = yield Command(target, "options")
+    options = yield Command(target, Method.OPTIONS)
     collation = _queries.collation_of(options)
     if collation is not None:
         raise ValueError(
@@ -174,7 +182,7 @@ def _refuse_foreign_checkpoints(collection: str, existing: Mapping[str, Any]) ->
 
 def _create_index(collection: str, target: Target, index: IndexModel) -> Plan[None]:
     try:
-        yield Command(target, "create_indexes", ([index],))
+        yield Command(target, Method.CREATE_INDEXES, ([index],))
     except OperationFailure as exc:
         raise IndexCreationError(collection, index.document, exc) from exc
 
@@ -207,18 +215,28 @@ def _set_thread_ttl(
     elif existing is None:
         yield from _create_index(collection, target, _queries.ttl_index(expiry.seconds))
     elif existing.get("expireAfterSeconds") != expiry.seconds:
-        yield Command(Target.DATABASE, "command", *_queries.ttl_retimed(collection, expiry.seconds))
+        yield Command(
+            Target.DATABASE, Method.COMMAND, *_queries.ttl_retimed(collection, expiry.seconds)
+        )
 
 
-def _upserts(target: Target, docs: Sequence[tuple[bool, Mapping[str, Any]]]) -> Command:
+def _upserts(
+    target: Target,
+    docs: Sequence[tuple[bool, Mapping[str, Any]]],
+    first: Sequence[UpdateMany] = (),
+) -> Command:
     """`(keep_existing, document)` upserts in one command: an unordered bulk write, or for
-    a single document an `update_one`, which the driver dispatches for less client CPU."""
+    a single document an `update_one`, which the driver dispatches for less client CPU.
+    `first`: updates of the same collection sent before them in that command."""
+    if first:
+        requests = [*first, *_queries.upserts(docs)]
+        return Command(target, Method.BULK_WRITE, (requests,), _queries.UNORDERED)
     if len(docs) == 1:
         [(keep, doc)] = docs
         return Command(
-            target, "update_one", _queries.upsert(doc, keep_existing=keep), _queries.UPSERT
+            target, Method.UPDATE_ONE, _queries.upsert(doc, keep_existing=keep), _queries.UPSERT
         )
-    return Command(target, "bulk_write", (_queries.upserts(docs),), _queries.UNORDERED)
+    return Command(target, Method.BULK_WRITE, (_queries.upserts(docs),), _queries.UNORDERED)
 
 
 def touch_thread(
@@ -237,7 +255,7 @@ def touch_thread(
     if now == written and not expiry.needs_move(thread_id, now):
         return
     for target in (Target.WRITES, Target.CHECKPOINTS):
-        yield Command(target, "update_many", _queries.touch_thread(thread_id, now))
+        yield Command(target, Method.UPDATE_MANY, _queries.touch_thread(thread_id, now))
     expiry.moved(thread_id, now)
 
 
@@ -246,9 +264,10 @@ def _stamped_write(
     thread_id: str,
     stamp: datetime | None,
     target: Target,
-    docs: Sequence[tuple[bool, Mapping[str, Any]]],
+    send: Callable[[Sequence[UpdateMany]], Command],
 ) -> Plan[None]:
-    """`(keep_existing, document)` upserts stamped `stamp`, to `target` in one command.
+    """The one command of a write stamped `stamp` to `target`: `send(first)` builds it,
+    with `first` sent before the write in it.
 
     The first write of the thread in a new bucket (per process: `ThreadExpiry.claim`)
     also moves the thread's older documents: the move of `target`'s rides first in the
@@ -258,18 +277,17 @@ def _stamped_write(
     was stamped in moves the thread after it, as `touch_thread` does.
     """
     if expiry is None or stamp is None or not expiry.claim(thread_id, stamp):
-        yield _upserts(target, docs)
+        yield send(())
         yield from _late_move(expiry, thread_id, stamp)
         return
     other = Target.WRITES if target is Target.CHECKPOINTS else Target.CHECKPOINTS
     touch = _queries.touch_thread(thread_id, stamp)
     try:
         if other is Target.WRITES:
-            yield Command(other, "update_many", touch)
-        requests = [UpdateMany(*touch), *_queries.upserts(docs)]
-        yield Command(target, "bulk_write", (requests,), _queries.UNORDERED)
+            yield Command(other, Method.UPDATE_MANY, touch)
+        yield send([UpdateMany(*touch)])
         if other is Target.CHECKPOINTS:
-            yield Command(other, "update_many", touch)
+            yield Command(other, Method.UPDATE_MANY, touch)
     except BaseException:
         expiry.release(thread_id, stamp)
         raise
@@ -296,7 +314,7 @@ def _move_thread(expiry: ThreadExpiry, thread_id: str, stamp: datetime) -> Plan[
     """A claimed move of the thread's documents to `stamp`, the pending writes first."""
     try:
         for target in (Target.WRITES, Target.CHECKPOINTS):
-            yield Command(target, "update_many", _queries.touch_thread(thread_id, stamp))
+            yield Command(target, Method.UPDATE_MANY, _queries.touch_thread(thread_id, stamp))
     except BaseException:
         expiry.release(thread_id, stamp)
         raise
@@ -310,23 +328,43 @@ def _late_move(expiry: ThreadExpiry | None, thread_id: str, stamp: datetime | No
         yield from touch_thread(expiry, thread_id, stamp)
 
 
-def _parent_values(
-    codec: Codec, recent: RecentValues, ref: CheckpointRef, unchanged: Sequence[str]
-) -> Plan[StoredValues | None]:
-    """The stored channel entries of the parent checkpoint `ref` names, when a channel
-    did not change since it: from this process's cache, else read (one round trip)."""
-    if ref.checkpoint_id is None or not unchanged:
+def _parent_values(storage: Storage, new: NewCheckpoint) -> Plan[StoredValues | None]:
+    """The stored channel entries of the parent checkpoint, when a channel did not
+    change since it: from this process's cache, else read (one round trip)."""
+    if new.parent_id is None or not new.unchanged:
         return None
-    key = checkpoint_key(ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id)
-    values = recent.get(key_fields(key))
+    key = checkpoint_key(new.ref.thread_id, new.ref.checkpoint_ns, new.parent_id)
+    values = storage.recent.recall(key)
     if values is None:
-        docs = yield Command(Target.CHECKPOINTS, "find", _queries.channel_values_of(key))
+        docs = yield Command(Target.CHECKPOINTS, Method.FIND, _queries.channel_values_of(key))
         if not docs:
             return None
-        versions = codec.decode(docs[0][Field.CHECKPOINT]).get("channel_versions", {})
+        versions = storage.codec.decode(docs[0][Field.CHECKPOINT]).get("channel_versions", {})
         values = stored_values(docs[0][Field.CHANNEL_VALUES], versions)
-        recent.put(key_fields(key), values)
+        storage.recent.remember(key, values)
     return values
+
+
+def store_checkpoint(
+    document: CheckpointDocument,
+    first: Sequence[UpdateMany] = (),
+    also: Sequence[UpdateOne | UpdateMany | DeleteMany] = (),
+) -> Command:
+    """The one command that stores a checkpoint document: an upsert (`update_one`).
+
+    `first` and `also`: PyMongo write requests on the checkpoints collection sent in the
+    same command before and after the upsert (an ordered `bulk_write`, which stops at the
+    first failure): `first` for what the write must not land without (the thread's
+    expiry stamp moved), `also` for what must happen with the write and never without it.
+    PyMongo sends one wire command per kind of request: `UpdateOne`/`UpdateMany` share
+    the upsert's, a `DeleteMany` costs a round trip of its own.
+    """
+    if not first and not also:
+        return Command(
+            Target.CHECKPOINTS, Method.UPDATE_ONE, _queries.upsert(document), _queries.UPSERT
+        )
+    upsert = UpdateOne(*_queries.upsert(document), upsert=True)
+    return Command(Target.CHECKPOINTS, Method.BULK_WRITE, ([*first, upsert, *also],))
 
 
 def put(
@@ -336,27 +374,33 @@ def put(
     metadata: CheckpointMetadata,
     new_versions: ChannelVersions,
 ) -> Plan[RunnableConfig]:
-    ref = ref_from_config(config)
-    checkpoint_id, unchanged = unchanged_channels(checkpoint, new_versions)
+    """Store a checkpoint: validate what was handed over once (`new_checkpoint`), read
+    the parent's entries of unchanged channels if this process has not cached them,
+    build the document and its cache entry in one pass (`build_checkpoint`), send it
+    (`store_checkpoint`), cache its entries, move the thread's expiry stamp.
+
+    The seam for what a checkpoint write grows: commands that must land before the
+    document (the pieces of a value too large for one document) are yielded between
+    `build_checkpoint` and `store_checkpoint`; requests that must ride with the document
+    in its one command (trimming the thread, moving its stamp) go in
+    `store_checkpoint(..., also=...)`.
+    """
+    new = new_checkpoint(ref_from_config(config), checkpoint, metadata, config, new_versions)
     # A config that already names the checkpoint (peers' suites and users' tests put them
     # so) is stored as `InMemorySaver` stores it: as its own parent, which every walk over
     # parent ids takes for the root of its chain (`_delta.parent_id`). Its "parent" values
     # are then its own earlier copy, if any, as `InMemorySaver`'s per-version blobs are.
-    codec, expiry, recent = storage.codec, storage.expiry, storage.recent
-    parent = yield from _parent_values(codec, recent, ref, unchanged)
+    parent = yield from _parent_values(storage, new)
+    expiry = storage.expiry
     stamp = expiry.stamp() if expiry else None
-    doc = checkpoint_document(
-        codec, ref, checkpoint, metadata, config, stamp, new_versions=new_versions, parent=parent
-    )
-    # The versions the document was built with, copied before the command: the caller's
-    # dict may change while it runs.
-    stored = stored_values(doc[Field.CHANNEL_VALUES], checkpoint.get("channel_versions", {}))
-    yield from _stamped_write(expiry, ref.thread_id, stamp, Target.CHECKPOINTS, [(False, doc)])
-    recent.put((ref.thread_id, ref.checkpoint_ns, checkpoint_id), stored)
+    built = build_checkpoint(storage.codec, new, parent, stamp)
+    send = partial(store_checkpoint, built.document)
+    yield from _stamped_write(expiry, new.ref.thread_id, stamp, Target.CHECKPOINTS, send)
+    storage.recent.remember(new.key, built.values)
     if storage.keep_last is not None:
-        storage.keep_last.saw([doc])
-        storage.keep_last.after_put(ref.thread_id, ref.checkpoint_ns)
-    return CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id).config()
+        storage.keep_last.saw([built.document])
+        storage.keep_last.after_put(new.ref.thread_id, new.ref.checkpoint_ns)
+    return new.ref.config()
 
 
 def put_writes(
@@ -374,7 +418,8 @@ def put_writes(
         # A regular write keeps its first stored value, a special one is replaced; a
         # retried write still keeps the thread alive (its stamp moves forward).
         upserts = [(not replace, doc) for replace, doc in documents]
-        yield from _stamped_write(expiry, ref.thread_id, stamp, Target.WRITES, upserts)
+        send = partial(_upserts, Target.WRITES, upserts)
+        yield from _stamped_write(expiry, ref.thread_id, stamp, Target.WRITES, send)
     if storage.keep_last is not None:
         yield from _trim(storage.keep_last, ref.thread_id)
 
@@ -417,10 +462,10 @@ def _read_apart(
 ) -> Plan[list[Any]]:
     """The checkpoints of a read pipeline, then their writes in one `find`: two round
     trips instead of one, for checkpoints too large to return with their writes."""
-    docs: list[Joined] = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
+    docs: list[Joined] = yield Command(Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,))
     if docs:
         query = _queries.writes_of([d[Field.ID] for d in docs], channels)
-        writes: list[WriteDocument] = yield Command(Target.WRITES, "find", (query,))
+        writes: list[WriteDocument] = yield Command(Target.WRITES, Method.FIND, (query,))
         joined: dict[KeyFields, list[WriteDocument]] = {}
         for write in writes:
             joined.setdefault(key_fields(write[Field.ID][Field.CHECKPOINT]), []).append(write)
@@ -438,7 +483,7 @@ def _read_joined(
     apart when the server refuses a joined document over 16 MiB."""
     try:
         docs: list[Joined] = yield Command(
-            Target.CHECKPOINTS, "aggregate", (pipeline,), options or {}
+            Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,), options or {}
         )
     except OperationFailure as exc:
         if not join_too_large(exc):
@@ -457,8 +502,8 @@ def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple 
         storage.keep_last.saw(docs)
     # A graph's next `put` names this checkpoint as its parent: keep its stored values.
     versions = found.checkpoint.get("channel_versions", {})
-    storage.recent.put(
-        key_fields(docs[0][Field.ID]), stored_values(docs[0][Field.CHANNEL_VALUES], versions)
+    storage.recent.remember(
+        docs[0][Field.ID], stored_values(docs[0][Field.CHANNEL_VALUES], versions)
     )
     return found
 
@@ -467,23 +512,6 @@ MAX_LIMIT = 2**63 - 1
 
 # Checkpoints per page once a `list` reads apart: each may be near 16 MiB.
 LIST_APART_PAGE = 25
-
-
-class OpenCursor(NamedTuple):
-    """A `list` step: open a streamed cursor on `command`; the answer is that cursor."""
-
-    command: Command
-
-
-class NextDocument(NamedTuple):
-    """A `list` step: the cursor's next document, or None after the last."""
-
-    cursor: Any
-
-
-# What `list_checkpoints` yields: a request for the saver, or a tuple for the caller.
-ListStep = Command | OpenCursor | NextDocument | CheckpointTuple
-Listing = Generator[ListStep, Any, None]
 
 
 class _ListedDocuments:
@@ -503,7 +531,7 @@ class _ListedDocuments:
         if self.streaming:
             try:
                 if self.next_document is None:
-                    command = Command(Target.CHECKPOINTS, "aggregate", (self.pipeline,))
+                    command = Command(Target.CHECKPOINTS, Method.AGGREGATE, (self.pipeline,))
                     self.next_document = NextDocument((yield OpenCursor(command)))
                 doc: JoinedCheckpoint | None = yield self.next_document
             except OperationFailure as error:
@@ -577,7 +605,10 @@ def list_checkpoints(
 
 def _find_lineage(query: dict[str, Any]) -> Command:
     return Command(
-        Target.CHECKPOINTS, "find", (query, _queries.LINEAGE_PROJECTION), _queries.LINEAGE_OPTIONS
+        Target.CHECKPOINTS,
+        Method.FIND,
+        (query, _queries.LINEAGE_PROJECTION),
+        _queries.LINEAGE_OPTIONS,
     )
 
 
@@ -629,8 +660,8 @@ def delete_thread(storage: Storage, thread_id: str) -> Plan[None]:
     storage.forget_threads([thread_id])
     # Checkpoints go first: if the second step fails, what is left are writes that no
     # checkpoint joins, never a checkpoint that silently lost its writes.
-    yield Command(Target.CHECKPOINTS, "delete_many", (_queries.of_thread(thread_id),))
-    yield Command(Target.WRITES, "delete_many", (_queries.of_thread(thread_id),))
+    yield Command(Target.CHECKPOINTS, Method.DELETE_MANY, (_queries.of_thread(thread_id),))
+    yield Command(Target.WRITES, Method.DELETE_MANY, (_queries.of_thread(thread_id),))
 
 
 def delete_for_runs(storage: Storage, run_ids: Sequence[str]) -> Plan[None]:
@@ -640,7 +671,7 @@ def delete_for_runs(storage: Storage, run_ids: Sequence[str]) -> Plan[None]:
     if not runs:
         return
     found: list[MetadataDocument] = yield Command(
-        Target.CHECKPOINTS, "find", _queries.of_runs(runs)
+        Target.CHECKPOINTS, Method.FIND, _queries.of_runs(runs)
     )
     # The index narrows; the exact metadata decides, as Python compares it: an array
     # that contains a run id, or another type that prints like one, is not that run.
@@ -668,8 +699,8 @@ def _delete_checkpoints(keys: Sequence[CheckpointKey]) -> Plan[None]:
     """
     for start in range(0, len(keys), DELETE_BATCH):
         batch = list(keys[start : start + DELETE_BATCH])
-        yield Command(Target.WRITES, "delete_many", (_queries.writes_of(batch),))
-        yield Command(Target.CHECKPOINTS, "delete_many", (_queries.checkpoints_of(batch),))
+        yield Command(Target.WRITES, Method.DELETE_MANY, (_queries.writes_of(batch),))
+        yield Command(Target.CHECKPOINTS, Method.DELETE_MANY, (_queries.checkpoints_of(batch),))
 
 
 def _delete_checkpoints_below(trim: Trim) -> Plan[None]:
@@ -681,9 +712,9 @@ def _delete_checkpoints_below(trim: Trim) -> Plan[None]:
     """
     thread_id, ns, below = trim
     yield Command(
-        Target.CHECKPOINTS, "delete_many", (_queries.checkpoints_below(thread_id, ns, below),)
+        Target.CHECKPOINTS, Method.DELETE_MANY, (_queries.checkpoints_below(thread_id, ns, below),)
     )
-    yield Command(Target.WRITES, "delete_many", (_queries.writes_below(thread_id, ns, below),))
+    yield Command(Target.WRITES, Method.DELETE_MANY, (_queries.writes_below(thread_id, ns, below),))
 
 
 def _run_id(codec: Codec, doc: MetadataDocument) -> str | None:
@@ -698,13 +729,13 @@ def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) 
     source = require_str(source_thread_id, "source_thread_id")
     target = require_str(target_thread_id, "target_thread_id")
     checkpoints: list[CheckpointDocument] = yield Command(
-        Target.CHECKPOINTS, "find", (_queries.of_thread(source),)
+        Target.CHECKPOINTS, Method.FIND, (_queries.of_thread(source),)
     )
     if not checkpoints:
         return
     copied_ids = {key_fields(doc[Field.ID]) for doc in checkpoints}
     writes: list[WriteDocument] = yield Command(
-        Target.WRITES, "find", (_queries.of_thread(source),)
+        Target.WRITES, Method.FIND, (_queries.of_thread(source),)
     )
     expiry = storage.expiry
     stamp = expiry.stamp() if expiry else None
@@ -758,8 +789,8 @@ def prune(
     storage.forget_threads(threads)
     in_threads = _queries.of_threads(threads)
     if keep is None and strategy == "delete":
-        yield Command(Target.CHECKPOINTS, "delete_many", (in_threads,))
-        yield Command(Target.WRITES, "delete_many", (in_threads,))
+        yield Command(Target.CHECKPOINTS, Method.DELETE_MANY, (in_threads,))
+        yield Command(Target.WRITES, Method.DELETE_MANY, (in_threads,))
         return
     lineage = yield _find_lineage(in_threads)
     yield from _delete_checkpoints(_delta.prunable(lineage, 1 if keep is None else keep))
@@ -776,16 +807,16 @@ def upsert_documents(target: Target, docs: Sequence[Mapping[str, Any]]) -> Comma
 def thread_document_counts(thread_id: str) -> Plan[tuple[int, int]]:
     """How many checkpoint and pending-write documents the thread has."""
     query = _queries.of_thread(thread_id)
-    checkpoints = yield Command(Target.CHECKPOINTS, "count_documents", (query,))
-    writes = yield Command(Target.WRITES, "count_documents", (query,))
+    checkpoints = yield Command(Target.CHECKPOINTS, Method.COUNT_DOCUMENTS, (query,))
+    writes = yield Command(Target.WRITES, Method.COUNT_DOCUMENTS, (query,))
     return checkpoints, writes
 
 
 def stored_documents(keys: list[CheckpointKey]) -> Plan[tuple[list[Any], list[Any]]]:
     """The documents of these checkpoints, as stored, and every write stored for them
     (also writes whose checkpoint is not there: an interrupted copy leaves those)."""
-    checkpoints = yield Command(Target.CHECKPOINTS, "find", (_queries.checkpoints_of(keys),))
-    writes = yield Command(Target.WRITES, "find", (_queries.writes_of(keys),))
+    checkpoints = yield Command(Target.CHECKPOINTS, Method.FIND, (_queries.checkpoints_of(keys),))
+    writes = yield Command(Target.WRITES, Method.FIND, (_queries.writes_of(keys),))
     return checkpoints, writes
 
 
@@ -793,11 +824,11 @@ def refuse_foreign_checkpoints(thread_id: str) -> Plan[None]:
     """Raise `ValueError`, saying what to do, if another package's checkpoint documents
     share the thread's collection."""
     query = _queries.foreign_checkpoints_of(thread_id)
-    for doc in (yield Command(Target.CHECKPOINTS, "find", (query,), {"limit": 1})):
+    for doc in (yield Command(Target.CHECKPOINTS, Method.FIND, (query,), {"limit": 1})):
         written_by_us(doc)
 
 
 def checkpoint_keys_of_thread(thread_id: str) -> Plan[list[CheckpointKey]]:
     """The keys of every checkpoint document of the thread."""
-    docs = yield Command(Target.CHECKPOINTS, "find", _queries.keys_of_thread(thread_id))
+    docs = yield Command(Target.CHECKPOINTS, Method.FIND, _queries.keys_of_thread(thread_id))
     return [doc[Field.ID] for doc in docs]
