@@ -139,6 +139,9 @@ async def test_kept_checkpoints_of_a_real_chat_read_back_as_before(
         thread = new_thread()
         await chat(graph, thread, range(8))  # 3 checkpoints per turn
         before = await states_by_id(graph, thread)
+        stored_before = dict(
+            zip(before, await tuples(saver, thread, "", list(before)), strict=True)
+        )
         newest = sorted(before, reverse=True)[:4]
 
         await call(saver, "prune", [thread], keep_last=4)
@@ -146,6 +149,7 @@ async def test_kept_checkpoints_of_a_real_chat_read_back_as_before(
         after = await states_by_id(graph, thread)
         assert set(newest) <= set(after)
         assert {c: before[c] for c in after} == after
+        assert await tuples(saver, thread, "", list(after)) == [stored_before[c] for c in after]
         if channel == "reducer":
             assert set(after) == set(newest)
         else:  # the ancestors back to the last snapshot stay, no more

@@ -87,8 +87,13 @@ class KeepLast:
                 known[key[Field.CHECKPOINT_ID]] = lineage_entry(doc)
                 self._known.move_to_end(namespace)
             while len(self._known) > _NAMESPACES:
-                namespace, _ = self._known.popitem(last=False)
-                self._trimmed_below.pop(namespace, None)
+                # Forgotten whole, its queued trim included: memory stays bounded, and a
+                # namespace written again is trimmed once it is known again.
+                (thread_id, ns), _ = self._known.popitem(last=False)
+                self._trimmed_below.pop((thread_id, ns), None)
+                pending = [t for t in self._pending.pop(thread_id, []) if t.checkpoint_ns != ns]
+                if pending:
+                    self._pending[thread_id] = pending
 
     def after_put(self, thread_id: str, checkpoint_ns: str) -> None:
         """After a `put`: queue a trim of the namespace once it holds enough to trim."""
@@ -121,9 +126,12 @@ class KeepLast:
                     pending.append(trim)
 
     def forget_threads(self, thread_ids: Iterable[str]) -> None:
-        """A delete or prune changed these threads: what was known of them may be gone."""
+        """A delete or prune changed these threads: what was known of them may be gone,
+        and a trim queued before it would cut a thread written again since."""
         with self._lock:
             doomed = set(thread_ids)
+            for thread_id in doomed:
+                self._pending.pop(thread_id, None)
             for namespace in [n for n in self._known if n[0] in doomed]:
                 del self._known[namespace]
                 self._trimmed_below.pop(namespace, None)
