@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
 from langgraph.checkpoint.mongo._schema import Field
 from support.backends import MONGODB_URI, Backend, CommandLog
 from support.graphs import Driver, linear_graph
-from support.helpers import call, config, listed, new_thread, put
+from support.helpers import call, config, listed, new_thread, put, settle
 
 
 class Clock:
@@ -277,13 +277,6 @@ async def test_a_writer_with_a_lagging_clock_never_moves_a_thread_back(backend: 
             ahead.writes_collection.find({"thread_id": thread}).to_list(None)
         )
         assert [w[Field.TOUCHED_AT].replace(tzinfo=timezone.utc) for w in writes] == [later]
-
-
-async def settle(saver: Any) -> None:
-    if isinstance(saver, MongoDBSaver):
-        await asyncio.to_thread(saver.settle)
-    else:
-        await saver.settle()
 
 
 async def test_refresh_ttl_on_read_moves_the_stamp_once_per_bucket_in_the_background(

@@ -71,8 +71,8 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             it off. See docs/reliability.md for what it counts and how to size it.
         keep_last: each thread keeps its `keep_last` newest checkpoints per namespace
             (and the ancestors their `DeltaChannel`s rebuild from), trimmed as it is
-            written: once this process knows `2 * keep_last` of them, the older ones
-            go with their writes, after a `put_writes` of the thread (see
+            written: once this process knows more than `2 * keep_last` of them, the
+            older ones go with their writes, in the background after that `put` (see
             docs/retention.md). `None`: threads keep every checkpoint.
         refresh_ttl_on_read: with `ttl`, a read of a thread (`get_tuple`, `list` of one
             thread) also moves its expiry stamp, at most once per `ttl / 16` and process,
@@ -284,11 +284,11 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         return ops.setup(self.storage, names, create_indexes, skip_indexes)
 
 
-def refresh_failed(error: BaseException | None) -> None:
-    """A background stamp move of `refresh_ttl_on_read` failed: said, not raised (no
-    caller waits for it); its claim was released, so the thread's next write or read
-    moves it."""
-    logger.warning("refresh_ttl_on_read: moving a thread's expiry stamp failed", exc_info=error)
+def background_failed(operation: str, error: BaseException | None) -> None:
+    """A plan the saver ran in the background (a `keep_last` trim, a stamp move of
+    `refresh_ttl_on_read`) failed: said, not raised, since no caller waits for it. Its
+    work is not lost: a trim is queued again, a stamp move's claim released."""
+    logger.warning("%s in the background failed (tried again later)", operation, exc_info=error)
 
 
 # The keywords a PyMongo client takes, lower-cased as its own validation reads them: its

@@ -383,7 +383,8 @@ def put(
     document (the pieces of a value too large for one document) are yielded between
     `build_checkpoint` and `store_checkpoint`; requests that must ride with the document
     in its one command (trimming the thread, moving its stamp) go in
-    `store_checkpoint(..., also=...)`.
+    `store_checkpoint(..., also=...)`. With `keep_last`, the trim it queues is the
+    saver's to send (`trim_after_put`).
     """
     new = new_checkpoint(ref_from_config(config), checkpoint, metadata, config, new_versions)
     # A config that already names the checkpoint (peers' suites and users' tests put them
@@ -420,18 +421,21 @@ def put_writes(
         upserts = [(not replace, doc) for replace, doc in documents]
         send = partial(_upserts, Target.WRITES, upserts)
         yield from _stamped_write(expiry, ref.thread_id, stamp, Target.WRITES, send)
-    if storage.keep_last is not None:
-        yield from _trim(storage.keep_last, ref.thread_id)
 
 
-def _trim(keep_last: KeepLast, thread_id: str) -> Plan[None]:
-    """The trims the saver's `keep_last` queued for the thread at its last `put`s.
+def trim_after_put(storage: Storage, stored: RunnableConfig) -> Plan[None] | None:
+    """With `keep_last`: the trims queued for the thread of the checkpoint `put` just
+    `stored`, as a plan of its own that the saver runs in the background, after the
+    write was acknowledged and without making LangGraph wait for it (`None`: nothing
+    to trim). A trim that fails is queued again, for the thread's next `put`."""
+    keep_last = storage.keep_last
+    if keep_last is None:
+        return None
+    trims = keep_last.take(stored["configurable"]["thread_id"])
+    return _trim(keep_last, trims) if trims else None
 
-    They ride after the next `put_writes` of the thread: LangGraph does not wait for a
-    task's writes before the next step's `put`, so the chain of `put`s a run waits on
-    gains no round trip. A trim that fails is queued again.
-    """
-    trims = keep_last.take(thread_id)
+
+def _trim(keep_last: KeepLast, trims: list[Trim]) -> Plan[None]:
     done = 0
     try:
         for trim in trims:

@@ -59,7 +59,8 @@ class KeepLast:
 
     Trimming is amortized: once more than `2 * keep_last` checkpoints of a namespace are
     known, everything older than the `keep_last` newest known ones (and the ancestors
-    their `DeltaChannel`s rebuild from) goes, in two commands. Checkpoints this process
+    their `DeltaChannel`s rebuild from) goes, in two commands the saver sends in the
+    background (`_operations.trim_after_put`). Checkpoints this process
     does not know (another process's) can only be newer than the cut-off or older than
     it: the newest `keep_last` known ones always stay, so a trim never keeps fewer than
     `keep_last`. A `DeltaChannel` namespace is trimmed only when the known lineage reaches

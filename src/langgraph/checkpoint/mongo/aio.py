@@ -16,6 +16,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -29,7 +30,7 @@ from langgraph.checkpoint.base import (
 from pymongo import AsyncMongoClient
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._base import MongoDBSaverBase, refresh_failed
+from langgraph.checkpoint.mongo._base import MongoDBSaverBase, background_failed
 from langgraph.checkpoint.mongo._commands import Command, NextDocument, OpenCursor, Plan
 from langgraph.checkpoint.mongo._drivers import close_client
 from langgraph.checkpoint.mongo._executors import execute_async, open_cursor
@@ -80,8 +81,8 @@ class AsyncMongoDBSaver(
     loop: asyncio.AbstractEventLoop | None = None
     # A close started by `close()` on the loop.
     _closing: asyncio.Task[None] | None = None
-    # Stamp moves of `refresh_ttl_on_read` in flight (the loop holds tasks weakly).
-    _refreshes: set[asyncio.Task[None]] | None = None
+    # What `_in_background` runs, in flight (the loop holds tasks weakly).
+    _background: set[asyncio.Task[None]] | None = None
 
     def _bind_loop(self) -> None:
         if self.loop is None:
@@ -107,8 +108,8 @@ class AsyncMongoDBSaver(
     async def aclose(self) -> None:
         """Close the client `from_conn_string` opened for this saver; a client you passed
         to the constructor stays open (it is yours, and may be shared). Idempotent. Also
-        what `async with saver:` calls on exit. Stamp moves of `refresh_ttl_on_read`
-        finish first."""
+        what `async with saver:` calls on exit. What the saver runs in the background
+        (`settle`) finishes first."""
         await self.settle()
         client = self._disown_client()
         if client is not None:
@@ -154,26 +155,27 @@ class AsyncMongoDBSaver(
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         found = await self._run("get_tuple", ops.get_tuple(self.storage, config))
-        self._refresh_on_read(config)
+        self._in_background("refresh_ttl_on_read", ops.refresh_on_read(self.storage, config))
         return found
 
-    def _refresh_on_read(self, config: RunnableConfig | None) -> None:
-        """With `refresh_ttl_on_read`: move the thread's stamp in a task of its own, which
-        the read does not wait for; a cancelled reader does not cancel it, and a write
-        it sent finishes before a cancellation of the task itself propagates."""
-        plan = ops.refresh_on_read(self.storage, config)
+    def _in_background(self, operation: str, plan: Plan[None] | None) -> None:
+        """Run `plan` (a `keep_last` trim, a stamp move of `refresh_ttl_on_read`) in a
+        task of its own, which the caller does not wait for; a cancelled caller does not
+        cancel it, and a write it sent finishes before a cancellation of the task itself
+        propagates."""
         if plan is not None:
-            if self._refreshes is None:
-                self._refreshes = set()
-            task = asyncio.get_running_loop().create_task(self._run("refresh_ttl_on_read", plan))
-            self._refreshes.add(task)
-            task.add_done_callback(self._refreshes.discard)
-            task.add_done_callback(_refresh_done)
+            if self._background is None:
+                self._background = set()
+            task = asyncio.get_running_loop().create_task(self._run(operation, plan))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+            task.add_done_callback(partial(_background_done, operation))
 
     async def settle(self) -> None:
-        """Wait until the stamp moves `refresh_ttl_on_read` started have finished."""
-        while self._refreshes:
-            await asyncio.wait(list(self._refreshes))
+        """Wait until what the saver runs in the background (`keep_last` trims, stamp
+        moves of `refresh_ttl_on_read`) has finished."""
+        while self._background:
+            await asyncio.wait(list(self._background))
 
     async def alist(
         self,
@@ -198,7 +200,7 @@ class AsyncMongoDBSaver(
             listing = ops.list_checkpoints(
                 self.storage, config, filter=filter, before=before, limit=limit
             )
-            self._refresh_on_read(config)
+            self._in_background("refresh_ttl_on_read", ops.refresh_on_read(self.storage, config))
             async for item in arun_listing(listing, answer):
                 yield item
 
@@ -209,9 +211,11 @@ class AsyncMongoDBSaver(
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await self._run(
+        stored = await self._run(
             "put", ops.put(self.storage, config, checkpoint, metadata, new_versions)
         )
+        self._in_background("keep_last", ops.trim_after_put(self.storage, stored))
+        return stored
 
     async def aput_writes(
         self,
@@ -360,6 +364,6 @@ class AsyncMongoDBSaver(
         return self._from_thread(self.aget_delta_channel_history(config=config, channels=channels))
 
 
-def _refresh_done(task: asyncio.Task[None]) -> None:
+def _background_done(operation: str, task: asyncio.Task[None]) -> None:
     if not task.cancelled() and task.exception() is not None:
-        refresh_failed(task.exception())
+        background_failed(operation, task.exception())

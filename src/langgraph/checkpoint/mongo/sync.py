@@ -7,6 +7,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack, contextmanager
+from functools import partial
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -20,7 +21,7 @@ from langgraph.checkpoint.base import (
 from pymongo import MongoClient
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._base import MongoDBSaverBase, refresh_failed
+from langgraph.checkpoint.mongo._base import MongoDBSaverBase, background_failed
 from langgraph.checkpoint.mongo._cancellation import in_worker_thread
 from langgraph.checkpoint.mongo._commands import Command, NextDocument, OpenCursor, Plan
 from langgraph.checkpoint.mongo._executors import execute_sync, open_cursor_sync
@@ -42,9 +43,9 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
     """
 
     asynchronous = False
-    # The worker of `refresh_ttl_on_read`'s stamp moves, made on first use.
-    _refresher: ThreadPoolExecutor | None = None
-    _refresh_lock = threading.Lock()
+    # The worker of what `_in_background` runs, made on first use.
+    _background: ThreadPoolExecutor | None = None
+    _background_lock = threading.Lock()
 
     @classmethod
     @contextmanager
@@ -66,8 +67,8 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
     def close(self) -> None:
         """Close the client `from_conn_string` opened for this saver; a client you passed
         to the constructor stays open (it is yours, and may be shared). Idempotent. Also
-        what `with saver:` and `async with saver:` call on exit. Stamp moves of
-        `refresh_ttl_on_read` finish first."""
+        what `with saver:` and `async with saver:` call on exit. What the saver runs in
+        the background (`settle`) finishes first."""
         self.settle()
         client = self._disown_client()
         if client is not None:
@@ -96,26 +97,27 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         found = self._run("get_tuple", ops.get_tuple(self.storage, config))
-        self._refresh_on_read(config)
+        self._in_background("refresh_ttl_on_read", ops.refresh_on_read(self.storage, config))
         return found
 
-    def _refresh_on_read(self, config: RunnableConfig | None) -> None:
-        """With `refresh_ttl_on_read`: move the thread's stamp in a worker thread of the
-        saver's own, which the read does not wait for (`settle` and `close` do)."""
-        plan = ops.refresh_on_read(self.storage, config)
+    def _in_background(self, operation: str, plan: Plan[None] | None) -> None:
+        """Run `plan` (a `keep_last` trim, a stamp move of `refresh_ttl_on_read`) in a
+        worker thread of the saver's own, which the caller does not wait for (`settle`
+        and `close` do)."""
         if plan is not None:
-            with self._refresh_lock:
-                if self._refresher is None:
-                    self._refresher = ThreadPoolExecutor(1, "refresh_ttl_on_read")
-                future = self._refresher.submit(self._run, "refresh_ttl_on_read", plan)
-            future.add_done_callback(_refresh_done)
+            with self._background_lock:
+                if self._background is None:
+                    self._background = ThreadPoolExecutor(1, "langgraph-checkpoint-mongo")
+                future = self._background.submit(self._run, operation, plan)
+            future.add_done_callback(partial(_background_done, operation))
 
     def settle(self) -> None:
-        """Wait until the stamp moves `refresh_ttl_on_read` started have finished."""
-        with self._refresh_lock:
-            refresher, self._refresher = self._refresher, None
-        if refresher is not None:
-            refresher.shutdown(wait=True)
+        """Wait until what the saver runs in the background (`keep_last` trims, stamp
+        moves of `refresh_ttl_on_read`) has finished."""
+        with self._background_lock:
+            background, self._background = self._background, None
+        if background is not None:
+            background.shutdown(wait=True)
 
     def list(
         self,
@@ -139,7 +141,7 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
             listing = ops.list_checkpoints(
                 self.storage, config, filter=filter, before=before, limit=limit
             )
-            self._refresh_on_read(config)
+            self._in_background("refresh_ttl_on_read", ops.refresh_on_read(self.storage, config))
             yield from run_listing(listing, answer)
 
     def put(
@@ -149,7 +151,9 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return self._run("put", ops.put(self.storage, config, checkpoint, metadata, new_versions))
+        stored = self._run("put", ops.put(self.storage, config, checkpoint, metadata, new_versions))
+        self._in_background("keep_last", ops.trim_after_put(self.storage, stored))
+        return stored
 
     def put_writes(
         self,
@@ -264,6 +268,6 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         )
 
 
-def _refresh_done(future: Future[None]) -> None:
+def _background_done(operation: str, future: Future[None]) -> None:
     if not future.cancelled() and future.exception() is not None:
-        refresh_failed(future.exception())
+        background_failed(operation, future.exception())
