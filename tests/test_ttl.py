@@ -337,3 +337,30 @@ async def test_refresh_ttl_on_read_is_checked(backend: Backend) -> None:
     with pytest.raises(TypeError, match="refresh_ttl_on_read must be a bool"):
         async with backend.saver(ttl=60, refresh_ttl_on_read="yes"):
             pass
+
+
+async def test_writes_in_flight_together_move_the_thread_once(backend: Backend) -> None:
+    """Eight `put_writes` at once in a new bucket: one of them moves the thread (one
+    command more), the others send their own command only."""
+    if not backend.counts_commands:
+        pytest.skip("counts commands at the wire")
+    log = CommandLog()
+    async with backend.saver(log, ttl=timedelta(hours=16)) as saver:
+        clock = Clock(hour_boundary() - timedelta(minutes=30))
+        saver.storage.expiry.clock = clock
+        thread = new_thread()
+        stored = await put(saver, thread)
+        clock.now += timedelta(hours=1)
+        log.reset()
+
+        async def write(task: int) -> None:
+            args = (stored, [("w", task)], f"t{task}")
+            if backend.is_sync:  # threads, as LangGraph's sync runner writes
+                await asyncio.to_thread(saver.put_writes, *args)
+            else:
+                await saver.aput_writes(*args)
+
+        await asyncio.gather(*(write(task) for task in range(8)))
+        assert log.names == ["update"] * (8 + 1)
+        [stamp] = await stamps(saver, thread)
+        assert stamp.replace(tzinfo=timezone.utc) == hour_boundary() + timedelta(hours=1)
