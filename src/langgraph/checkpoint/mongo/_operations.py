@@ -134,7 +134,7 @@ def setup(
     # Read once: the TTL step below looks at the same indexes (creating the others does
     # not change the TTL index).
     checkpoint_indexes = yield Command(Target.CHECKPOINTS, Method.INDEX_INFORMATION)
-    _refuse_foreign_checkpoints(names[Target.CHECKPOINTS], checkpoint_indexes)
+    _refuse_foreign_index(names[Target.CHECKPOINTS], checkpoint_indexes)
     if not create_indexes:
         return
     for target, index in _queries.indexes(storage.join):
@@ -164,7 +164,7 @@ def _refuse_collation(collection: str, target: Target) -> Plan[None]:
         )
 
 
-def _refuse_foreign_checkpoints(collection: str, existing: Mapping[str, Any]) -> None:
+def _refuse_foreign_index(collection: str, existing: Mapping[str, Any]) -> None:
     """Refuse collections that `langgraph-checkpoint-mongodb` writes to (it uses the same
     default names; `existing` is the checkpoints collection's `index_information()`):
     reads of one namespace match `_id.checkpoint_ns`, which its documents lack, so without
@@ -220,23 +220,22 @@ def _set_thread_ttl(
         )
 
 
-def _upserts(
+def upsert_command(
     target: Target,
     docs: Sequence[tuple[bool, Mapping[str, Any]]],
     first: Sequence[UpdateMany] = (),
 ) -> Command:
-    """`(keep_existing, document)` upserts in one command: an unordered bulk write, or for
-    a single document an `update_one`, which the driver dispatches for less client CPU.
-    `first`: updates of the same collection sent before them in that command."""
-    if first:
-        requests = [*first, *_queries.upserts(docs)]
-        return Command(target, Method.BULK_WRITE, (requests,), _queries.UNORDERED)
-    if len(docs) == 1:
+    """`(keep_existing, document)` upserts (`_queries.upsert`) in one command: an
+    unordered bulk write, or for a single document an `update_one`, which the driver
+    dispatches for less client CPU. `first`: updates of the same collection sent before
+    them in that command."""
+    if len(docs) == 1 and not first:
         [(keep, doc)] = docs
         return Command(
             target, Method.UPDATE_ONE, _queries.upsert(doc, keep_existing=keep), _queries.UPSERT
         )
-    return Command(target, Method.BULK_WRITE, (_queries.upserts(docs),), _queries.UNORDERED)
+    upserts = (_queries.upsert_request(doc, keep_existing=keep) for keep, doc in docs)
+    return Command(target, Method.BULK_WRITE, ([*first, *upserts],), _queries.UNORDERED)
 
 
 def touch_thread(
@@ -360,11 +359,9 @@ def store_checkpoint(
     the upsert's, a `DeleteMany` costs a round trip of its own.
     """
     if not first and not also:
-        return Command(
-            Target.CHECKPOINTS, Method.UPDATE_ONE, _queries.upsert(document), _queries.UPSERT
-        )
-    upsert = UpdateOne(*_queries.upsert(document), upsert=True)
-    return Command(Target.CHECKPOINTS, Method.BULK_WRITE, ([*first, upsert, *also],))
+        return upsert_command(Target.CHECKPOINTS, [(False, document)])
+    requests = [*first, _queries.upsert_request(document), *also]
+    return Command(Target.CHECKPOINTS, Method.BULK_WRITE, (requests,))
 
 
 def put(
@@ -419,7 +416,7 @@ def put_writes(
         # A regular write keeps its first stored value, a special one is replaced; a
         # retried write still keeps the thread alive (its stamp moves forward).
         upserts = [(not replace, doc) for replace, doc in documents]
-        send = partial(_upserts, Target.WRITES, upserts)
+        send = partial(upsert_command, Target.WRITES, upserts)
         yield from _stamped_write(expiry, ref.thread_id, stamp, Target.WRITES, send)
 
 
@@ -753,9 +750,9 @@ def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) 
         if key_fields(doc[Field.ID][Field.CHECKPOINT]) in copied_ids
     ]
     if copied_writes:
-        yield _upserts(Target.WRITES, copied_writes)
+        yield upsert_command(Target.WRITES, copied_writes)
     copied = [(False, moved_checkpoint(doc, target, stamp)) for doc in checkpoints]
-    yield _upserts(Target.CHECKPOINTS, copied)
+    yield upsert_command(Target.CHECKPOINTS, copied)
     yield from touch_thread(expiry, target, stamp)
 
 
@@ -803,11 +800,6 @@ def prune(
 # What `migrate` (copying threads in from another saver) runs on the target.
 
 
-def upsert_documents(target: Target, docs: Sequence[Mapping[str, Any]]) -> Command:
-    """Insert these documents or replace the stored ones under their keys: one command."""
-    return _upserts(target, [(False, doc) for doc in docs])
-
-
 def thread_document_counts(thread_id: str) -> Plan[tuple[int, int]]:
     """How many checkpoint and pending-write documents the thread has."""
     query = _queries.of_thread(thread_id)
@@ -824,10 +816,10 @@ def stored_documents(keys: list[CheckpointKey]) -> Plan[tuple[list[Any], list[An
     return checkpoints, writes
 
 
-def refuse_foreign_checkpoints(thread_id: str) -> Plan[None]:
+def refuse_foreign_documents(thread_id: str) -> Plan[None]:
     """Raise `ValueError`, saying what to do, if another package's checkpoint documents
     share the thread's collection."""
-    query = _queries.foreign_checkpoints_of(thread_id)
+    query = _queries.foreign_documents_of(thread_id)
     for doc in (yield Command(Target.CHECKPOINTS, Method.FIND, (query,), {"limit": 1})):
         written_by_us(doc)
 
