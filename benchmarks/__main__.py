@@ -19,13 +19,21 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from benchmarks import cpu, scenarios
+from benchmarks import cpu, retention, scenarios
 from benchmarks.contenders import OFFICIAL_SKIP_REASON, OFFICIAL_VERSION_ERROR
 from benchmarks.report import Environment, Results, markdown, plot, tables
 from benchmarks.server import ServerProcess
 
 HERE = Path(__file__).resolve().parent
-MEASUREMENTS = ("round_trips", "latency", "throughput", "storage", "compression", "cpu")
+MEASUREMENTS = (
+    "round_trips",
+    "latency",
+    "throughput",
+    "storage",
+    "compression",
+    "cpu",
+    "retention",
+)
 PACKAGES = (
     "langgraph-checkpoint-mongo",
     "langgraph-checkpoint-mongodb",
@@ -132,6 +140,13 @@ def _settings(settings: scenarios.Settings) -> list[tuple[str, str]]:
             f"of history; {settings.cpu_call_rounds} rounds per call, "
             f"{settings.cpu_turn_rounds} per turn",
         ),
+        (
+            "retention",
+            f"ours; keep_last=10 on the {max(settings.storage_turns)}-turn chat's calls; "
+            f"{settings.chat_turns} chat turns; {settings.latency_nodes}-node graph at "
+            f"{max(settings.latency_delays) * 1000:g} ms, median of {settings.latency_invokes} "
+            "invokes (keep_last, ttl, durability exit)",
+        ),
     ]
 
 
@@ -151,6 +166,7 @@ async def _run(args: argparse.Namespace, settings: scenarios.Settings, results: 
         "storage": scenarios.storage,
         "compression": scenarios.compression,
         "cpu": cpu.client_cpu,
+        "retention": retention.retention,
     }
     with ServerProcess() as server:
         for name in MEASUREMENTS:

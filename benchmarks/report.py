@@ -15,6 +15,7 @@ from typing import Any
 
 from benchmarks.contenders import OFFICIAL, OFFICIAL_SKIP_REASON, OURS_ASYNC, OURS_SYNC
 from benchmarks.cpu import BASELINE, LIST_LIMIT, ClientCpu, median, ratio_interval, spread
+from benchmarks.retention import KEEP, PLAIN, VARIANTS, Retention
 from benchmarks.scenarios import (
     RT_OPS,
     Compression,
@@ -47,6 +48,7 @@ class Results:
     storage: Storage | None = None
     compression: Compression | None = None
     cpu: ClientCpu | None = None
+    retention: Retention | None = None
     checks: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -242,6 +244,63 @@ def storage_table(st: Storage) -> Table:
     return Table("Storage per thread", headers, rows, notes)
 
 
+def retention_tables(rt: Retention, storage: Storage | None) -> list[Table]:
+    """Storage with `keep_last`, then commands and latency per chat turn and per step."""
+    ours = f"{OURS_SYNC.key}/list/None"
+    whole = storage.bytes_per_thread.get(ours, {}).get(rt.storage_turns) if storage else None
+    size_row = [
+        f"ours, add_messages list, {KEEP}",
+        _size(rt.stored_bytes) + _ratio(rt.stored_bytes, whole, exact=True),
+        str(rt.stored_documents),
+    ]
+    stored = Table(
+        f"Storage of a {rt.storage_turns}-turn chat with {KEEP}",
+        ["saver", f"{rt.storage_turns} turns", "documents"],
+        [size_row],
+        [
+            "The storage measurement's recorded calls, replayed into `MongoDBSaver"
+            f"(keep_last={rt.keep_last})`; ({TIMES}) = ÷ the same saver without `keep_last` "
+            "(the storage table), when it ran.",
+        ],
+    )
+    plain_turn = rt.turn_commands[PLAIN]
+    turns = Table(
+        f"Chat turns with {KEEP} (ours async)",
+        ["saver", "commands per turn", f"per turn @{_delay(rt.delay)}"],
+        [
+            [
+                label,
+                f"{rt.turn_commands[label]:.2f}" + _ratio(rt.turn_commands[label], plain_turn),
+                _ms(rt.turn_ms[label]) + _ratio(rt.turn_ms[label], rt.turn_ms[PLAIN]),
+            ]
+            for label in (PLAIN, KEEP)
+        ],
+        [
+            f"{rt.chat_turns} turns on one thread: commands at delay 0, the median turn at "
+            f"{_delay(rt.delay)}; ({TIMES}) = ÷ default.",
+        ],
+    )
+    plain_step = rt.step_ms[PLAIN]
+    steps = Table(
+        f"Retention and expiry per step (ours async, {rt.nodes}-node graph)",
+        ["variant", "commands per invoke", f"per step @{_delay(rt.delay)}"],
+        [
+            [
+                label,
+                f"{rt.invoke_commands[label]:.2f}",
+                _ms(rt.step_ms[label]) + _ratio(rt.step_ms[label], plain_step),
+            ]
+            for label, *_ in VARIANTS
+        ],
+        [
+            f"Median of {rt.invokes} invokes on one thread, the variants alternating; "
+            f'({TIMES}) = ÷ default. ttl: 16 h (buckets of an hour); "stamp moves" '
+            "advances the saver's clock a bucket before each invoke.",
+        ],
+    )
+    return [stored, turns, steps]
+
+
 def compression_table(cz: Compression) -> Table:
     headers = [
         "checkpoint after, compression",
@@ -403,6 +462,8 @@ def tables(results: Results) -> list[Table]:
         out.append(compression_table(results.compression))
     if results.cpu:
         out += cpu_tables(results.cpu)
+    if results.retention:
+        out += retention_tables(results.retention, results.storage)
     return out
 
 

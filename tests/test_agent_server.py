@@ -106,6 +106,7 @@ async def test_the_example_runs_on_the_factory(
     monkeypatch.setenv("MONGODB_DB_NAME", db_name)
     monkeypatch.setenv("MONGODB_COMPRESSION", "zstd")
     monkeypatch.setenv("MONGODB_TTL_SECONDS", "3600")
+    monkeypatch.setenv("MONGODB_KEEP_LAST", "3")
     async with AsyncExitStack() as stack:
         kwargs, close = await factory_arguments(backend, stack, monkeypatch)
         async with factory(**kwargs) as saver:
@@ -116,6 +117,7 @@ async def test_the_example_runs_on_the_factory(
                 "zstd",
                 3600,
             )
+            assert saver.keep_last == 3
             # What the server checks for: present, so rollback, fast copies and pruning work.
             for method in ("adelete_for_runs", "acopy_thread", "aprune"):
                 assert getattr(type(saver), method) is not getattr(BaseCheckpointSaver, method)
@@ -186,6 +188,7 @@ def test_settings_come_from_the_environment() -> None:
         "MONGODB_COMPRESSION": "ZSTD",
         "MONGODB_TARGETED_JOINS": "false",
         "MONGODB_ALLOWED_MSGPACK_MODULES": "my_agent.models:Order,my_agent.state:Cart",
+        "MONGODB_KEEP_LAST": "10",
     }
     assert Settings.from_env(env) == Settings(
         "mongodb://db.example:27017",
@@ -196,6 +199,7 @@ def test_settings_come_from_the_environment() -> None:
         "zstd",
         False,
         (("my_agent.models", "Order"), ("my_agent.state", "Cart")),
+        10,
     )
 
 
@@ -213,6 +217,8 @@ def test_settings_come_from_the_environment() -> None:
             ("MONGODB_ALLOWED_MSGPACK_MODULES", value, "must name types as module:Name")
             for value in ("my_agent.models.Order", "my agent:Order", "a:B:C", "a:", ":B", "a.:B")
         ),
+        *(("MONGODB_KEEP_LAST", value, "must be 1 or more") for value in ("0", "-1")),
+        *(("MONGODB_KEEP_LAST", value, "must be a whole number") for value in ("2.5", "ten")),
         *(
             ("MONGODB_DB_NAME", value, "must be a MongoDB database name")
             for value in ("my.db", "my db", "a/b", "a\\b", "a$b", 'a"b', "a\x00b", "d" * 64)

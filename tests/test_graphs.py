@@ -20,32 +20,15 @@ from support.graphs import (
     CHANNELS,
     FlakyWork,
     Run,
-    Scenario,
     chat_graph,
+    compare,
     fan_out_graph,
     human,
-    in_memory,
     linear_graph,
     parallel_interrupts_graph,
-    run_on,
     subgraph_parent,
 )
 from support.helpers import config
-
-
-async def compare(backend: Backend, scenario: Scenario) -> dict[str, Any]:
-    """The scenario's transcript on the backend's saver, asserted equal to InMemorySaver's."""
-    async with backend.saver() as saver:
-
-        def reopen() -> Any:
-            return backend.saver(db_name=saver.db.name)
-
-        got = await run_on(saver, backend.is_sync, reopen, scenario)
-    want = await in_memory(backend.is_sync, scenario)
-    assert list(got.log) == list(want.log)
-    for label in want.log:
-        assert got.log[label] == want.log[label], label
-    return want.log
 
 
 def sources(history: list[dict[str, Any]]) -> list[tuple[str, int]]:

@@ -15,7 +15,8 @@ from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
 from langgraph.checkpoint.mongo._schema import Field
 from support.backends import MONGODB_URI, Backend, CommandLog
-from support.helpers import call, config, listed, new_thread, put
+from support.graphs import Driver, linear_graph
+from support.helpers import call, config, listed, new_thread, put, settle
 
 
 class Clock:
@@ -74,8 +75,9 @@ async def test_all_documents_of_a_thread_share_one_stamp(backend: Backend) -> No
         thread, other = new_thread(), new_thread()
         log.reset()
         first = await put(saver, thread)
-        if backend.counts_commands:  # the first write of a bucket moves the thread
-            assert log.names == ["update", "update", "update"]
+        if backend.counts_commands:  # the first write of a bucket moves the thread:
+            # the writes' move, then the checkpoints' with the checkpoint in one command
+            assert log.names == ["update", "update"]
         await call(saver, "put_writes", first, [("a", 1)], "t")
         log.reset()
         second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
@@ -98,6 +100,44 @@ async def test_all_documents_of_a_thread_share_one_stamp(backend: Backend) -> No
         await call(saver, "copy_thread", thread, "copied-" + thread)
         [copied] = await stamps(saver, "copied-" + thread)
         assert copied == moved
+
+
+@asynccontextmanager
+async def counted_ttl_saver(backend: Backend) -> AsyncIterator[tuple[Any, CommandLog, Clock]]:
+    """A `ttl=16 h` saver whose commands are counted at the wire, on a clock half a
+    bucket before a boundary; skips the test on a backend that does not count."""
+    if not backend.counts_commands:
+        pytest.skip("counts commands at the wire")
+    log = CommandLog()
+    async with backend.saver(log, ttl=timedelta(hours=16)) as saver:
+        clock = Clock(hour_boundary() - timedelta(minutes=30))
+        saver.storage.expiry.clock = clock
+        yield saver, log, clock
+
+
+@pytest.mark.parametrize("durability", ["async", "sync"])
+async def test_an_invoke_that_moves_the_stamp_costs_one_command_more(
+    backend: Backend, durability: str
+) -> None:
+    """However many of its writes are in flight when the bucket changes, the thread
+    moves once: one command more than an invoke in the same bucket."""
+    async with counted_ttl_saver(backend) as (saver, log, clock):
+        graph = Driver(
+            linear_graph("a", "b", "c", "d", "e").compile(checkpointer=saver), backend.is_sync
+        )
+        thread = new_thread()
+        counts = []
+        for hour in (0, 0, 1, 0, 2):
+            clock.now += timedelta(hours=hour)
+            log.reset()
+            await graph.invoke({"log": []}, config(thread), durability=durability)
+            counts.append(log.count())
+        same_bucket = counts[1]
+        assert counts[2:] == [same_bucket + 1, same_bucket, same_bucket + 1]
+        [stamp] = await stamps(saver, thread)
+        assert stamp.replace(tzinfo=timezone.utc) == clock.now.replace(minute=0) + timedelta(
+            hours=1
+        )
 
 
 async def test_idle_thread_expires_whole_live_thread_stays(backend: Backend) -> None:
@@ -245,3 +285,85 @@ async def test_a_writer_with_a_lagging_clock_never_moves_a_thread_back(backend: 
             ahead.writes_collection.find({"thread_id": thread}).to_list(None)
         )
         assert [w[Field.TOUCHED_AT].replace(tzinfo=timezone.utc) for w in writes] == [later]
+
+
+async def test_refresh_ttl_on_read_moves_the_stamp_once_per_bucket_in_the_background(
+    backend: Backend,
+) -> None:
+    log = CommandLog()
+    ttl = timedelta(hours=16)
+    async with backend.saver(log, ttl=ttl, refresh_ttl_on_read=True) as saver:
+        clock = Clock(hour_boundary() - timedelta(minutes=30))
+        saver.storage.expiry.clock = clock
+        thread = new_thread()
+        stored = await put(saver, thread)
+        await call(saver, "put_writes", stored, [("a", 1)], "t")
+        [written] = await stamps(saver, thread)
+        clock.now += timedelta(hours=1)
+        wire = backend.wire
+        if wire is not None:  # the move waits on the server: the read must not
+            wire.hold = lambda name, body: 30.0 if name == "update" else 0.0
+        log.reset()
+        got = await call(saver, "get_tuple", config(thread))
+        assert got.pending_writes == [("t", "a", 1)]
+        if wire is not None:
+            settling = asyncio.ensure_future(settle(saver))
+            await asyncio.sleep(0.2)
+            assert not settling.done()
+            assert await stamps(saver, thread) == {written}
+            wire.hold = None
+            wire.release()
+            await settling
+        await settle(saver)
+        [moved] = await stamps(saver, thread)
+        assert moved.replace(tzinfo=timezone.utc) == hour_boundary() + timedelta(hours=1)
+        for _ in range(3):  # the same bucket: no more moves
+            await call(saver, "get_tuple", config(thread))
+            await listed(saver, config(thread))
+            await put(saver, thread, parent=stored["configurable"]["checkpoint_id"])
+        await settle(saver)
+        if backend.counts_commands:  # the two update_many of one move, then 3 puts
+            assert log.names.count("update") == 2 + 3
+
+    # Without the option a read moves nothing; reads of no single thread never do.
+    async with backend.saver(ttl=ttl) as plain:
+        plain.storage.expiry.clock = clock
+        thread = new_thread()
+        await put(plain, thread)
+        [written] = await stamps(plain, thread)
+        clock.now += timedelta(hours=1)
+        await call(plain, "get_tuple", config(thread))
+        await listed(plain, None)
+        await settle(plain)
+        assert await stamps(plain, thread) == {written}
+
+
+async def test_refresh_ttl_on_read_is_checked(backend: Backend) -> None:
+    with pytest.raises(ValueError, match="refresh_ttl_on_read must be False without a ttl"):
+        async with backend.saver(refresh_ttl_on_read=True):
+            pass
+    with pytest.raises(TypeError, match="refresh_ttl_on_read must be a bool"):
+        async with backend.saver(ttl=60, refresh_ttl_on_read="yes"):
+            pass
+
+
+async def test_writes_in_flight_together_move_the_thread_once(backend: Backend) -> None:
+    """Eight `put_writes` at once in a new bucket: one of them moves the thread (one
+    command more), the others send their own command only."""
+    async with counted_ttl_saver(backend) as (saver, log, clock):
+        thread = new_thread()
+        stored = await put(saver, thread)
+        clock.now += timedelta(hours=1)
+        log.reset()
+
+        async def write(task: int) -> None:
+            args = (stored, [("w", task)], f"t{task}")
+            if backend.is_sync:  # threads, as LangGraph's sync runner writes
+                await asyncio.to_thread(saver.put_writes, *args)
+            else:
+                await saver.aput_writes(*args)
+
+        await asyncio.gather(*(write(task) for task in range(8)))
+        assert log.names == ["update"] * (8 + 1)
+        [stamp] = await stamps(saver, thread)
+        assert stamp.replace(tzinfo=timezone.utc) == hour_boundary() + timedelta(hours=1)

@@ -28,6 +28,8 @@ from langgraph.graph.message import _messages_delta_reducer, add_messages
 from langgraph.types import Interrupt, PregelTask, Send, StateSnapshot, interrupt
 from typing_extensions import TypedDict
 
+from support.backends import Backend
+
 # Normalizing what a graph returns.
 
 
@@ -197,6 +199,22 @@ async def run_on(checkpointer: Any, sync: bool, reopen: Any, scenario: Scenario)
 async def in_memory(sync: bool, scenario: Scenario) -> Run:
     saver = InMemorySaver()
     return await run_on(saver, sync, lambda: _itself(saver), scenario)
+
+
+async def compare(backend: Backend, scenario: Scenario, **saver_options: Any) -> dict[str, Any]:
+    """The scenario's transcript on the backend's saver (built with `saver_options`),
+    asserted equal to InMemorySaver's."""
+    async with backend.saver(**saver_options) as saver:
+
+        def reopen() -> Any:
+            return backend.saver(db_name=saver.db.name, **saver_options)
+
+        got = await run_on(saver, backend.is_sync, reopen, scenario)
+    want = await in_memory(backend.is_sync, scenario)
+    assert list(got.log) == list(want.log)
+    for label in want.log:
+        assert got.log[label] == want.log[label], label
+    return want.log
 
 
 # The graphs.

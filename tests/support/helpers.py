@@ -6,6 +6,7 @@ wrappers), so the sync path is what runs on the sync backends.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import datetime, timezone
 from typing import Any
@@ -27,6 +28,15 @@ async def listed(saver: Any, config: RunnableConfig | None, **kwargs: Any) -> li
     if isinstance(saver, MongoDBSaver):
         return list(saver.list(config, **kwargs))
     return [t async for t in saver.alist(config, **kwargs)]
+
+
+async def settle(saver: Any) -> None:
+    """Wait for what the saver runs in the background (`keep_last` trims, stamp moves of
+    `refresh_ttl_on_read`); `MongoDBSaver.settle` blocks, so it waits in a thread."""
+    if isinstance(saver, MongoDBSaver):
+        await asyncio.to_thread(saver.settle)
+    else:
+        await saver.settle()
 
 
 def new_thread() -> str:

@@ -25,7 +25,9 @@ from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES, 
 from langgraph.checkpoint.mongo._codec import Codec, Compression
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._drivers import client_options, identify, require_client
+from langgraph.checkpoint.mongo._logging import logger
 from langgraph.checkpoint.mongo._queries import WritesJoin
+from langgraph.checkpoint.mongo._retention import KeepLast
 from langgraph.checkpoint.mongo._ttl import ThreadExpiry
 
 # A saver's client type, and what its `from_conn_string` returns (a context manager of
@@ -132,6 +134,16 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             [the value cache](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/reliability/#the-value-cache-and-its-bound)
             for what it counts and how to size it.
 
+        keep_last: each thread keeps its `keep_last` newest checkpoints per namespace
+            (and the ancestors their `DeltaChannel`s rebuild from), trimmed as it is
+            written: once this process knows more than `2 * keep_last` of them, the
+            older ones go with their writes, in the background after that `put` (see
+            [retention](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/retention/)).
+            `None`: threads keep every checkpoint.
+        refresh_ttl_on_read: with `ttl`, a read of a thread (`get_tuple`, `list` of one
+            thread) also moves its expiry stamp, at most once per `ttl / 16` and process,
+            in the background: the read does not wait for it. Needs `ttl`.
+
     Attributes:
         client: the client the saver was built on.
         db: the database (`client[db_name]`).
@@ -179,12 +191,16 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         compression: Compression | None = None,
         targeted_joins: bool = True,
         cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
+        keep_last: int | None = None,
+        refresh_ttl_on_read: bool = False,
     ) -> None:
         require_client(client, asynchronous=self.asynchronous)
         super().__init__(serde=serde)
         # Each option is checked by `_options`, as the Agent Server and the CLI check it.
         self.compression = _options.compression(compression)
         ttl_delta = _options.ttl(ttl)
+        self.keep_last = _options.keep_last(keep_last)
+        self.refresh_ttl_on_read = _options.refresh_ttl_on_read(refresh_ttl_on_read, ttl_delta)
         self.ttl = ttl_delta
         _options.db_name(db_name)
         _options.collection_names(checkpoint_collection_name, writes_collection_name)
@@ -204,6 +220,8 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             join=WritesJoin(writes_collection_name, by_thread=targeted_joins),
             expiry=ThreadExpiry(ttl_delta) if ttl_delta is not None else None,
             recent=RecentValues(cache_bound),
+            keep_last=KeepLast(self.keep_last) if self.keep_last is not None else None,
+            refresh_on_read=self.refresh_ttl_on_read,
         )
         self._setup_state: SetupState[Any] = SetupState(
             asyncio.Lock() if self.asynchronous else threading.Lock()
@@ -222,6 +240,8 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         compression: Compression | None = None,
         targeted_joins: bool = True,
         cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
+        keep_last: int | None = None,
+        refresh_ttl_on_read: bool = False,
         **client_kwargs: Any,
     ) -> OpenedT:
         """A saver on a client of its own: `with MongoDBSaver.from_conn_string(...) as
@@ -243,6 +263,8 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             compression: as in the constructor.
             targeted_joins: as in the constructor.
             cache_max_bytes: as in the constructor.
+            keep_last: as in the constructor.
+            refresh_ttl_on_read: as in the constructor.
             **client_kwargs: PyMongo client options, passed to the client
                 (`timeoutMS`, `serverSelectionTimeoutMS`, TLS options, `w`, `driver`, ...).
 
@@ -274,6 +296,8 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
                 compression=compression,
                 targeted_joins=targeted_joins,
                 cache_max_bytes=cache_max_bytes,
+                keep_last=keep_last,
+                refresh_ttl_on_read=refresh_ttl_on_read,
             ),
         )
         opener = AsyncSaverContextManager if cls.asynchronous else SaverContextManager
@@ -397,6 +421,13 @@ def _constructor_error(
             "in, or to from_conn_string()"
         )
     return TypeError(f"{saver}(): {error}")
+
+
+def background_failed(operation: str, error: BaseException | None) -> None:
+    """A plan the saver ran in the background (a `keep_last` trim, a stamp move of
+    `refresh_ttl_on_read`) failed: said, not raised, since no caller waits for it. Its
+    work is not lost: a trim is queued again, a stamp move's claim released."""
+    logger.warning("%s in the background failed (tried again later)", operation, exc_info=error)
 
 
 # The keywords a PyMongo client takes, lower-cased as its own validation reads them: its

@@ -8,9 +8,10 @@ operation is written exactly once.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Generator, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -24,7 +25,7 @@ from langgraph.checkpoint.base import (
 from pymongo import DeleteMany, IndexModel, UpdateMany, UpdateOne
 from pymongo.errors import OperationFailure
 
-from langgraph.checkpoint.mongo import _delta, _queries
+from langgraph.checkpoint.mongo import _delta, _options, _queries
 from langgraph.checkpoint.mongo._channel_values import (
     RecentValues,
     StoredValues,
@@ -66,6 +67,7 @@ from langgraph.checkpoint.mongo._keys import (
 )
 from langgraph.checkpoint.mongo._logging import logger
 from langgraph.checkpoint.mongo._metadata import metadata_filter
+from langgraph.checkpoint.mongo._retention import KeepLast, Trim
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
     CheckpointKey,
@@ -94,12 +96,24 @@ class Storage:
         expiry: the whole-thread expiry stamps; `None` when the saver has no `ttl`.
         recent: the cache of channel values read or written lately, which a `put` of
             the next checkpoint reuses instead of reading its parent.
+        keep_last: the saver's `keep_last` (the lineage it has seen, the trims it owes);
+            `None` when threads keep every checkpoint.
+        refresh_on_read: the saver's `refresh_ttl_on_read`: a read of a thread moves
+            its expiry stamp too (see `refresh_on_read`).
     """
 
     codec: Codec
     join: _queries.WritesJoin
     expiry: ThreadExpiry | None
     recent: RecentValues
+    keep_last: KeepLast | None = None
+    refresh_on_read: bool = False
+
+    def forget_threads(self, thread_ids: Sequence[str]) -> None:
+        """A delete changed these threads: drop what this process remembers of them."""
+        self.recent.forget_threads(thread_ids)
+        if self.keep_last is not None:
+            self.keep_last.forget_threads(thread_ids)
 
 
 def setup(
@@ -207,23 +221,29 @@ def _set_thread_ttl(
         )
 
 
-def upsert_command(target: Target, docs: Sequence[tuple[bool, Mapping[str, Any]]]) -> Command:
+def upsert_command(
+    target: Target,
+    docs: Sequence[tuple[bool, Mapping[str, Any]]],
+    first: Sequence[UpdateMany] = (),
+) -> Command:
     """`(keep_existing, document)` upserts (`_queries.upsert`) in one command: an
     unordered bulk write, or for a single document an `update_one`, which the driver
-    dispatches for less client CPU."""
-    if len(docs) == 1:
+    dispatches for less client CPU. `first`: updates of the same collection sent before
+    them in that command."""
+    if len(docs) == 1 and not first:
         [(keep, doc)] = docs
         return Command(
             target, Method.UPDATE_ONE, _queries.upsert(doc, keep_existing=keep), _queries.UPSERT
         )
-    requests = [_queries.upsert_request(doc, keep_existing=keep) for keep, doc in docs]
-    return Command(target, Method.BULK_WRITE, (requests,), _queries.UNORDERED)
+    upserts = (_queries.upsert_request(doc, keep_existing=keep) for keep, doc in docs)
+    return Command(target, Method.BULK_WRITE, ([*first, *upserts],), _queries.UNORDERED)
 
 
 def touch_thread(
     expiry: ThreadExpiry | None, thread_id: str, written: datetime | None
 ) -> Plan[None]:
-    """After a write stamped `written`, move the thread's older documents to the current stamp.
+    """After a write stamped `written`, move the thread's older documents to the current
+    stamp, unless this process did already (writes first, see `_ttl`).
 
     Done after the write and never backwards (`$not: {$gte: now}`), so a write that was
     stamped in an older bucket but landed after another writer's move is moved too, and
@@ -234,9 +254,78 @@ def touch_thread(
     now = expiry.stamp()
     if now == written and not expiry.needs_move(thread_id, now):
         return
-    for target in (Target.CHECKPOINTS, Target.WRITES):
+    for target in (Target.WRITES, Target.CHECKPOINTS):
         yield Command(target, Method.UPDATE_MANY, _queries.touch_thread(thread_id, now))
     expiry.moved(thread_id, now)
+
+
+def _stamped_write(
+    expiry: ThreadExpiry | None,
+    thread_id: str,
+    stamp: datetime | None,
+    target: Target,
+    send: Callable[[Sequence[UpdateMany]], Command],
+) -> Plan[None]:
+    """The one command of a write stamped `stamp` to `target`: `send(first)` builds it,
+    with `first` sent before the write in it.
+
+    The first write of the thread in a new bucket (per process: `ThreadExpiry.claim`)
+    also moves the thread's older documents: the move of `target`'s rides first in the
+    same command, the other collection's is one more command, the pending writes' always
+    before the checkpoints' (see `_ttl`). Other writes of the bucket, in flight at the
+    same time included, send nothing more. A write that lands in a later bucket than it
+    was stamped in moves the thread after it, as `touch_thread` does.
+    """
+    if expiry is None or stamp is None or not expiry.claim(thread_id, stamp):
+        yield send(())
+        yield from _late_move(expiry, thread_id, stamp)
+        return
+    other = Target.WRITES if target is Target.CHECKPOINTS else Target.CHECKPOINTS
+    touch = _queries.touch_thread(thread_id, stamp)
+    try:
+        if other is Target.WRITES:
+            yield Command(other, Method.UPDATE_MANY, touch)
+        yield send([UpdateMany(*touch)])
+        if other is Target.CHECKPOINTS:
+            yield Command(other, Method.UPDATE_MANY, touch)
+    except BaseException:
+        expiry.release(thread_id, stamp)
+        raise
+    expiry.moved(thread_id, stamp)
+    yield from _late_move(expiry, thread_id, stamp)
+
+
+def refresh_on_read(storage: Storage, config: RunnableConfig | None) -> Plan[None] | None:
+    """With `refresh_ttl_on_read`, what a read of `config`'s thread (`get_tuple`, `list`
+    of one thread) sends besides: the move of the thread's stamp, once per bucket and
+    process, as a plan of its own that the saver runs without making the read wait for
+    it (`None`: nothing to send). Reads of no single thread move nothing."""
+    expiry = storage.expiry
+    if expiry is None or not storage.refresh_on_read or config is None:
+        return None
+    thread_id = config.get("configurable", {}).get("thread_id")
+    stamp = expiry.stamp()
+    if not isinstance(thread_id, str) or not expiry.claim(thread_id, stamp):
+        return None
+    return _move_thread(expiry, thread_id, stamp)
+
+
+def _move_thread(expiry: ThreadExpiry, thread_id: str, stamp: datetime) -> Plan[None]:
+    """A claimed move of the thread's documents to `stamp`, the pending writes first."""
+    try:
+        for target in (Target.WRITES, Target.CHECKPOINTS):
+            yield Command(target, Method.UPDATE_MANY, _queries.touch_thread(thread_id, stamp))
+    except BaseException:
+        expiry.release(thread_id, stamp)
+        raise
+    expiry.moved(thread_id, stamp)
+
+
+def _late_move(expiry: ThreadExpiry | None, thread_id: str, stamp: datetime | None) -> Plan[None]:
+    """A write stamped in a bucket that ended while it was in flight may have landed after
+    the new bucket's move: move the thread again."""
+    if expiry is not None and stamp is not None and expiry.stamp() != stamp:
+        yield from touch_thread(expiry, thread_id, stamp)
 
 
 def _parent_values(storage: Storage, new: NewCheckpoint) -> Plan[StoredValues | None]:
@@ -257,19 +346,22 @@ def _parent_values(storage: Storage, new: NewCheckpoint) -> Plan[StoredValues | 
 
 
 def store_checkpoint(
-    document: CheckpointDocument, also: Sequence[UpdateOne | UpdateMany | DeleteMany] = ()
+    document: CheckpointDocument,
+    first: Sequence[UpdateMany] = (),
+    also: Sequence[UpdateOne | UpdateMany | DeleteMany] = (),
 ) -> Command:
     """The one command that stores a checkpoint document: an upsert (`update_one`).
 
-    `also`: PyMongo write requests on the checkpoints collection sent in the same command
-    after the upsert (an ordered `bulk_write`, which stops at the first failure), for
-    what must happen with the write and never without it. PyMongo sends one wire command
-    per kind of request: `UpdateOne`/`UpdateMany` share the upsert's, a `DeleteMany`
-    costs a round trip of its own.
+    `first` and `also`: PyMongo write requests on the checkpoints collection sent in the
+    same command before and after the upsert (an ordered `bulk_write`, which stops at the
+    first failure): `first` for what the write must not land without (the thread's
+    expiry stamp moved), `also` for what must happen with the write and never without it.
+    PyMongo sends one wire command per kind of request: `UpdateOne`/`UpdateMany` share
+    the upsert's, a `DeleteMany` costs a round trip of its own.
     """
-    if not also:
+    if not first and not also:
         return upsert_command(Target.CHECKPOINTS, [(False, document)])
-    requests = [_queries.upsert_request(document), *also]
+    requests = [*first, _queries.upsert_request(document), *also]
     return Command(Target.CHECKPOINTS, Method.BULK_WRITE, (requests,))
 
 
@@ -289,7 +381,8 @@ def put(
     document (the pieces of a value too large for one document) are yielded between
     `build_checkpoint` and `store_checkpoint`; requests that must ride with the document
     in its one command (trimming the thread, moving its stamp) go in
-    `store_checkpoint(..., also=...)`.
+    `store_checkpoint(..., also=...)`. With `keep_last`, the trim it queues is the
+    saver's to send (`trim_after_put`).
     """
     new = new_checkpoint(ref_from_config(config), checkpoint, metadata, config, new_versions)
     # A config that already names the checkpoint (peers' suites and users' tests put them
@@ -300,9 +393,12 @@ def put(
     expiry = storage.expiry
     stamp = expiry.stamp() if expiry else None
     built = build_checkpoint(storage.codec, new, parent, stamp)
-    yield store_checkpoint(built.document)
+    send = partial(store_checkpoint, built.document)
+    yield from _stamped_write(expiry, new.ref.thread_id, stamp, Target.CHECKPOINTS, send)
     storage.recent.remember(new.key, built.values)
-    yield from touch_thread(expiry, new.ref.thread_id, stamp)
+    if storage.keep_last is not None:
+        storage.keep_last.saw([built.document])
+        storage.keep_last.after_put(new.ref.thread_id, new.ref.checkpoint_ns)
     return new.ref.config()
 
 
@@ -320,8 +416,31 @@ def put_writes(
     if documents:
         # A regular write keeps its first stored value, a special one is replaced; a
         # retried write still keeps the thread alive (its stamp moves forward).
-        yield upsert_command(Target.WRITES, [(not replace, doc) for replace, doc in documents])
-        yield from touch_thread(expiry, ref.thread_id, stamp)
+        upserts = [(not replace, doc) for replace, doc in documents]
+        send = partial(upsert_command, Target.WRITES, upserts)
+        yield from _stamped_write(expiry, ref.thread_id, stamp, Target.WRITES, send)
+
+
+def trim_after_put(storage: Storage, stored: RunnableConfig) -> Plan[None] | None:
+    """With `keep_last`: the trims queued for the thread of the checkpoint `put` just
+    `stored`, as a plan of its own that the saver runs in the background, after the
+    write was acknowledged and without making LangGraph wait for it (`None`: nothing
+    to trim). A trim that fails is queued again, for the thread's next `put`."""
+    keep_last = storage.keep_last
+    if keep_last is None:
+        return None
+    trims = keep_last.take(stored["configurable"]["thread_id"])
+    return _trim(keep_last, trims) if trims else None
+
+
+def _trim(keep_last: KeepLast, trims: list[Trim]) -> Plan[None]:
+    done = 0
+    try:
+        for trim in trims:
+            yield from _delete_checkpoints_below(trim)
+            done += 1
+    finally:
+        keep_last.give_back(trims[done:])
 
 
 # A joined read too large to return, by the code the server refuses it with:
@@ -381,6 +500,8 @@ def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple 
     if not docs:
         return None
     found = checkpoint_tuple(storage.codec, docs[0])
+    if storage.keep_last is not None:
+        storage.keep_last.saw(docs)
     # A graph's next `put` names this checkpoint as its parent: keep its stored values.
     versions = found.checkpoint.get("channel_versions", {})
     storage.recent.remember(
@@ -515,6 +636,8 @@ def delta_history(
     for _ in range(DELTA_READ_ATTEMPTS):
         lineage_docs: list[LineageDocument] = yield _find_lineage(_queries.lineage_of(ref))
         lineage = {doc[Field.ID][Field.CHECKPOINT_ID]: doc for doc in lineage_docs}
+        if storage.keep_last is not None:
+            storage.keep_last.saw(lineage_docs)
         target_id = (
             ref.checkpoint_id if ref.checkpoint_id is not None else next(iter(lineage), None)
         )
@@ -536,7 +659,7 @@ def delta_history(
 
 def delete_thread(storage: Storage, thread_id: str) -> Plan[None]:
     thread_id = require_str(thread_id, "thread_id")
-    storage.recent.forget_threads([thread_id])
+    storage.forget_threads([thread_id])
     # Checkpoints go first: if the second step fails, what is left are writes that no
     # checkpoint joins, never a checkpoint that silently lost its writes.
     yield Command(Target.CHECKPOINTS, Method.DELETE_MANY, (_queries.of_thread(thread_id),))
@@ -559,7 +682,7 @@ def delete_for_runs(storage: Storage, run_ids: Sequence[str]) -> Plan[None]:
         return
     threads = sorted({key[Field.THREAD_ID] for key in doomed})
     lineage: list[LineageDocument] = yield _find_lineage(_queries.of_threads(threads))
-    storage.recent.forget_threads(threads)
+    storage.forget_threads(threads)
     yield from _delete_checkpoints(_delta.deletable(lineage, doomed))
 
 
@@ -580,6 +703,20 @@ def _delete_checkpoints(keys: Sequence[CheckpointKey]) -> Plan[None]:
         batch = list(keys[start : start + DELETE_BATCH])
         yield Command(Target.WRITES, Method.DELETE_MANY, (_queries.writes_of(batch),))
         yield Command(Target.CHECKPOINTS, Method.DELETE_MANY, (_queries.checkpoints_of(batch),))
+
+
+def _delete_checkpoints_below(trim: Trim) -> Plan[None]:
+    """Delete a namespace's checkpoints with ids below `trim.below`, then their writes.
+
+    Checkpoints first: a failure in between leaves writes that no checkpoint joins
+    (invisible to reads), and the trim, queued again, deletes every write below the
+    same id (or a later trim below a newer one).
+    """
+    thread_id, ns, below = trim
+    yield Command(
+        Target.CHECKPOINTS, Method.DELETE_MANY, (_queries.checkpoints_below(thread_id, ns, below),)
+    )
+    yield Command(Target.WRITES, Method.DELETE_MANY, (_queries.writes_below(thread_id, ns, below),))
 
 
 def _run_id(codec: Codec, doc: MetadataDocument) -> str | None:
@@ -623,27 +760,42 @@ def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 
 
-def prune(storage: Storage, thread_ids: Sequence[str], strategy: str) -> Plan[None]:
+def prune(
+    storage: Storage, thread_ids: Sequence[str], strategy: str, keep_last: int | None = None
+) -> Plan[None]:
+    """Delete old checkpoints of the threads, with their writes.
+
+    `keep_last=N` (the Redis saver's semantics) overrides `strategy`: each namespace keeps
+    its N newest checkpoints (0: none). `"keep_latest"` is `keep_last=1`; `"delete"`
+    removes the threads whole. A kept checkpoint also keeps the ancestors it rebuilds its
+    `DeltaChannel`s from (dropping those would silently empty the channels), so it reads
+    back exactly as before. Only what was read is deleted: a checkpoint written
+    meanwhile is newer, and stays.
+    """
     threads = str_list(thread_ids, "thread_ids")
+    keep = _options.prune_keep_last(keep_last)
     if strategy == "delete_all":  # LangGraph's Agent Server's name for "delete"
         strategy = "delete"
-    if strategy not in PRUNE_STRATEGIES:
+    if keep is None and strategy == "keep_last":
+        raise ValueError(
+            "strategy='keep_last' (the Redis saver's name) needs keep_last=N, the "
+            "checkpoints to keep per namespace"
+        )
+    if strategy not in (*PRUNE_STRATEGIES, "keep_last"):
         raise ValueError(
             f"strategy must be one of {PRUNE_STRATEGIES} (or 'delete_all', the same as "
-            f"'delete'), got {short_repr(strategy)}"
+            f"'delete'; or 'keep_last' with keep_last=N), got {short_repr(strategy)}"
         )
     if not threads:
         return
-    storage.recent.forget_threads(threads)
+    storage.forget_threads(threads)
     in_threads = _queries.of_threads(threads)
-    if strategy == "delete":
+    if keep is None and strategy == "delete":
         yield Command(Target.CHECKPOINTS, Method.DELETE_MANY, (in_threads,))
         yield Command(Target.WRITES, Method.DELETE_MANY, (in_threads,))
         return
-    # Keep the newest checkpoint of each namespace and the ancestors it rebuilds its
-    # DeltaChannels from (dropping those would silently empty the channels). Only what
-    # was read is deleted: a checkpoint written meanwhile is newer, and stays.
-    yield from _delete_checkpoints(_delta.prunable((yield _find_lineage(in_threads))))
+    lineage = yield _find_lineage(in_threads)
+    yield from _delete_checkpoints(_delta.prunable(lineage, 1 if keep is None else keep))
 
 
 # What `migrate` (copying threads in from another saver) runs on the target.

@@ -96,6 +96,48 @@ def cache_max_bytes(value: Any, option: str = "cache_max_bytes") -> int:
     return value
 
 
+def prune_keep_last(value: Any, option: str = "keep_last") -> int | None:
+    """`prune(keep_last=...)`: checkpoints to keep per namespace, 0 or more, or `None`.
+
+    A bool is refused although it is an int: `keep_last=True` is a mistake, not 1.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise OptionTypeError(option, f"must be an int or None, got {_shown(value)}")
+    if value < 0:
+        raise OptionValueError(
+            option, f"must be 0 or more (the checkpoints kept per namespace), got {value}"
+        )
+    return value
+
+
+def keep_last(value: Any, option: str = "keep_last") -> int | None:
+    """The saver's `keep_last`: 1 or more (a thread goes on from its latest checkpoint)."""
+    keep = prune_keep_last(value, option)
+    if keep == 0:
+        raise OptionValueError(
+            option,
+            "must be 1 or more (a thread goes on from its latest checkpoint), got 0; use "
+            "prune(thread_ids, keep_last=0) or delete_thread to remove a thread's checkpoints",
+        )
+    return keep
+
+
+def refresh_ttl_on_read(
+    value: Any, ttl: timedelta | None, option: str = "refresh_ttl_on_read"
+) -> bool:
+    """`refresh_ttl_on_read`: a bool, `True` only with a `ttl` (there is a stamp to move)."""
+    if not isinstance(value, bool):
+        raise OptionTypeError(option, f"must be a bool, got {_shown(value)}")
+    if value and ttl is None:
+        raise OptionValueError(
+            option,
+            "must be False without a ttl: threads never expire, so there is no stamp to move",
+        )
+    return value
+
+
 def db_name(value: Any, option: str = "db_name") -> str:
     """A MongoDB database name: a str of at most 63 bytes, none of `/\\. "$` or NUL."""
     require_str(value, option)

@@ -90,6 +90,24 @@ def checkpoints_of(keys: list[CheckpointKey]) -> dict[str, Any]:
     return {**_threads_of(keys), Field.ID: {"$in": keys}}
 
 
+def checkpoints_below(thread_id: str, checkpoint_ns: str, below: str) -> dict[str, Any]:
+    """A namespace's checkpoints with ids below `below` (by the checkpoints' index)."""
+    return {
+        Field.THREAD_ID: thread_id,
+        Field.ID_CHECKPOINT_NS: checkpoint_ns,
+        Field.ID_CHECKPOINT_ID: {"$lt": below},
+    }
+
+
+def writes_below(thread_id: str, checkpoint_ns: str, below: str) -> dict[str, Any]:
+    """The writes of a namespace's checkpoints with ids below `below`."""
+    return {
+        Field.THREAD_ID: thread_id,
+        f"{Field.WRITE_CHECKPOINT}.{Field.CHECKPOINT_NS}": checkpoint_ns,
+        f"{Field.WRITE_CHECKPOINT}.{Field.CHECKPOINT_ID}": {"$lt": below},
+    }
+
+
 def keys_of_thread(thread_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """`find` filter and projection: the keys of a thread's checkpoints."""
     return of_thread(thread_id), {Field.ID: 1}

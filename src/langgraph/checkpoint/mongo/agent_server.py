@@ -23,6 +23,8 @@ Environment variables (a bad one raises a `ValueError` naming it, before any I/O
   (default `checkpoints`, `checkpoint_writes`), two different ones;
 - `MONGODB_TTL_SECONDS`: whole-thread expiry after that long without a write, from 1 to
   2147483647 seconds (default: none);
+- `MONGODB_KEEP_LAST`: each thread keeps that many newest checkpoints per namespace,
+  trimmed as it is written (the saver's `keep_last`; default: all);
 - `MONGODB_COMPRESSION`: `zstd` (recommended) or `zlib` (default: none);
 - `MONGODB_TARGETED_JOINS`: `false` for services without MongoDB 5.0's `$lookup`, such as
   Azure Cosmos DB for MongoDB (default `true`);
@@ -72,6 +74,10 @@ def _ttl_seconds(text: str, variable: str) -> float:
     return seconds
 
 
+def _keep_last(text: str, variable: str) -> int | None:
+    return _options.keep_last(_options.parse_int(text, variable), variable)
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """What the factory builds the saver from; `from_env` reads the variables above.
@@ -87,6 +93,7 @@ class Settings:
     compression: Compression | None = None
     targeted_joins: bool = True
     allowed_msgpack_modules: AllowedTypes | None = None
+    keep_last: int | None = None
 
     def __repr__(self) -> str:
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -115,6 +122,7 @@ class Settings:
             allowed_msgpack_modules=_variable(
                 env, "MONGODB_ALLOWED_MSGPACK_MODULES", _options.parse_msgpack_modules, None
             ),
+            keep_last=_variable(env, "MONGODB_KEEP_LAST", _keep_last, None),
         )
 
 
@@ -164,6 +172,7 @@ async def checkpointer(
             ttl=settings.ttl,
             targeted_joins=settings.targeted_joins,
             serde=_serializer(settings),
+            keep_last=settings.keep_last,
         )
         try:
             await saver.setup()

@@ -16,6 +16,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -29,7 +30,7 @@ from langgraph.checkpoint.base import (
 from pymongo import AsyncMongoClient
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._base import MongoDBSaverBase
+from langgraph.checkpoint.mongo._base import MongoDBSaverBase, background_failed
 from langgraph.checkpoint.mongo._cancellation import cancellable_read
 from langgraph.checkpoint.mongo._commands import Command, NextDocument, OpenCursor, Plan
 from langgraph.checkpoint.mongo._drivers import close_client
@@ -89,6 +90,8 @@ class AsyncMongoDBSaver(
     before). Its sync methods run their calls on it, from other threads."""
     # A close started by `close()` on the loop.
     _closing: asyncio.Task[None] | None = None
+    # What `_in_background` runs, in flight (the loop holds tasks weakly).
+    _background: set[asyncio.Task[None]] | None = None
 
     def _bind_loop(self) -> None:
         if self.loop is None:
@@ -114,7 +117,9 @@ class AsyncMongoDBSaver(
     async def aclose(self) -> None:
         """Close the client `from_conn_string` opened for this saver; a client you passed
         to the constructor stays open (it is yours, and may be shared). Idempotent. Also
-        what `async with saver:` calls on exit."""
+        what `async with saver:` calls on exit. What the saver runs in the background
+        (`settle`) finishes first."""
+        await self.settle()
         client = self._disown_client()
         if client is not None:
             await close_client(client)
@@ -206,7 +211,28 @@ class AsyncMongoDBSaver(
                 is not valid Unicode text or is too long.
             pymongo.errors.PyMongoError: the server or the network failed.
         """
-        return await self._run("get_tuple", ops.get_tuple(self.storage, config))
+        found = await self._run("get_tuple", ops.get_tuple(self.storage, config))
+        self._in_background("refresh_ttl_on_read", ops.refresh_on_read(self.storage, config))
+        return found
+
+    def _in_background(self, operation: str, plan: Plan[None] | None) -> None:
+        """Run `plan` (a `keep_last` trim, a stamp move of `refresh_ttl_on_read`) in a
+        task of its own, which the caller does not wait for; a cancelled caller does not
+        cancel it, and a write it sent finishes before a cancellation of the task itself
+        propagates."""
+        if plan is not None:
+            if self._background is None:
+                self._background = set()
+            task = asyncio.get_running_loop().create_task(self._run(operation, plan))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+            task.add_done_callback(partial(_background_done, operation))
+
+    async def settle(self) -> None:
+        """Wait until what the saver runs in the background (`keep_last` trims, stamp
+        moves of `refresh_ttl_on_read`) has finished."""
+        while self._background:
+            await asyncio.wait(list(self._background))
 
     async def alist(
         self,
@@ -254,6 +280,7 @@ class AsyncMongoDBSaver(
             listing = ops.list_checkpoints(
                 self.storage, config, filter=filter, before=before, limit=limit
             )
+            self._in_background("refresh_ttl_on_read", ops.refresh_on_read(self.storage, config))
             async for item in arun_listing(listing, answer):
                 yield item
 
@@ -291,9 +318,11 @@ class AsyncMongoDBSaver(
                 it); nothing was written.
             pymongo.errors.PyMongoError: the server or the network failed.
         """
-        return await self._run(
+        stored = await self._run(
             "put", ops.put(self.storage, config, checkpoint, metadata, new_versions)
         )
+        self._in_background("keep_last", ops.trim_after_put(self.storage, stored))
+        return stored
 
     async def aput_writes(
         self,
@@ -373,7 +402,13 @@ class AsyncMongoDBSaver(
             "copy_thread", ops.copy_thread(self.storage, source_thread_id, target_thread_id)
         )
 
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+    async def aprune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        keep_last: int | None = None,
+    ) -> None:
         """Delete old checkpoints of threads, or whole threads.
 
         Args:
@@ -382,13 +417,17 @@ class AsyncMongoDBSaver(
                 ancestors it rebuilds a `DeltaChannel` from) and deletes the others with their
                 writes; `"delete"` (or `"delete_all"`, the Agent Server's name) deletes the
                 threads entirely.
+            keep_last: keep each namespace's `keep_last` newest checkpoints (and the
+                ancestors their `DeltaChannel`s rebuild from), deleting the older ones with
+                their writes; it overrides `strategy`. `0` deletes them all; a number larger
+                than the thread deletes nothing.
 
         Raises:
-            ValueError: `strategy` is not one of these.
-            TypeError: `thread_ids` is not a sequence of str.
+            ValueError: `strategy` is not one of these, or `keep_last` is negative.
+            TypeError: `thread_ids` is not a sequence of str, or `keep_last` not an int.
             pymongo.errors.PyMongoError: the server or the network failed.
         """
-        await self._run("prune", ops.prune(self.storage, thread_ids, strategy))
+        await self._run("prune", ops.prune(self.storage, thread_ids, strategy, keep_last))
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -619,7 +658,13 @@ class AsyncMongoDBSaver(
         """
         self._from_thread(self.acopy_thread(source_thread_id, target_thread_id))
 
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+    def prune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        keep_last: int | None = None,
+    ) -> None:
         """`aprune`, from synchronous code in another thread.
 
         The call runs on the saver's event loop (the first one it ran an async call on), and
@@ -628,13 +673,14 @@ class AsyncMongoDBSaver(
         Args:
             thread_ids: as in `aprune`.
             strategy: as in `aprune`.
+            keep_last: as in `aprune`.
 
         Raises:
             asyncio.InvalidStateError: called on the saver's event loop (it would deadlock),
                 or that loop is not running.
             Exception: what `aprune` raises.
         """
-        self._from_thread(self.aprune(thread_ids, strategy=strategy))
+        self._from_thread(self.aprune(thread_ids, strategy=strategy, keep_last=keep_last))
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -657,3 +703,8 @@ class AsyncMongoDBSaver(
             Exception: what `aget_delta_channel_history` raises.
         """
         return self._from_thread(self.aget_delta_channel_history(config=config, channels=channels))
+
+
+def _background_done(operation: str, task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        background_failed(operation, task.exception())

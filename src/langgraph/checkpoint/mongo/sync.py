@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack, contextmanager
+from functools import partial
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -18,7 +21,7 @@ from langgraph.checkpoint.base import (
 from pymongo import MongoClient
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._base import MongoDBSaverBase
+from langgraph.checkpoint.mongo._base import MongoDBSaverBase, background_failed
 from langgraph.checkpoint.mongo._cancellation import in_worker_thread
 from langgraph.checkpoint.mongo._commands import Command, NextDocument, OpenCursor, Plan
 from langgraph.checkpoint.mongo._executors import execute_sync, open_cursor_sync
@@ -47,6 +50,9 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
 
     asynchronous = False
     """`False`: the saver takes a synchronous client (`AsyncMongoDBSaver`'s is `True`)."""
+    # The worker of what `_in_background` runs, made on first use.
+    _background: ThreadPoolExecutor | None = None
+    _background_lock = threading.Lock()
 
     @classmethod
     @contextmanager
@@ -68,7 +74,9 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
     def close(self) -> None:
         """Close the client `from_conn_string` opened for this saver; a client you passed
         to the constructor stays open (it is yours, and may be shared). Idempotent. Also
-        what `with saver:` and `async with saver:` call on exit."""
+        what `with saver:` and `async with saver:` call on exit. What the saver runs in
+        the background (`settle`) finishes first."""
+        self.settle()
         client = self._disown_client()
         if client is not None:
             client.close()
@@ -142,7 +150,28 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
                 is not valid Unicode text or is too long.
             pymongo.errors.PyMongoError: the server or the network failed.
         """
-        return self._run("get_tuple", ops.get_tuple(self.storage, config))
+        found = self._run("get_tuple", ops.get_tuple(self.storage, config))
+        self._in_background("refresh_ttl_on_read", ops.refresh_on_read(self.storage, config))
+        return found
+
+    def _in_background(self, operation: str, plan: Plan[None] | None) -> None:
+        """Run `plan` (a `keep_last` trim, a stamp move of `refresh_ttl_on_read`) in a
+        worker thread of the saver's own, which the caller does not wait for (`settle`
+        and `close` do)."""
+        if plan is not None:
+            with self._background_lock:
+                if self._background is None:
+                    self._background = ThreadPoolExecutor(1, "langgraph-checkpoint-mongo")
+                future = self._background.submit(self._run, operation, plan)
+            future.add_done_callback(partial(_background_done, operation))
+
+    def settle(self) -> None:
+        """Wait until what the saver runs in the background (`keep_last` trims, stamp
+        moves of `refresh_ttl_on_read`) has finished."""
+        with self._background_lock:
+            background, self._background = self._background, None
+        if background is not None:
+            background.shutdown(wait=True)
 
     def list(
         self,
@@ -189,6 +218,7 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
             listing = ops.list_checkpoints(
                 self.storage, config, filter=filter, before=before, limit=limit
             )
+            self._in_background("refresh_ttl_on_read", ops.refresh_on_read(self.storage, config))
             yield from run_listing(listing, answer)
 
     def put(
@@ -225,7 +255,9 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
                 it); nothing was written.
             pymongo.errors.PyMongoError: the server or the network failed.
         """
-        return self._run("put", ops.put(self.storage, config, checkpoint, metadata, new_versions))
+        stored = self._run("put", ops.put(self.storage, config, checkpoint, metadata, new_versions))
+        self._in_background("keep_last", ops.trim_after_put(self.storage, stored))
+        return stored
 
     def put_writes(
         self,
@@ -301,7 +333,13 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         """
         self._run("copy_thread", ops.copy_thread(self.storage, source_thread_id, target_thread_id))
 
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+    def prune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        keep_last: int | None = None,
+    ) -> None:
         """Delete old checkpoints of threads, or whole threads.
 
         Args:
@@ -310,13 +348,17 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
                 ancestors it rebuilds a `DeltaChannel` from) and deletes the others with their
                 writes; `"delete"` (or `"delete_all"`, the Agent Server's name) deletes the
                 threads entirely.
+            keep_last: keep each namespace's `keep_last` newest checkpoints (and the
+                ancestors their `DeltaChannel`s rebuild from), deleting the older ones with
+                their writes; it overrides `strategy`. `0` deletes them all; a number larger
+                than the thread deletes nothing.
 
         Raises:
-            ValueError: `strategy` is not one of these.
-            TypeError: `thread_ids` is not a sequence of str.
+            ValueError: `strategy` is not one of these, or `keep_last` is negative.
+            TypeError: `thread_ids` is not a sequence of str, or `keep_last` not an int.
             pymongo.errors.PyMongoError: the server or the network failed.
         """
-        self._run("prune", ops.prune(self.storage, thread_ids, strategy))
+        self._run("prune", ops.prune(self.storage, thread_ids, strategy, keep_last))
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -494,7 +536,13 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         """
         await in_worker_thread(self.copy_thread, source_thread_id, target_thread_id)
 
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+    async def aprune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        keep_last: int | None = None,
+    ) -> None:
         """`prune` in a worker thread, for a graph run with `ainvoke`.
 
         It runs in a worker thread (cancelled, it stops before its next command
@@ -503,11 +551,12 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         Args:
             thread_ids: as in `prune`.
             strategy: as in `prune`.
+            keep_last: as in `prune`.
 
         Raises:
             Exception: what `prune` raises.
         """
-        await in_worker_thread(self.prune, thread_ids, strategy=strategy)
+        await in_worker_thread(self.prune, thread_ids, strategy=strategy, keep_last=keep_last)
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -529,3 +578,8 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         return await self._read(
             lambda: self.get_delta_channel_history(config=config, channels=channels)
         )
+
+
+def _background_done(operation: str, future: Future[None]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        background_failed(operation, future.exception())
