@@ -114,14 +114,14 @@ def prune_keep_last(value: Any, option: str = "keep_last") -> int | None:
 
 def keep_last(value: Any, option: str = "keep_last") -> int | None:
     """The saver's `keep_last`: 1 or more (a thread goes on from its latest checkpoint)."""
-    keep = prune_keep_last(value, option)
-    if keep == 0:
+    if isinstance(value, int) and not isinstance(value, bool) and value < 1:
         raise OptionValueError(
             option,
-            "must be 1 or more (a thread goes on from its latest checkpoint), got 0; use "
-            "prune(thread_ids, keep_last=0) or delete_thread to remove a thread's checkpoints",
+            f"must be 1 or more (a thread goes on from its latest checkpoint), got {value}; "
+            "use prune(thread_ids, keep_last=0) or delete_thread to remove a thread's "
+            "checkpoints",
         )
-    return keep
+    return prune_keep_last(value, option)
 
 
 def refresh_ttl_on_read(
