@@ -17,7 +17,7 @@ from collections.abc import (
 from datetime import timedelta
 from typing import Any, ClassVar, Generic, TypeVar
 
-from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from pymongo import MongoClient
 from pymongo.common import VALIDATORS
@@ -86,12 +86,12 @@ async def arun_plan(plan: Generator[Y, Any, T], execute: Callable[[Y], Awaitable
     return value  # type: ignore[return-value]
 
 
-def run_listing(listing: ops.Listing, answer: Callable[[Any], Any]) -> Iterator[CheckpointTuple]:
-    """Run a `list` (`ops.list_checkpoints`): yield its tuples, answer its requests with
-    `answer`; an error `answer` raises goes back into it."""
+def run_listing(listing: ops.Listing[T], answer: Callable[[Any], Any]) -> Iterator[T]:
+    """Run a listing (`ops.list_checkpoints`, `ops.list_threads`): yield its items,
+    answer its requests with `answer`; an error `answer` raises goes back into it."""
     outcome: tuple[Any, Exception | None] = (None, None)
     while (request := step_plan(listing, *outcome)[0]) is not None:
-        if isinstance(request, CheckpointTuple):
+        if not isinstance(request, _LIST_REQUESTS):
             yield request
             outcome = (None, None)
             continue
@@ -102,12 +102,12 @@ def run_listing(listing: ops.Listing, answer: Callable[[Any], Any]) -> Iterator[
 
 
 async def arun_listing(
-    listing: ops.Listing, answer: Callable[[Any], Awaitable[Any]]
-) -> AsyncIterator[CheckpointTuple]:
+    listing: ops.Listing[T], answer: Callable[[Any], Awaitable[Any]]
+) -> AsyncIterator[T]:
     """`run_listing` with an async `answer`."""
     outcome: tuple[Any, Exception | None] = (None, None)
     while (request := step_plan(listing, *outcome)[0]) is not None:
-        if isinstance(request, CheckpointTuple):
+        if not isinstance(request, _LIST_REQUESTS):
             yield request
             outcome = (None, None)
             continue
@@ -115,6 +115,10 @@ async def arun_listing(
             outcome = (await answer(request), None)
         except Exception as error:
             outcome = (None, error)
+
+
+# What a listing yields for its runner to answer; anything else goes to the caller.
+_LIST_REQUESTS = (Command, ops.OpenCursor, ops.NextDocument)
 
 
 class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):

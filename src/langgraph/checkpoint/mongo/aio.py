@@ -31,6 +31,7 @@ from pymongo import AsyncMongoClient
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._base import MongoDBSaverBase, arun_listing, arun_plan
 from langgraph.checkpoint.mongo._commands import Command, Plan
+from langgraph.checkpoint.mongo._documents import ThreadInfo
 from langgraph.checkpoint.mongo._drivers import close_client, execute_async, open_cursor, plan_name
 
 if TYPE_CHECKING:
@@ -156,21 +157,41 @@ class AsyncMongoDBSaver(
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[CheckpointTuple]:
+        listing = ops.list_checkpoints(
+            self.storage, config, filter=filter, before=before, limit=limit
+        )
+        async for item in self._stream("list", listing):
+            yield item
+
+    async def alist_threads(
+        self,
+        *,
+        filter: dict[str, Any] | None = None,
+        limit: int | None = None,
+        before: str | ThreadInfo | None = None,
+    ) -> AsyncIterator[ThreadInfo]:
+        """The threads of the collections, each by its latest root checkpoint, in thread
+        id order: `MongoDBSaver.list_threads`, natively async (the same arguments, order
+        and cost; see "Finding threads" in docs/operations.md)."""
+        listing = ops.list_threads(self.storage, filter=filter, limit=limit, before=before)
+        async for item in self._stream("list_threads", listing):
+            yield item
+
+    async def _stream(self, operation: str, listing: ops.Listing[T]) -> AsyncIterator[T]:
+        """Run a listing on this saver's collections: its cursors are closed when the
+        caller stops early."""
         self._bind_loop()
         async with AsyncExitStack() as cursors:
 
             async def answer(request: Any) -> Any:
                 if isinstance(request, ops.OpenCursor):
                     command = request.command
-                    opened = open_cursor("list", self._collection(command), command)
+                    opened = open_cursor(operation, self._collection(command), command)
                     return await cursors.enter_async_context(opened)
                 if isinstance(request, ops.NextDocument):
                     return await anext(request.cursor, None)
-                return await self._executor("list")(request)
+                return await self._executor(operation)(request)
 
-            listing = ops.list_checkpoints(
-                self.storage, config, filter=filter, before=before, limit=limit
-            )
             async for item in arun_listing(listing, answer):
                 yield item
 
@@ -271,6 +292,20 @@ class AsyncMongoDBSaver(
     ) -> Iterator[CheckpointTuple]:
         async def collect() -> list[CheckpointTuple]:
             return [t async for t in self.alist(config, filter=filter, before=before, limit=limit)]
+
+        yield from self._from_thread(collect())
+
+    def list_threads(
+        self,
+        *,
+        filter: dict[str, Any] | None = None,
+        limit: int | None = None,
+        before: str | ThreadInfo | None = None,
+    ) -> Iterator[ThreadInfo]:
+        """`alist_threads`, from another thread than the saver's event loop."""
+
+        async def collect() -> list[ThreadInfo]:
+            return [t async for t in self.alist_threads(filter=filter, limit=limit, before=before)]
 
         yield from self._from_thread(collect())
 

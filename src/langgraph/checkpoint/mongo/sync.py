@@ -20,6 +20,7 @@ from pymongo import MongoClient
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._base import MongoDBSaverBase, run_listing, run_plan
 from langgraph.checkpoint.mongo._commands import Command, Plan
+from langgraph.checkpoint.mongo._documents import ThreadInfo
 from langgraph.checkpoint.mongo._drivers import (
     execute_sync,
     in_worker_thread,
@@ -100,20 +101,50 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         before: RunnableConfig | None = None,
         limit: int | None = None,
     ) -> Iterator[CheckpointTuple]:
+        listing = ops.list_checkpoints(
+            self.storage, config, filter=filter, before=before, limit=limit
+        )
+        yield from self._stream("list", listing)
+
+    def list_threads(
+        self,
+        *,
+        filter: dict[str, Any] | None = None,
+        limit: int | None = None,
+        before: str | ThreadInfo | None = None,
+    ) -> Iterator[ThreadInfo]:
+        """The threads of the collections, each by its latest root checkpoint, in thread
+        id order: one aggregation, streamed (a page of `limit` threads is one command).
+
+        Args:
+            filter: metadata the latest root checkpoint must have, with `list`'s
+                semantics (each `key: value` equal to the metadata's).
+            limit: at most this many threads.
+            before: a cursor: a thread id, or the last `ThreadInfo` of the previous
+                page; the listing resumes with the threads whose id sorts after it
+                (byte order of the ids' UTF-8), as `list`'s `before` resumes past a
+                checkpoint it yielded.
+
+        A thread whose checkpoints are all in subgraph namespaces is not listed. See
+        "Finding threads" in docs/operations.md for the order and what a page costs.
+        """
+        listing = ops.list_threads(self.storage, filter=filter, limit=limit, before=before)
+        yield from self._stream("list_threads", listing)
+
+    def _stream(self, operation: str, listing: ops.Listing[T]) -> Iterator[T]:
+        """Run a listing on this saver's collections: its cursors are closed when the
+        caller stops early."""
         with ExitStack() as cursors:
 
             def answer(request: Any) -> Any:
                 if isinstance(request, ops.OpenCursor):
                     command = request.command
-                    opened = open_cursor_sync("list", self._collection(command), command)
+                    opened = open_cursor_sync(operation, self._collection(command), command)
                     return cursors.enter_context(opened)
                 if isinstance(request, ops.NextDocument):
                     return next(request.cursor, None)
-                return self._executor("list")(request)
+                return self._executor(operation)(request)
 
-            listing = ops.list_checkpoints(
-                self.storage, config, filter=filter, before=before, limit=limit
-            )
             yield from run_listing(listing, answer)
 
     def put(
@@ -168,6 +199,20 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
     ) -> AsyncIterator[CheckpointTuple]:
         found = await asyncio.to_thread(
             lambda: [*self.list(config, filter=filter, before=before, limit=limit)]
+        )
+        for item in found:
+            yield item
+
+    async def alist_threads(
+        self,
+        *,
+        filter: dict[str, Any] | None = None,
+        limit: int | None = None,
+        before: str | ThreadInfo | None = None,
+    ) -> AsyncIterator[ThreadInfo]:
+        """`list_threads`, in a worker thread."""
+        found = await asyncio.to_thread(
+            lambda: [*self.list_threads(filter=filter, limit=limit, before=before)]
         )
         for item in found:
             yield item
