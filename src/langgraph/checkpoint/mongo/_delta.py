@@ -116,13 +116,13 @@ def needed_by(lineage: Lineage, survivors: Iterable[str]) -> set[str]:
     return needed
 
 
-def prunable(lineage_docs: Iterable[LineageDocument]) -> list[CheckpointKey]:
-    """What `prune(strategy="keep_latest")` deletes, of the checkpoints it has read: all
-    but the newest of each namespace and the ancestors its delta channels rebuild from."""
+def prunable(lineage_docs: Iterable[LineageDocument], keep_last: int = 1) -> list[CheckpointKey]:
+    """What `prune` deletes, of the checkpoints it has read: all but the `keep_last`
+    newest of each namespace and the ancestors their delta channels rebuild from."""
     doomed: list[CheckpointKey] = []
     for (thread_id, ns), lineage in by_namespace(lineage_docs).items():
-        latest = max(lineage)
-        keep = {latest} | needed_by(lineage, [latest])
+        newest = sorted(lineage, reverse=True)[:keep_last]
+        keep = set(newest) | needed_by(lineage, newest)
         doomed += [checkpoint_key(thread_id, ns, c) for c in sorted(lineage) if c not in keep]
     return doomed
 

@@ -59,6 +59,7 @@ from langgraph.checkpoint.mongo._keys import (
     str_list,
 )
 from langgraph.checkpoint.mongo._metadata import metadata_filter
+from langgraph.checkpoint.mongo._retention import check_keep_last
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
     CheckpointKey,
@@ -677,27 +678,42 @@ def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) 
 PRUNE_STRATEGIES = ("keep_latest", "delete")
 
 
-def prune(storage: Storage, thread_ids: Sequence[str], strategy: str) -> Plan[None]:
+def prune(
+    storage: Storage, thread_ids: Sequence[str], strategy: str, keep_last: int | None = None
+) -> Plan[None]:
+    """Delete old checkpoints of the threads, with their writes.
+
+    `keep_last=N` (the Redis saver's semantics) overrides `strategy`: each namespace keeps
+    its N newest checkpoints (0: none). `"keep_latest"` is `keep_last=1`; `"delete"`
+    removes the threads whole. A kept checkpoint also keeps the ancestors it rebuilds its
+    `DeltaChannel`s from (dropping those would silently empty the channels), so it reads
+    back exactly as before. Only what was read is deleted: a checkpoint written
+    meanwhile is newer, and stays.
+    """
     threads = str_list(thread_ids, "thread_ids")
+    keep = check_keep_last(keep_last)
     if strategy == "delete_all":  # LangGraph's Agent Server's name for "delete"
         strategy = "delete"
-    if strategy not in PRUNE_STRATEGIES:
+    if keep is None and strategy == "keep_last":
+        raise ValueError(
+            "strategy='keep_last' (the Redis saver's name) needs keep_last=N, the "
+            "checkpoints to keep per namespace"
+        )
+    if strategy not in (*PRUNE_STRATEGIES, "keep_last"):
         raise ValueError(
             f"strategy must be one of {PRUNE_STRATEGIES} (or 'delete_all', the same as "
-            f"'delete'), got {short_repr(strategy)}"
+            f"'delete'; or 'keep_last' with keep_last=N), got {short_repr(strategy)}"
         )
     if not threads:
         return
     storage.recent.forget_threads(threads)
     in_threads = _queries.of_threads(threads)
-    if strategy == "delete":
+    if keep is None and strategy == "delete":
         yield Command(Target.CHECKPOINTS, "delete_many", (in_threads,))
         yield Command(Target.WRITES, "delete_many", (in_threads,))
         return
-    # Keep the newest checkpoint of each namespace and the ancestors it rebuilds its
-    # DeltaChannels from (dropping those would silently empty the channels). Only what
-    # was read is deleted: a checkpoint written meanwhile is newer, and stays.
-    yield from _delete_checkpoints(_delta.prunable((yield _find_lineage(in_threads))))
+    lineage = yield _find_lineage(in_threads)
+    yield from _delete_checkpoints(_delta.prunable(lineage, 1 if keep is None else keep))
 
 
 # What `migrate` (copying threads in from another saver) runs on the target.

@@ -222,8 +222,16 @@ class AsyncMongoDBSaver(
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         await self._run(ops.copy_thread(self.storage, source_thread_id, target_thread_id))
 
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await self._run(ops.prune(self.storage, thread_ids, strategy))
+    async def aprune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        keep_last: int | None = None,
+    ) -> None:
+        """Delete old checkpoints of the threads, with their pending writes: as
+        `MongoDBSaver.prune` (the same arguments, semantics and errors)."""
+        await self._run(ops.prune(self.storage, thread_ids, strategy, keep_last))
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -336,8 +344,14 @@ class AsyncMongoDBSaver(
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         self._from_thread(self.acopy_thread(source_thread_id, target_thread_id))
 
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        self._from_thread(self.aprune(thread_ids, strategy=strategy))
+    def prune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        keep_last: int | None = None,
+    ) -> None:
+        self._from_thread(self.aprune(thread_ids, strategy=strategy, keep_last=keep_last))
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]

@@ -174,8 +174,28 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         self._run(ops.copy_thread(self.storage, source_thread_id, target_thread_id))
 
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        self._run(ops.prune(self.storage, thread_ids, strategy))
+    def prune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        keep_last: int | None = None,
+    ) -> None:
+        """Delete old checkpoints of the threads, with their pending writes.
+
+        Args:
+            thread_ids: the threads to prune; other threads are untouched.
+            strategy: `"keep_latest"` keeps each namespace's newest checkpoint;
+                `"delete"` (or `"delete_all"`) deletes the threads whole.
+            keep_last: overrides `strategy`: each namespace keeps its `keep_last`
+                newest checkpoints (0 deletes them all). A kept checkpoint also keeps
+                the ancestors it rebuilds its `DeltaChannel`s from.
+
+        Raises:
+            TypeError: `thread_ids` is not a list of strings, or `keep_last` is not an int.
+            ValueError: an unknown `strategy`, or a negative `keep_last`.
+        """
+        self._run(ops.prune(self.storage, thread_ids, strategy, keep_last))
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
@@ -244,8 +264,14 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         await in_worker_thread(self.copy_thread, source_thread_id, target_thread_id)
 
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await in_worker_thread(self.prune, thread_ids, strategy=strategy)
+    async def aprune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        keep_last: int | None = None,
+    ) -> None:
+        await in_worker_thread(self.prune, thread_ids, strategy=strategy, keep_last=keep_last)
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
