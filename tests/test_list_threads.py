@@ -10,6 +10,7 @@ both, must list the same threads.
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -19,10 +20,14 @@ from langgraph.types import Command
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver, ThreadInfo, _queries
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._commands import Command as DriverCommand
+from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._queries import WritesJoin
 from support.backends import MONGODB_URI, Backend, CommandLog
 from support.graphs import Run, chat_graph, human, in_memory, linear_graph, run_on, subgraph_parent
 from support.helpers import call, config, put
+
+# A value of metadata, not a clock: no test reads the time from it.
+AT = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
 async def threads(saver: Any, **kwargs: Any) -> list[ThreadInfo]:
@@ -116,6 +121,8 @@ async def test_metadata_filters_apply_to_the_latest_root_checkpoint(backend: Bac
                 "t2": [{"user": "bob"}, {"user": "ann", "n": 1.0, "tags": ["a", "b"]}],
                 "t3": [{"user": "ann", "tags": ["a"], "n": 0}],
                 "t4": [{"user": "cy", "deep": {"x": [1, 2]}}],
+                # Metadata a document keeps the serializer's copy of (a datetime).
+                "t5": [{"user": "dee", "at": AT}, {"user": "ann", "at": AT + timedelta(1)}],
             }.items():
                 parent = None
                 for metadata in history:
@@ -132,6 +139,8 @@ async def test_metadata_filters_apply_to_the_latest_root_checkpoint(backend: Bac
             {"tags": ["a"]},
             {"tags": ["a", "b"], "user": "ann"},
             {"deep": {"x": [1, 2]}},
+            {"at": AT},
+            {"at": AT + timedelta(1)},
             {"missing": None},
             {"user": None},
             {},
@@ -142,7 +151,14 @@ async def test_metadata_filters_apply_to_the_latest_root_checkpoint(backend: Bac
                 want = reference_threads(memory, filter=metadata_filter, limit=limit)
                 assert [t.thread_id for t in got] == [t.thread_id for t in want], metadata_filter
                 assert [t.metadata for t in got] == [t.metadata for t in want], metadata_filter
-        assert [t.thread_id for t in await threads(saver, filter={"user": "ann"})] == ["t2", "t3"]
+        found = await threads(saver, filter={"user": "ann"})
+        assert [t.thread_id for t in found] == ["t2", "t3", "t5"]
+        assert found[-1].metadata["at"] == AT + timedelta(1)
+        # Read from the serializer's copy, which that document keeps (not vacuous).
+        stored = await maybe_await(
+            saver.checkpoint_collection.find_one({"thread_id": "t5", "metadata.user": "ann"})
+        )
+        assert "serialized_metadata" in stored
         assert await threads(saver, filter={"user": "sub"}) == []
 
 
