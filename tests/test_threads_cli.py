@@ -257,6 +257,16 @@ def test_delete_asks_on_a_terminal(
         assert err.getvalue().endswith("nothing deleted\n")
 
 
+def test_delete_without_a_terminal_refuses_before_connecting() -> None:
+    unreachable = "mongodb://127.0.0.1:9/"
+    refused = run_command([*COMMAND, "delete", "a", "--uri", unreachable, "--timeout", "0.5"])
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        "error: delete asks before deleting, and stdin is not a terminal to ask on: pass "
+        "--yes to delete without asking\n"
+    )
+
+
 def test_connection_problems_are_named_without_the_password(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -202,8 +202,8 @@ def add_parser(commands: Any) -> None:
         "show",
         parents=common,
         help="a thread's latest state and its history",
-        description="A thread's latest root checkpoint (its channels, next tasks, pending "
-        "writes) and its checkpoints newest first, every namespace.",
+        description="A thread's latest root checkpoint (its channels and pending writes) "
+        "and its checkpoints newest first, every namespace.",
     )
     show.add_argument("thread_id", metavar="ID")
     show.add_argument(
@@ -257,6 +257,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run `threads ACTION`; an error propagates to `main`, which prints it in one line."""
     if not args.uri:
         raise UsageError("no server: pass --uri or set MONGODB_URI")
+    if args.action == "delete" and not args.yes and not _can_ask():
+        raise UsageError(
+            "delete asks before deleting, and stdin is not a terminal to ask on: pass "
+            "--yes to delete without asking"
+        )
     with _saver(args) as saver:
         return ACTIONS[args.action](saver, args, out, err)
 
@@ -509,11 +514,6 @@ def _prune(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: Text
 
 def _delete(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     thread_ids = list(dict.fromkeys(args.thread_ids))
-    if not args.yes and not _can_ask():
-        raise UsageError(
-            "delete asks before deleting, and stdin is not a terminal to ask on: pass "
-            "--yes to delete without asking"
-        )
     counts = _counts(saver, thread_ids)
     missing = [t for t in thread_ids if t not in counts]
     for thread_id in missing:
