@@ -4,6 +4,7 @@ exit, and find the client closed; on every backend."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import json
@@ -17,12 +18,15 @@ from unittest import mock
 
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pymongo.errors import InvalidOperation, ServerSelectionTimeoutError
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, agent_server
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo.agent_server import Settings, checkpointer
 from support.backends import Backend
+from support.helpers import new_thread, put
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "agent_server"
@@ -74,6 +78,24 @@ def test_every_documented_path_resolves_as_langgraph_api_resolves_it() -> None:
             assert vars(importlib.import_module(module)).get(name) is checkpointer, path
 
 
+async def factory_arguments(
+    backend: Backend, stack: AsyncExitStack, monkeypatch: pytest.MonkeyPatch
+) -> tuple[dict[str, Any], Any]:
+    """What the factory is called with on `backend`, and a watch on the client's `close`
+    (the mock's does nothing) or `None`. The server calls the factory without arguments:
+    MONGODB_URI names the server. The in-process mock has no URI, and Motor is not what
+    the factory creates: those two hand it their client, which it closes on exit all the
+    same."""
+    if backend.name != "mock" and not backend.name.endswith("motor"):
+        monkeypatch.setenv("MONGODB_URI", str(backend.uri))
+        return {}, None
+    client = await stack.enter_async_context(backend.client())
+    close = None
+    if backend.name == "mock":
+        close = stack.enter_context(mock.patch.object(client, "close", wraps=client.close))
+    return {"client": client}, close
+
+
 async def test_the_example_runs_on_the_factory(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -84,19 +106,8 @@ async def test_the_example_runs_on_the_factory(
     monkeypatch.setenv("MONGODB_DB_NAME", db_name)
     monkeypatch.setenv("MONGODB_COMPRESSION", "zstd")
     monkeypatch.setenv("MONGODB_TTL_SECONDS", "3600")
-    # The server calls the factory without arguments: MONGODB_URI names the server. The
-    # in-process mock has no URI, and Motor is not what the factory creates: those two
-    # hand it their client, which it closes on exit all the same.
     async with AsyncExitStack() as stack:
-        kwargs: dict[str, Any] = {}
-        close = None
-        if backend.name == "mock" or backend.name.endswith("motor"):
-            client = await stack.enter_async_context(backend.client())
-            if backend.name == "mock":  # the mock's close does nothing: watch the call
-                close = stack.enter_context(mock.patch.object(client, "close", wraps=client.close))
-            kwargs["client"] = client
-        else:
-            monkeypatch.setenv("MONGODB_URI", str(backend.uri))
+        kwargs, close = await factory_arguments(backend, stack, monkeypatch)
         async with factory(**kwargs) as saver:
             assert isinstance(saver, AsyncMongoDBSaver)
             assert saver.ttl is not None
@@ -124,6 +135,46 @@ async def test_the_example_runs_on_the_factory(
                 await saver.aget_tuple(thread)
 
 
+@dataclasses.dataclass
+class Order:
+    """A type of an application's state that `MONGODB_ALLOWED_MSGPACK_MODULES` allows."""
+
+    number: int
+
+
+@dataclasses.dataclass
+class Unlisted:
+    """A type it does not allow."""
+
+    name: str
+
+
+async def test_allowed_msgpack_modules_make_the_factorys_serializer_strict(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """langchain-ai/langgraph#7695: strict mode under the server, with the application's
+    own types allowed. An allowed type comes back as itself, another as LangGraph's
+    stand-in (its fields as a dict), as `InMemorySaver` with the same serializer does."""
+    db_name = f"agent_{uuid.uuid4().hex[:12]}"
+    monkeypatch.setenv("MONGODB_DB_NAME", db_name)
+    monkeypatch.setenv("MONGODB_ALLOWED_MSGPACK_MODULES", f" {__name__}:Order ,os:PathLike")
+    values = {"order": Order(7), "other": Unlisted("x"), "when": uuid.UUID(int=1)}
+    async with AsyncExitStack() as stack:
+        kwargs, _ = await factory_arguments(backend, stack, monkeypatch)
+        async with checkpointer(**kwargs) as saver:
+            assert isinstance(saver.serde, JsonPlusSerializer)
+            stored = await put(saver, new_thread(), values=values)
+            tuple_ = await saver.aget_tuple(stored)
+            assert tuple_ is not None
+            restored = tuple_.checkpoint["channel_values"]
+            await maybe_await(saver.client.drop_database(db_name))
+    memory = InMemorySaver(serde=saver.serde)
+    in_memory = await memory.aget_tuple(await put(memory, new_thread(), values=values))
+    assert in_memory is not None
+    assert restored == in_memory.checkpoint["channel_values"]
+    assert restored == {"order": Order(7), "other": {"name": "x"}, "when": uuid.UUID(int=1)}
+
+
 def test_settings_come_from_the_environment() -> None:
     assert Settings.from_env({}) == Settings()
     env = {
@@ -134,9 +185,17 @@ def test_settings_come_from_the_environment() -> None:
         "MONGODB_TTL_SECONDS": "86400",
         "MONGODB_COMPRESSION": "ZSTD",
         "MONGODB_TARGETED_JOINS": "false",
+        "MONGODB_ALLOWED_MSGPACK_MODULES": "my_agent.models:Order,my_agent.state:Cart",
     }
     assert Settings.from_env(env) == Settings(
-        "mongodb://db.example:27017", "agents", "cps", "ws", 86400.0, "zstd", False
+        "mongodb://db.example:27017",
+        "agents",
+        "cps",
+        "ws",
+        86400.0,
+        "zstd",
+        False,
+        (("my_agent.models", "Order"), ("my_agent.state", "Cart")),
     )
 
 
@@ -148,8 +207,12 @@ def test_settings_come_from_the_environment() -> None:
             ("MONGODB_TTL_SECONDS", value, "must be from 1 to 2147483647 seconds")
             for value in ("inf", "-inf", "1e400", "nan", "-5", "0", "0.5", "2147483648")
         ),
-        ("MONGODB_COMPRESSION", "lz4", "must be one of zlib, zstd or none"),
+        ("MONGODB_COMPRESSION", "lz4", "must be one of zlib, zstd or None"),
         ("MONGODB_TARGETED_JOINS", "maybe", "must be true or false"),
+        *(
+            ("MONGODB_ALLOWED_MSGPACK_MODULES", value, "must name types as module:Name")
+            for value in ("my_agent.models.Order", "my agent:Order", "a:B:C", "a:", ":B", "a.:B")
+        ),
         *(
             ("MONGODB_DB_NAME", value, "must be a MongoDB database name")
             for value in ("my.db", "my db", "a/b", "a\\b", "a$b", 'a"b', "a\x00b", "d" * 64)
@@ -199,36 +262,11 @@ async def test_a_bad_variable_stops_the_factory_before_any_io(
             pass
 
 
-@pytest.mark.parametrize(
-    ("uri", "shown"),
-    [
-        ("mongodb://app:s3cret@db.example:27017/?w=1", "mongodb://app:***@db.example:27017/?w=1"),
-        ("mongodb+srv://app:s3c%40ret@cluster0.example.net", "mongodb+srv://app:***@cluster0"),
-        ("mongodb://app:s3c@r/et@db.example/", "mongodb://app:***@db.example/"),  # unescaped
-        (
-            "mongodb://db.example/?tls=true&tlsCertificateKeyFilePassword=s3cret&w=1",
-            "tlsCertificateKeyFilePassword=***&w=1",
-        ),
-        (
-            "mongodb://db.example/?authMechanism=MONGODB-AWS&authMechanismProperties="
-            "AWS_SESSION_TOKEN:s3cret",
-            "authMechanismProperties=***",
-        ),
-    ],
-)
-def test_repr_hides_the_password(uri: str, shown: str) -> None:
-    settings = Settings.from_env({"MONGODB_URI": uri})
-    assert settings.uri == uri  # what the client gets is untouched
-    assert "s3c" not in repr(settings)
-    assert shown in repr(settings)
-    assert repr(settings).startswith("Settings(uri=")
-
-
 async def test_a_malformed_uri_is_named_without_its_password(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("MONGODB_URI", "mongodb://app:s3cret@db.example:notaport/")
-    with pytest.raises(ValueError, match=r"MONGODB_URI 'mongodb://app:\*\*\*@db") as raised:
+    with pytest.raises(ValueError, match=r"MONGODB_URI 'mongodb://\*\*\*@db") as raised:
         async with checkpointer():
             pass
     assert "s3cret" not in str(raised.value)
@@ -247,7 +285,7 @@ async def test_an_unreachable_server_is_named_without_its_password(
         async with checkpointer():
             pass
     message = str(raised.value)
-    assert f"MONGODB_URI 'mongodb://app:***@127.0.0.1:{port}/" in message
+    assert f"MONGODB_URI 'mongodb://***@127.0.0.1:{port}/?***'" in message
     assert "serverSelectionTimeoutMS" in message
     assert "s3cret" not in message
 

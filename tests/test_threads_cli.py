@@ -280,8 +280,8 @@ def test_connection_problems_are_named_without_the_password(
     assert time.monotonic() - started < 20
     assert down.returncode == 1
     assert down.stderr.startswith(
-        "error: cannot reach the server (--uri) at mongodb://127.0.0.1:9/: no server answered "
-        "within 0.5 s (--timeout)"
+        "error: cannot reach the server (--uri) at mongodb://***@127.0.0.1:9/?***: no server "
+        "answered within 0.5 s (--timeout)"
     )
     assert "secret" not in down.stderr
 

@@ -23,17 +23,13 @@ from pymongo import MongoClient
 from pymongo.common import VALIDATORS
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._channel_values import (
-    DEFAULT_CACHE_MAX_BYTES,
-    RecentValues,
-    check_cache_max_bytes,
-)
-from langgraph.checkpoint.mongo._codec import Codec, Compression, check_compression
-from langgraph.checkpoint.mongo._commands import Command, Plan, Target
+from langgraph.checkpoint.mongo import _options
+from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES, RecentValues
+from langgraph.checkpoint.mongo._codec import Codec, Compression
+from langgraph.checkpoint.mongo._commands import Command, NextDocument, OpenCursor, Plan, Target
 from langgraph.checkpoint.mongo._drivers import client_options, identify, require_client
-from langgraph.checkpoint.mongo._keys import require_str
 from langgraph.checkpoint.mongo._queries import WritesJoin
-from langgraph.checkpoint.mongo._ttl import ThreadExpiry, as_timedelta
+from langgraph.checkpoint.mongo._ttl import ThreadExpiry
 
 T = TypeVar("T")
 Y = TypeVar("Y")
@@ -118,7 +114,7 @@ async def arun_listing(
 
 
 # What a listing yields for its runner to answer; anything else goes to the caller.
-_LIST_REQUESTS = (Command, ops.OpenCursor, ops.NextDocument)
+_LIST_REQUESTS = (Command, OpenCursor, NextDocument)
 
 
 class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
@@ -137,8 +133,9 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         db_name: the database holding both collections.
         checkpoint_collection_name: one document per checkpoint.
         writes_collection_name: one document per pending write.
-        ttl: seconds or a `timedelta`; a thread expires as a whole after that long
-            without a write. `None`: threads never expire.
+        ttl: seconds or a `timedelta`, from 1 to 2147483647 seconds (MongoDB's largest
+            TTL); a thread expires as a whole after that long without a write. `None`:
+            threads never expire.
         serde: the serializer of checkpoints, writes and metadata (LangGraph's default if
             `None`), for example an `EncryptedSerializer`.
         compression: `"zstd"` (or `"zlib"`) to compress stored values of 1 KiB or more.
@@ -152,8 +149,8 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
     Raises:
         TypeError: `client` is not of the kind the saver takes, or an option has the
             wrong type.
-        ValueError: an option has a wrong value (equal collection names, a negative
-            `ttl`, an unknown `compression`, ...).
+        ValueError: an option has a wrong value (equal collection names, a `ttl` under
+            one second or over MongoDB's largest, an unknown `compression`, ...).
     """
 
     # Whether the saver takes an asynchronous client (see `_drivers.require_client`).
@@ -176,19 +173,14 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
     ) -> None:
         require_client(client, asynchronous=self.asynchronous)
         super().__init__(serde=serde)
-        self.compression = check_compression(compression)
-        ttl_delta = as_timedelta(ttl)
+        # Each option is checked by `_options`, as the Agent Server and the CLI check it.
+        self.compression = _options.compression(compression)
+        ttl_delta = _options.ttl(ttl)
         self.ttl = ttl_delta
-        require_str(db_name, "db_name")
-        require_str(checkpoint_collection_name, "checkpoint_collection_name")
-        require_str(writes_collection_name, "writes_collection_name")
-        if checkpoint_collection_name == writes_collection_name:
-            raise ValueError(
-                "checkpoint_collection_name and writes_collection_name must differ, both are "
-                f"{checkpoint_collection_name!r}"
-            )
-        if not isinstance(targeted_joins, bool):
-            raise TypeError(f"targeted_joins must be a bool, got {targeted_joins!r}")
+        _options.db_name(db_name)
+        _options.collection_names(checkpoint_collection_name, writes_collection_name)
+        _options.targeted_joins(targeted_joins)
+        cache_bound = _options.cache_max_bytes(cache_max_bytes)
         identify(client)
         self.client = client
         self.db = client[db_name]  # type: ignore[index]
@@ -202,7 +194,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             codec=Codec(self.serde, self.compression),
             join=WritesJoin(writes_collection_name, by_thread=targeted_joins),
             expiry=ThreadExpiry(ttl_delta) if ttl_delta is not None else None,
-            recent=RecentValues(check_cache_max_bytes(cache_max_bytes)),
+            recent=RecentValues(cache_bound),
         )
 
     @classmethod

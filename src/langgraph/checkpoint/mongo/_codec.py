@@ -43,12 +43,6 @@ IMPLIED_TYPE = "msgpack"
 _NULL: StoredValue = {Field.DATA: b"", Field.TYPE: "null"}
 
 
-def check_compression(compression: Any) -> Compression | None:
-    if compression is not None and compression not in COMPRESSIONS:
-        raise ValueError(f"compression must be None or one of {COMPRESSIONS}, got {compression!r}")
-    return compression  # type: ignore[no-any-return]
-
-
 class Codec(NamedTuple):
     """A saver's serializer and compression."""
 

@@ -36,6 +36,7 @@ from langgraph.checkpoint.mongo._keys import (
     key_fields,
     require_str,
     short_repr,
+    upsert_filter,
     write_key,
 )
 from langgraph.checkpoint.mongo._metadata import (
@@ -45,9 +46,9 @@ from langgraph.checkpoint.mongo._metadata import (
     from_readable,
     readable_metadata,
 )
-from langgraph.checkpoint.mongo._queries import upsert_filter
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
+    CheckpointKey,
     Field,
     JoinedCheckpoint,
     ThreadDocument,
@@ -178,14 +179,64 @@ def _replayed_channels(metadata: Mapping[str, Any]) -> list[str]:
     return sorted(k for k in counters if isinstance(k, str))
 
 
-def unchanged_channels(checkpoint: Any, new_versions: Any) -> tuple[str, list[str]]:
-    """A checkpoint's id, and the channels it holds whose version did not change since its
-    parent (not in `new_versions`): those are stored from the parent's bytes."""
+class NewCheckpoint(NamedTuple):
+    """A checkpoint handed to `put`, validated once: everything the document and the
+    value cache are built from, read from the caller's objects before any I/O.
+
+    Attributes:
+        ref: where it is stored: its thread, namespace and own id.
+        key: its `_id`, which is also its key in the value cache.
+        parent_id: the id of the checkpoint it follows (the config's), if any.
+        checkpoint: the checkpoint as handed over (its other fields go in the blob).
+        values: its `channel_values`.
+        versions: its `channel_versions`, copied: the caller's dict may change while
+            the plan waits on a command.
+        metadata: the metadata merged with the config's (`get_checkpoint_metadata`).
+        unchanged: the channels whose version did not change since the parent (not in
+            `new_versions`): stored from the parent's bytes (see `_channel_values`).
+    """
+
+    ref: CheckpointRef
+    key: CheckpointKey
+    parent_id: str | None
+    checkpoint: Mapping[str, Any]
+    values: Mapping[str, Any]
+    versions: dict[str, Any]
+    metadata: CheckpointMetadata
+    unchanged: frozenset[str]
+
+
+def new_checkpoint(
+    ref: CheckpointRef,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    config: Mapping[str, Any],
+    new_versions: ChannelVersions | None,
+) -> NewCheckpoint:
+    """Validate what `put` was handed (`ref` from its config; `ref.checkpoint_id` is the
+    parent, if any). `new_versions=None` keeps no channel from a parent: every value is
+    serialized (a copy of already-stored data)."""
     _require_mapping(checkpoint, "checkpoint")
+    _require_mapping(metadata, "metadata")
     checkpoint_id = require_str(checkpoint.get("id"), "checkpoint['id']")
     values = _require_mapping(checkpoint.get("channel_values", {}), "checkpoint['channel_values']")
-    changed = _require_mapping(new_versions, "new_versions")
-    return checkpoint_id, [channel for channel in values if channel not in changed]
+    versions = _require_mapping(
+        checkpoint.get("channel_versions", {}), "checkpoint['channel_versions']"
+    )
+    unchanged: frozenset[str] = frozenset()
+    if new_versions is not None:
+        changed = _require_mapping(new_versions, "new_versions")
+        unchanged = frozenset(channel for channel in values if channel not in changed)
+    return NewCheckpoint(
+        CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
+        checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
+        ref.checkpoint_id,
+        checkpoint,
+        values,
+        dict(versions),
+        get_checkpoint_metadata(cast(Any, config), metadata),
+        unchanged,
+    )
 
 
 # Checkpoint fields stored elsewhere than in its serialized blob: the id in `_id`, the
@@ -193,35 +244,34 @@ def unchanged_channels(checkpoint: Any, new_versions: Any) -> tuple[str, list[st
 _NOT_IN_BLOB = ("id", "channel_values")
 
 
-def _checkpoint_blob(checkpoint: Checkpoint) -> dict[str, Any]:
+def _checkpoint_blob(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
     blob = dict(checkpoint)  # a copy and deletions: the fields keep their order
     for key in _NOT_IN_BLOB:
         blob.pop(key, None)
     return blob
 
 
-def checkpoint_document(
-    codec: Codec,
-    ref: CheckpointRef,
-    checkpoint: Checkpoint,
-    metadata: CheckpointMetadata,
-    config: Mapping[str, Any],
-    touched_at: datetime | None = None,
-    new_versions: ChannelVersions | None = None,
-    parent: StoredValues | None = None,
-) -> CheckpointDocument:
-    """The document `put` stores; `ref.checkpoint_id` is the parent, if any.
+class BuiltCheckpoint(NamedTuple):
+    """A checkpoint's document and its stored channel entries (the value cache's entry
+    for it: the same entry objects as the document's `channel_values`)."""
 
-    Channels not in `new_versions` keep the `parent`'s stored entries (see
-    `_channel_values`); `new_versions=None` serializes every channel.
+    document: CheckpointDocument
+    values: StoredValues
+
+
+def build_checkpoint(
+    codec: Codec,
+    new: NewCheckpoint,
+    parent: StoredValues | None = None,
+    touched_at: datetime | None = None,
+) -> BuiltCheckpoint:
+    """The document `put` stores, and its channel entries, in one pass.
+
+    Channels in `new.unchanged` keep the `parent`'s stored entries (see
+    `_channel_values`); every other value is serialized. A document the server would
+    refuse (over 16 MiB) raises `CheckpointTooLargeError` before anything is sent.
     """
-    _require_mapping(checkpoint, "checkpoint")
-    _require_mapping(metadata, "metadata")
-    checkpoint_id = require_str(checkpoint.get("id"), "checkpoint['id']")
-    channel_values = _require_mapping(
-        checkpoint.get("channel_values", {}), "checkpoint['channel_values']"
-    )
-    full_metadata = get_checkpoint_metadata(cast(Any, config), metadata)
+    full_metadata = new.metadata
     # Metadata of plain types reads back from its readable copy exactly as a serializer
     # round trip returns it, so it is not serialized at all (LangGraph's own `source`,
     # `step`, `parents`, `run_id`); with another serializer it takes the full path.
@@ -239,23 +289,23 @@ def checkpoint_document(
             readable = readable_metadata(returned_metadata)
         else:
             serialized_metadata = None
-    values = encode_channel_values(
-        channel_values,
-        _require_mapping(checkpoint.get("channel_versions", {}), "checkpoint['channel_versions']"),
-        new_versions,
+    entries = encode_channel_values(
+        new.values,
+        new.versions,
+        new.unchanged,
         parent,
         lambda value, channel: _encode_or_refuse(
             codec, value, Label("checkpoint['channel_values'][{}]", (channel,))
         ),
     )
     doc: CheckpointDocument = {
-        Field.ID: checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
-        Field.THREAD_ID: ref.thread_id,
-        Field.PARENT_CHECKPOINT_ID: ref.checkpoint_id,
+        Field.ID: new.key,
+        Field.THREAD_ID: new.ref.thread_id,
+        Field.PARENT_CHECKPOINT_ID: new.parent_id,
         Field.CHECKPOINT: _encode_or_refuse(
-            codec, _checkpoint_blob(checkpoint), "checkpoint", field=True
+            codec, _checkpoint_blob(new.checkpoint), "checkpoint", field=True
         ),
-        Field.CHANNEL_VALUES: list(values.values()),
+        Field.CHANNEL_VALUES: list(entries.values()),
         Field.METADATA: readable,
     }
     replayed = _replayed_channels(full_metadata)
@@ -269,8 +319,22 @@ def checkpoint_document(
         doc[Field.SERIALIZED_METADATA] = serialized_metadata
     if touched_at is not None:
         doc[Field.TOUCHED_AT] = touched_at
-    stored_as = CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id)
-    return _within_size_limit(doc, "Checkpoint", stored_as)
+    _within_size_limit(doc, "Checkpoint", new.ref)
+    return BuiltCheckpoint(doc, StoredValues(entries, new.versions))
+
+
+def checkpoint_document(
+    codec: Codec,
+    ref: CheckpointRef,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    config: Mapping[str, Any],
+    touched_at: datetime | None = None,
+) -> CheckpointDocument:
+    """The document of a checkpoint with every value serialized (copying threads in);
+    `ref.checkpoint_id` is the parent, if any."""
+    new = new_checkpoint(ref, checkpoint, metadata, config, None)
+    return build_checkpoint(codec, new, None, touched_at).document
 
 
 def write_documents(

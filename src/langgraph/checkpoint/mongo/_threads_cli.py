@@ -22,6 +22,7 @@ from typing import Any, TextIO
 from langchain_core.runnables import RunnableConfig
 
 from langgraph.checkpoint.mongo import _operations as ops
+from langgraph.checkpoint.mongo import _options
 from langgraph.checkpoint.mongo._base import (
     DEFAULT_CHECKPOINT_COLLECTION,
     DEFAULT_DB_NAME,
@@ -31,13 +32,14 @@ from langgraph.checkpoint.mongo._base import (
 )
 from langgraph.checkpoint.mongo._documents import ThreadInfo
 from langgraph.checkpoint.mongo._drivers import execute_sync
+from langgraph.checkpoint.mongo._options import redact_uri
+from langgraph.checkpoint.mongo._retention import check_keep_last
 from langgraph.checkpoint.mongo.migrate._cli import (
     DEFAULT_TIMEOUT,
     UsageError,
     _client,
-    _positive_int,
-    _redacted_uri,
-    _seconds,
+    _flag,
+    _timeout,
 )
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
 
@@ -106,14 +108,16 @@ def _duration(text: str) -> Duration:
     return duration
 
 
-def _count(text: str) -> int:
+def _at_least_one(text: str, flag: str) -> int:
+    return _options.batch_size(_options.parse_int(text, flag), flag)
+
+
+def _keep_last(text: str, flag: str) -> int | None:
+    """`prune`'s own check of `keep_last`, its words without the flag (argparse names it)."""
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+        return check_keep_last(_options.parse_int(text, flag), flag)
+    except ValueError as exc:
+        raise _options.OptionValueError(flag, str(exc).removeprefix(f"{flag} ")) from None
 
 
 def _filter_entry(text: str) -> tuple[str, Any]:
@@ -141,24 +145,27 @@ def _connection_options() -> argparse.ArgumentParser:
     where.add_argument(
         "--db",
         default=DEFAULT_DB_NAME,
+        type=_flag(_options.db_name, "--db"),
         metavar="NAME",
         help="the database (default: %(default)s)",
     )
     where.add_argument(
         "--checkpoints",
         default=DEFAULT_CHECKPOINT_COLLECTION,
+        type=_flag(_options.collection_name, "--checkpoints"),
         metavar="NAME",
         help="the checkpoint collection (default: %(default)s)",
     )
     where.add_argument(
         "--writes",
         default=DEFAULT_WRITES_COLLECTION,
+        type=_flag(_options.collection_name, "--writes"),
         metavar="NAME",
         help="the pending-writes collection (default: %(default)s)",
     )
     where.add_argument(
         "--timeout",
-        type=_seconds(0.1),
+        type=_flag(_timeout, "--timeout"),
         default=DEFAULT_TIMEOUT,
         metavar="SECONDS",
         help="how long to wait for the server to answer before giving up and naming it "
@@ -195,7 +202,9 @@ def add_parser(commands: Any) -> None:
         help="only threads whose latest root checkpoint has this metadata (repeat for "
         "more; VALUE is read as JSON when it can be: step=3, tags='[\"a\"]')",
     )
-    ls.add_argument("--limit", type=_positive_int, metavar="N", help="at most N threads")
+    ls.add_argument(
+        "--limit", type=_flag(_at_least_one, "--limit"), metavar="N", help="at most N threads"
+    )
     ls.add_argument("--after", metavar="ID", help="start after this thread id (the last of a page)")
     ls.add_argument("--json", action="store_true", help="a JSON array, one object per thread")
     show = actions.add_parser(
@@ -208,7 +217,7 @@ def add_parser(commands: Any) -> None:
     show.add_argument("thread_id", metavar="ID")
     show.add_argument(
         "--history",
-        type=_positive_int,
+        type=_flag(_at_least_one, "--history"),
         default=DEFAULT_HISTORY,
         metavar="N",
         help="how many checkpoints of the history to list (default: %(default)s)",
@@ -223,7 +232,7 @@ def add_parser(commands: Any) -> None:
     )
     prune.add_argument(
         "--keep-last",
-        type=_count,
+        type=_flag(_keep_last, "--keep-last"),
         required=True,
         metavar="N",
         help="checkpoints to keep per namespace of each thread (0: delete them all)",
@@ -279,7 +288,7 @@ def _saver(args: argparse.Namespace) -> Iterator[MongoDBSaver]:
 
 
 def _where(saver: MongoDBSaver, args: argparse.Namespace) -> str:
-    return f"{args.db}.{saver.checkpoint_collection_name} at {_redacted_uri(args.uri)}"
+    return f"{args.db}.{saver.checkpoint_collection_name} at {redact_uri(args.uri)}"
 
 
 def _counts(saver: MongoDBSaver, thread_ids: Sequence[str]) -> dict[str, dict[str, int]]:

@@ -18,21 +18,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 BUCKETS_PER_TTL = 16
 _CACHE_SIZE = 10_000
-
-
-def as_timedelta(ttl: Any) -> timedelta | None:
-    if ttl is None:
-        return None
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float, timedelta)):
-        raise TypeError(f"ttl must be seconds (int/float), a timedelta or None, got {ttl!r}")
-    value = ttl if isinstance(ttl, timedelta) else timedelta(seconds=ttl)
-    if value < timedelta(seconds=1):
-        raise ValueError(f"ttl must be at least one second, got {value}")
-    return value
 
 
 def _now() -> datetime:

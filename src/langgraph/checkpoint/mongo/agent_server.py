@@ -25,113 +25,51 @@ Environment variables (a bad one raises a `ValueError` naming it, before any I/O
   2147483647 seconds (default: none);
 - `MONGODB_COMPRESSION`: `zstd` (recommended) or `zlib` (default: none);
 - `MONGODB_TARGETED_JOINS`: `false` for services without MongoDB 5.0's `$lookup`, such as
-  Azure Cosmos DB for MongoDB (default `true`).
+  Azure Cosmos DB for MongoDB (default `true`);
+- `MONGODB_ALLOWED_MSGPACK_MODULES`: the types of your state that the serializer may
+  rebuild, as `module:Name` entries separated by commas (`my_agent.models:Order`); when
+  set, the serializer is strict: any other type but LangGraph's safe ones is read back as
+  a dict, as under `LANGGRAPH_STRICT_MSGPACK=true` (default: LangGraph's serializer as
+  it is, strict only under that variable).
 """
 
 from __future__ import annotations
 
-import math
 import os
-import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, TypeVar
 
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pymongo import AsyncMongoClient
 from pymongo.errors import ConfigurationError, ServerSelectionTimeoutError
 
+from langgraph.checkpoint.mongo import _options
 from langgraph.checkpoint.mongo._base import (
     DEFAULT_CHECKPOINT_COLLECTION,
     DEFAULT_DB_NAME,
     DEFAULT_WRITES_COLLECTION,
 )
-from langgraph.checkpoint.mongo._codec import COMPRESSIONS, Compression, check_compression
+from langgraph.checkpoint.mongo._codec import Compression
 from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, close_client
+from langgraph.checkpoint.mongo._options import AllowedTypes, redact_uri
 from langgraph.checkpoint.mongo.aio import AsyncMongoDBSaver
 
-_BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
-# The largest `expireAfterSeconds` MongoDB accepts for a TTL index (a 32-bit int); above it
-# `setup()` would fail on the server, after the client connected.
-_MAX_TTL_SECONDS = 2**31 - 1
-# MongoDB's database names: under 64 bytes, none of these characters (PyMongo refuses the
-# same set when the client is indexed, a `pymongo.errors.InvalidName` naming no variable).
-_MAX_DB_NAME_BYTES = 63
-_DB_NAME_FORBIDDEN = '/\\. "$\x00'
-# The password of `scheme://user:password@hosts` (up to the last `@` before the options,
-# or of the whole URI when a malformed one has none there), and options that carry secrets.
-_URI_PASSWORD = re.compile(r"^([A-Za-z0-9+.-]*://[^:@/?]*:)(?:[^?]*|.*)@")
-_URI_SECRET_OPTIONS = re.compile(
-    r"((?:^|[?&])(?:tlsCertificateKeyFilePassword|authMechanismProperties)=)[^&]*",
-    re.IGNORECASE,
-)
+T = TypeVar("T")
 
 
-def redact(uri: str) -> str:
-    """`uri` with its password and secret-bearing options replaced by `***`, for messages
-    and `repr`: the URI is the one secret the server's logs must not show."""
-    shown = _URI_PASSWORD.sub(r"\1***@", uri, count=1)
-    return _URI_SECRET_OPTIONS.sub(r"\1***", shown)
+def _variable(env: Mapping[str, str], name: str, parse: Callable[[str, str], T], default: T) -> T:
+    """Variable `name` of `env` parsed (and checked) by `parse`, or `default` when it is
+    unset or empty."""
+    text = env.get(name)
+    return parse(text, name) if text else default
 
 
-def _ttl(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise ValueError(
-            f"MONGODB_TTL_SECONDS must be a number of seconds, got {value!r}"
-        ) from None
-    if not math.isfinite(seconds) or not 1 <= seconds <= _MAX_TTL_SECONDS:
-        raise ValueError(
-            f"MONGODB_TTL_SECONDS must be from 1 to {_MAX_TTL_SECONDS} seconds (MongoDB's "
-            f"largest TTL), got {value!r}"
-        )
+def _ttl_seconds(text: str, variable: str) -> float:
+    seconds = _options.parse_number(text, variable)
+    _options.ttl(seconds, variable)
     return seconds
-
-
-def _db_name(value: str) -> str:
-    size = len(value.encode("utf-8", "surrogatepass"))
-    if size > _MAX_DB_NAME_BYTES or any(c in _DB_NAME_FORBIDDEN for c in value):
-        raise ValueError(
-            f"MONGODB_DB_NAME must be a MongoDB database name (at most {_MAX_DB_NAME_BYTES} "
-            f"bytes, none of {_DB_NAME_FORBIDDEN!r}), got {value!r}"
-        )
-    return value
-
-
-def _collection_name(value: str, variable: str) -> str:
-    if (
-        "$" in value
-        or "\x00" in value
-        or ".." in value
-        or value.startswith((".", "system."))
-        or value.endswith(".")
-    ):
-        raise ValueError(
-            f"{variable} must be a MongoDB collection name (no '$', null character or '..', "
-            f"not starting with 'system.', not starting or ending with '.'), got {value!r}"
-        )
-    return value
-
-
-def _compression(value: str | None) -> Compression | None:
-    if not value or value.lower() == "none":
-        return None
-    if value.lower() not in COMPRESSIONS:
-        raise ValueError(
-            f"MONGODB_COMPRESSION must be one of {', '.join(COMPRESSIONS)} or none, got {value!r}"
-        )
-    return check_compression(value.lower())
-
-
-def _flag(value: str | None, name: str, default: bool) -> bool:
-    if not value:
-        return default
-    if value.lower() not in _BOOLEANS:
-        raise ValueError(f"{name} must be true or false, got {value!r}")
-    return _BOOLEANS[value.lower()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,11 +86,12 @@ class Settings:
     ttl: float | None = None
     compression: Compression | None = None
     targeted_joins: bool = True
+    allowed_msgpack_modules: AllowedTypes | None = None
 
     def __repr__(self) -> str:
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
         if self.uri is not None:
-            shown["uri"] = redact(self.uri)
+            shown["uri"] = redact_uri(self.uri)
         return f"Settings({', '.join(f'{name}={value!r}' for name, value in shown.items())})"
 
     @classmethod
@@ -160,28 +99,22 @@ class Settings:
         """The settings in `environ` (`os.environ` by default); a bad value raises
         `ValueError` naming its variable, so the server stops at startup, not mid-run."""
         env = os.environ if environ is None else environ
-        checkpoints = _collection_name(
+        checkpoints, writes = _options.collection_names(
             env.get("MONGODB_CHECKPOINT_COLLECTION") or DEFAULT_CHECKPOINT_COLLECTION,
-            "MONGODB_CHECKPOINT_COLLECTION",
-        )
-        writes = _collection_name(
             env.get("MONGODB_WRITES_COLLECTION") or DEFAULT_WRITES_COLLECTION,
-            "MONGODB_WRITES_COLLECTION",
+            ("MONGODB_CHECKPOINT_COLLECTION", "MONGODB_WRITES_COLLECTION"),
         )
-        if checkpoints == writes:
-            raise ValueError(
-                "MONGODB_CHECKPOINT_COLLECTION and MONGODB_WRITES_COLLECTION must name two "
-                f"different collections, both are {checkpoints!r} (a variable left unset "
-                "takes its default)"
-            )
         return cls(
             uri=env.get("MONGODB_URI") or None,
-            db_name=_db_name(env.get("MONGODB_DB_NAME") or DEFAULT_DB_NAME),
+            db_name=_variable(env, "MONGODB_DB_NAME", _options.db_name, DEFAULT_DB_NAME),
             checkpoint_collection_name=checkpoints,
             writes_collection_name=writes,
-            ttl=_ttl(env.get("MONGODB_TTL_SECONDS")),
-            compression=_compression(env.get("MONGODB_COMPRESSION")),
-            targeted_joins=_flag(env.get("MONGODB_TARGETED_JOINS"), "MONGODB_TARGETED_JOINS", True),
+            ttl=_variable(env, "MONGODB_TTL_SECONDS", _ttl_seconds, None),
+            compression=_variable(env, "MONGODB_COMPRESSION", _options.parse_compression, None),
+            targeted_joins=_variable(env, "MONGODB_TARGETED_JOINS", _options.parse_bool, True),
+            allowed_msgpack_modules=_variable(
+                env, "MONGODB_ALLOWED_MSGPACK_MODULES", _options.parse_msgpack_modules, None
+            ),
         )
 
 
@@ -195,7 +128,15 @@ def _client(uri: str | None) -> AsyncMongoClient[Any]:
     try:
         return AsyncMongoClient(uri, driver=DRIVER_INFO)
     except (ConfigurationError, ValueError) as error:  # InvalidURI, bad options, ports
-        raise ValueError(f"MONGODB_URI {redact(uri)!r} is not valid: {error}") from None
+        raise ValueError(f"MONGODB_URI {redact_uri(uri)!r} is not valid: {error}") from None
+
+
+def _serializer(settings: Settings) -> JsonPlusSerializer | None:
+    """LangGraph's serializer, strict with the allowed types when they are set; else `None`
+    (the saver's default: LangGraph's, strict only with `LANGGRAPH_STRICT_MSGPACK=true`)."""
+    if settings.allowed_msgpack_modules is None:
+        return None
+    return JsonPlusSerializer(allowed_msgpack_modules=settings.allowed_msgpack_modules)
 
 
 @asynccontextmanager
@@ -222,11 +163,12 @@ async def checkpointer(
             compression=settings.compression,
             ttl=settings.ttl,
             targeted_joins=settings.targeted_joins,
+            serde=_serializer(settings),
         )
         try:
             await saver.setup()
         except ServerSelectionTimeoutError as error:
-            where = f"MONGODB_URI {redact(settings.uri)!r}" if settings.uri else "the client"
+            where = f"MONGODB_URI {redact_uri(settings.uri)!r}" if settings.uri else "the client"
             raise ServerSelectionTimeoutError(
                 f"no MongoDB server of {where} could be reached at startup (the URI's "
                 f"serverSelectionTimeoutMS sets how long setup() waits): {error}",

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from langgraph.checkpoint.mongo import _options
 from langgraph.checkpoint.mongo._base import arun_plan, command_collection, run_plan
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command
@@ -33,7 +34,6 @@ from langgraph.checkpoint.mongo._drivers import (
     execute_async,
     execute_sync,
     in_worker_thread,
-    plan_name,
 )
 from langgraph.checkpoint.mongo._keys import str_list
 from langgraph.checkpoint.mongo.aio import AsyncMongoDBSaver
@@ -44,7 +44,6 @@ from langgraph.checkpoint.mongo.migrate._plans import (
     CopyReport,
     MigrationPlan,
     SourceRead,
-    SourceRequest,
     TargetSaver,
     ThreadCopy,
     ThreadStatus,
@@ -131,12 +130,6 @@ def _plan_target(saver: AsyncMongoDBSaver | MongoDBSaver) -> TargetSaver:
     )
 
 
-def _batch_size(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"batch_size must be an int of at least 1, got {value!r}")
-    return value
-
-
 def _thread_list(thread_ids: Sequence[str] | None) -> list[str] | None:
     """The threads to copy, each once, in the order given; `None`: every thread."""
     if thread_ids is None:
@@ -144,11 +137,12 @@ def _thread_list(thread_ids: Sequence[str] | None) -> list[str] | None:
     return list(dict.fromkeys(str_list(thread_ids, "thread_ids")))
 
 
-def _run(plan: MigrationPlan[T], requests: Requests, target: MongoDBSaver) -> T:
-    operation = plan_name(plan)
+def _run(operation: str, plan: MigrationPlan[T], requests: Requests, target: MongoDBSaver) -> T:
+    """Run the plan of `operation` (its name in the log): source reads from `requests`,
+    commands on `target`."""
 
     def execute(request: Command | SourceRead) -> Any:
-        if isinstance(request, SourceRequest):
+        if isinstance(request, SourceRead):
             return requests.answer(request)
         return execute_sync(operation, command_collection(target, request), request)
 
@@ -174,14 +168,16 @@ def _command_executor(
 
 
 async def _arun(
+    operation: str,
     plan: MigrationPlan[T],
     requests: AsyncRequests | ThreadedRequests,
     target: AsyncMongoDBSaver | MongoDBSaver,
 ) -> T:
-    execute_command = _command_executor(target, plan_name(plan))
+    """`_run` for asyncio."""
+    execute_command = _command_executor(target, operation)
 
     async def execute(request: Command | SourceRead) -> Any:
-        if isinstance(request, SourceRequest):
+        if isinstance(request, SourceRead):
             return await requests.answer(request)
         return await execute_command(request)
 
@@ -233,9 +229,10 @@ def copy_threads(
     resumes it.
     """
     saver = _sync_target(target, "copy_threads")
-    options = CopyOptions(overwrite, dry_run, _batch_size(batch_size), on_progress, on_thread)
+    batch = _options.batch_size(batch_size)
+    options = CopyOptions(overwrite, dry_run, batch, on_progress, on_thread)
     plan = plans.copy_threads(_plan_target(saver), _thread_list(thread_ids), options)
-    return _run(plan, Requests(_reader(source, fast_path)), saver)
+    return _run("copy_threads", plan, Requests(_reader(source, fast_path)), saver)
 
 
 async def acopy_threads(
@@ -253,9 +250,10 @@ async def acopy_threads(
     """`copy_threads` for asyncio: reads the source through `alist`/`aget_tuple` (the
     official saver's collections in worker threads) and writes through either saver."""
     saver = _async_target(target, "acopy_threads")
-    options = CopyOptions(overwrite, dry_run, _batch_size(batch_size), on_progress, on_thread)
+    batch = _options.batch_size(batch_size)
+    options = CopyOptions(overwrite, dry_run, batch, on_progress, on_thread)
     plan = plans.copy_threads(_plan_target(saver), _thread_list(thread_ids), options)
-    return await _arun(plan, _async_requests(source, fast_path), saver)
+    return await _arun("copy_threads", plan, _async_requests(source, fast_path), saver)
 
 
 def verify_threads(
@@ -272,9 +270,9 @@ def verify_threads(
     the target, and the same latest checkpoint. Reads only."""
     saver = _sync_target(target, "verify_threads")
     plan = plans.verify_threads(
-        _plan_target(saver), _thread_list(thread_ids), _batch_size(batch_size), on_thread
+        _plan_target(saver), _thread_list(thread_ids), _options.batch_size(batch_size), on_thread
     )
-    return _run(plan, Requests(_reader(source, fast_path)), saver)
+    return _run("verify_threads", plan, Requests(_reader(source, fast_path)), saver)
 
 
 async def averify_threads(
@@ -289,6 +287,6 @@ async def averify_threads(
     """`verify_threads` for asyncio."""
     saver = _async_target(target, "averify_threads")
     plan = plans.verify_threads(
-        _plan_target(saver), _thread_list(thread_ids), _batch_size(batch_size), on_thread
+        _plan_target(saver), _thread_list(thread_ids), _options.batch_size(batch_size), on_thread
     )
-    return await _arun(plan, _async_requests(source, fast_path), saver)
+    return await _arun("verify_threads", plan, _async_requests(source, fast_path), saver)

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from pymongo import MongoClient
 from pymongo.errors import ServerSelectionTimeoutError
 
+from langgraph.checkpoint.mongo import _options
 from langgraph.checkpoint.mongo._base import (
     DEFAULT_CHECKPOINT_COLLECTION,
     DEFAULT_DB_NAME,
@@ -23,6 +24,7 @@ from langgraph.checkpoint.mongo._base import (
 )
 from langgraph.checkpoint.mongo._codec import COMPRESSIONS
 from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, __version__
+from langgraph.checkpoint.mongo._options import redact_uri
 from langgraph.checkpoint.mongo.migrate import (
     OfficialMongoDBSource,
     Source,
@@ -34,6 +36,8 @@ from langgraph.checkpoint.mongo.migrate import (
     verify_threads,
 )
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
+
+T = TypeVar("T")
 
 DESCRIPTION = """\
 Copy LangGraph threads into langgraph-checkpoint-mongo's collections: every checkpoint of
@@ -62,6 +66,7 @@ examples:
 
 # Seconds to wait for a server to answer before saying which one did not.
 DEFAULT_TIMEOUT = 10.0
+MIN_TIMEOUT = 0.1
 
 
 class UsageError(Exception):
@@ -72,34 +77,51 @@ class SetupError(Exception):
     """A problem with the environment or a connection, told as one line (exit code 1)."""
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def _flag(parse: Callable[[str, str], T], flag: str) -> Callable[[str], T]:
+    """An argparse `type` for `flag`: `parse` (a parser and validator of `_options`, the
+    saver's own check), its refusal told as argparse tells one (`argument --ttl: must be
+    ...`, exit code 2)."""
 
-
-def _seconds(minimum: float) -> Callable[[str], float]:
-    def seconds(text: str) -> float:
+    def checked(text: str) -> T:
         try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be seconds, got {text!r}") from None
-        if not math.isfinite(value) or value < minimum:
-            raise argparse.ArgumentTypeError(
-                f"must be a number of seconds of at least {minimum:g}, got {text}"
-            )
-        return value
+            return parse(text, flag)
+        except (TypeError, ValueError) as exc:
+            raise argparse.ArgumentTypeError(getattr(exc, "problem", str(exc))) from None
 
+    return checked
+
+
+def _ttl(text: str, flag: str) -> timedelta | None:
+    return _options.ttl(_options.parse_number(text, flag), flag)
+
+
+def _batch_size(text: str, flag: str) -> int:
+    return _options.batch_size(_options.parse_int(text, flag), flag)
+
+
+def _timeout(text: str, flag: str) -> float:
+    """Seconds to wait for a server: at least a tenth of a second, and finite."""
+    seconds = _options.parse_number(text, flag)
+    if not MIN_TIMEOUT <= seconds < math.inf:  # NaN compares false
+        raise _options.OptionValueError(
+            flag, f"must be a number of seconds of at least {MIN_TIMEOUT:g}, got {text}"
+        )
     return seconds
 
 
-def _redacted_uri(uri: str) -> str:
-    """A connection string without its user, password and options."""
-    return re.sub(r"//[^@/]*@", "//", uri.split("?", 1)[0])
+def _add_names(group: Any, side: str, *helps: str) -> None:
+    """`--<side>-db`, `--<side>-checkpoints` and `--<side>-writes`, checked as the saver
+    checks its `db_name` and collection names."""
+    names = [
+        ("db", DEFAULT_DB_NAME, _options.db_name),
+        ("checkpoints", DEFAULT_CHECKPOINT_COLLECTION, _options.collection_name),
+        ("writes", DEFAULT_WRITES_COLLECTION, _options.collection_name),
+    ]
+    for (suffix, default, check), help in zip(names, helps, strict=True):
+        flag = f"--{side}-{suffix}"
+        group.add_argument(
+            flag, default=default, type=_flag(check, flag), metavar="NAME", help=help
+        )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -131,46 +153,24 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="a SqliteSaver database file, opened read-only (needs the [sqlite] extra)",
     )
-    source.add_argument(
-        "--from-db",
-        default=DEFAULT_DB_NAME,
-        metavar="NAME",
-        help="with --from-mongodb: the database name (default: %(default)s)",
-    )
-    source.add_argument(
-        "--from-checkpoints",
-        default=DEFAULT_CHECKPOINT_COLLECTION,
-        metavar="NAME",
-        help="with --from-mongodb: its checkpoint collection (default: %(default)s)",
-    )
-    source.add_argument(
-        "--from-writes",
-        default=DEFAULT_WRITES_COLLECTION,
-        metavar="NAME",
-        help="with --from-mongodb: its writes collection (default: %(default)s)",
+    _add_names(
+        source,
+        "from",
+        "with --from-mongodb: the database name (default: %(default)s)",
+        "with --from-mongodb: its checkpoint collection (default: %(default)s)",
+        "with --from-mongodb: its writes collection (default: %(default)s)",
     )
     target = copy.add_argument_group("target")
     target.add_argument(
         "--to", required=True, metavar="URI", help="connection string of the target MongoDB"
     )
-    target.add_argument(
-        "--to-db",
-        default=DEFAULT_DB_NAME,
-        metavar="NAME",
-        help="the target database (default: %(default)s); it must not be the source's "
+    _add_names(
+        target,
+        "to",
+        "the target database (default: %(default)s); it must not be the source's "
         "collections: both packages use the same default names",
-    )
-    target.add_argument(
-        "--to-checkpoints",
-        default=DEFAULT_CHECKPOINT_COLLECTION,
-        metavar="NAME",
-        help="the target checkpoint collection (default: %(default)s)",
-    )
-    target.add_argument(
-        "--to-writes",
-        default=DEFAULT_WRITES_COLLECTION,
-        metavar="NAME",
-        help="the target writes collection (default: %(default)s)",
+        "the target checkpoint collection (default: %(default)s)",
+        "the target writes collection (default: %(default)s)",
     )
     target.add_argument(
         "--compression",
@@ -179,13 +179,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     target.add_argument(
         "--ttl",
-        type=_seconds(1),
+        type=_flag(_ttl, "--ttl"),
         metavar="SECONDS",
         help="the ttl your savers use: copied threads get a fresh whole-thread TTL stamp",
     )
     target.add_argument(
         "--timeout",
-        type=_seconds(0.1),
+        type=_flag(_timeout, "--timeout"),
         default=DEFAULT_TIMEOUT,
         metavar="SECONDS",
         help="how long to wait for a server (source or target) to answer before giving up "
@@ -219,7 +219,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     what.add_argument(
         "--batch-size",
-        type=_positive_int,
+        type=_flag(_batch_size, "--batch-size"),
         default=100,
         metavar="N",
         help="checkpoints read and written per round trip; memory holds about this many "
@@ -257,6 +257,13 @@ def _check_arguments(args: argparse.Namespace) -> None:
         )
     if args.from_sqlite is not None and not args.from_sqlite.is_file():
         raise UsageError(f"--from-sqlite {str(args.from_sqlite)!r}: no such file")
+    try:
+        _options.collection_names(args.to_checkpoints, args.to_writes, _TARGET_COLLECTIONS)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+_TARGET_COLLECTIONS = ("--to-checkpoints", "--to-writes")
 
 
 def _client(uri: str, what: str, timeout: float) -> MongoClient[dict[str, Any]]:
@@ -269,7 +276,7 @@ def _client(uri: str, what: str, timeout: float) -> MongoClient[dict[str, Any]]:
     except ServerSelectionTimeoutError as exc:
         client.close()
         raise SetupError(
-            f"cannot reach the {what} at {_redacted_uri(uri)}: no server answered within "
+            f"cannot reach the {what} at {redact_uri(uri)}: no server answered within "
             f"{timeout:g} s (--timeout): {exc}"
         ) from None
     return client

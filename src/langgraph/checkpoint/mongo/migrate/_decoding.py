@@ -16,37 +16,26 @@ so its caller learns the checkpoint's id only if the decode completes).
 
 from __future__ import annotations
 
-import copy
 import importlib
-from collections.abc import Callable
 from typing import Any
 
-import ormsgpack
-from langgraph.checkpoint.serde import _msgpack as lg_msgpack
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-# `JsonPlusSerializer`'s msgpack extension codes (langgraph.checkpoint.serde.jsonplus).
-_CONSTRUCTED = (0, 1, 2, 4, 5)  # a class called with the stored arguments
-_METHOD = 3  # a class's method called with the stored argument (datetime, ...)
-_NUMPY_ARRAY = 6
-_DELTA_SNAPSHOT = 7
-ExtHook = Callable[[int, bytes], Any]
+from langgraph.checkpoint.mongo import _langgraph_serde as lg_serde
+from langgraph.checkpoint.mongo._langgraph_serde import ExtHook
 
 
 class UnrestorableValueError(ValueError):
     """A stored value that this environment cannot restore exactly."""
 
 
-def _unpack(data: bytes, hook: ExtHook) -> Any:
-    return ormsgpack.unpackb(data, ext_hook=hook, option=ormsgpack.OPT_NON_STR_KEYS)
-
-
-def _checked_hook(base: ExtHook, allowed: Any, failures: list[str], raises: bool) -> ExtHook:
-    """`base` (the serializer's own hook), after checking that it will rebuild the value
-    itself. A failure is recorded (ormsgpack replaces a hook's exception by its own), then
-    raised, or (not `raises`) the value decodes as `base` decodes it."""
+def _checked_hook(serde: JsonPlusSerializer, failures: list[str], raises: bool) -> ExtHook:
+    """`serde`'s own hook, after checking that it will rebuild the value itself. A failure
+    is recorded (ormsgpack replaces a hook's exception by its own), then raised, or (not
+    `raises`) the value decodes as `serde` decodes it."""
+    base = lg_serde.ext_hook(serde)
 
     def fail(reason: str) -> None:
         failures.append(reason)
@@ -54,26 +43,24 @@ def _checked_hook(base: ExtHook, allowed: Any, failures: list[str], raises: bool
             raise UnrestorableValueError(reason)
 
     def hook(code: int, data: bytes) -> Any:
-        if code == _DELTA_SNAPSHOT:
-            _unpack(data, hook)  # checks the values inside
+        if code == lg_serde.DELTA_SNAPSHOT:
+            lg_serde.unpack(data, hook)  # checks the values inside
             return base(code, data)
-        if code == _NUMPY_ARRAY:
+        if code == lg_serde.NUMPY_ARRAY:
             value = base(code, data)
             if value is None:
                 fail("a numpy array (numpy cannot be imported here)")
             return value
-        if code not in _CONSTRUCTED and code != _METHOD:
+        if code not in lg_serde.CONSTRUCTED and code != lg_serde.METHOD:
             fail(f"a value of msgpack extension type {code}, which LangGraph does not write")
             return base(code, data)
-        parts = _unpack(data, hook)  # checks the arguments first
+        parts = lg_serde.unpack(data, hook)  # checks the arguments first
         module, name = str(parts[0]), str(parts[1])
-        if code == _METHOD:
-            if (module, name, parts[3]) not in lg_msgpack.SAFE_MSGPACK_METHODS:
+        if code == lg_serde.METHOD:
+            if (module, name, parts[3]) not in lg_serde.SAFE_METHODS:
                 fail(f"{module}.{name}.{parts[3]} (a method LangGraph does not call)")
                 return base(code, data)  # never import what the serializer would not
-        elif (module, name) not in lg_msgpack.SAFE_MSGPACK_TYPES and not (
-            allowed is True or (allowed is not None and (module, name) in allowed)
-        ):
+        elif not lg_serde.allows(serde, module, name):
             fail(f"{module}.{name} (not in the serializer's allowed_msgpack_modules)")
             return base(code, data)  # never import what the allow-list blocks
         try:
@@ -82,7 +69,7 @@ def _checked_hook(base: ExtHook, allowed: Any, failures: list[str], raises: bool
             fail(f"{module}.{name} (cannot be imported here: {type(exc).__name__}: {exc})")
             return base(code, data)
         value = base(code, data)
-        if code != _METHOD and isinstance(cls, type) and not isinstance(value, cls):
+        if code != lg_serde.METHOD and isinstance(cls, type) and not isinstance(value, cls):
             fail(f"{module}.{name} (its stored arguments do not rebuild it here)")
         return value
 
@@ -104,14 +91,8 @@ class ExactSerializer(SerializerProtocol):
             return EncryptedSerializer(serde.cipher, self._checking(serde.serde))
         if not isinstance(serde, JsonPlusSerializer):
             return serde  # another serializer: what it decodes is taken as exact
-        checking = copy.copy(serde)
-        checking._unpack_ext_hook = _checked_hook(
-            serde._unpack_ext_hook,
-            serde._allowed_msgpack_modules,
-            self._failures,
-            raises=not self.keep_stand_ins,
-        )
-        return checking
+        hook = _checked_hook(serde, self._failures, raises=not self.keep_stand_ins)
+        return lg_serde.with_ext_hook(serde, hook)
 
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
         return self.serde.dumps_typed(obj)

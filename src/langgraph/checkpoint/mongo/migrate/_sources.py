@@ -24,6 +24,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, writ
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from langgraph.checkpoint.mongo import _options
 from langgraph.checkpoint.mongo.migrate._decoding import ExactSerializer, UnrestorableValueError
 from langgraph.checkpoint.mongo.migrate._plans import (
     ReadCheckpointsByKey,
@@ -279,7 +280,7 @@ class OfficialMongoDBSource:
         self.checkpoints_collection = database[checkpoint_collection_name]
         self.writes_collection = database[writes_collection_name]
         self.serde = ExactSerializer(serde if serde is not None else JsonPlusSerializer())
-        self.batch_size = batch_size
+        self.batch_size = _options.batch_size(batch_size)
 
     @classmethod
     def from_saver(cls, saver: Any) -> OfficialMongoDBSource:

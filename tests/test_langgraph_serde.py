@@ -1,0 +1,112 @@
+"""What `_langgraph_serde` (and `_codec`) take from LangGraph's serializer beyond its public
+API, checked against the installed LangGraph: a release that moves or changes any of it
+fails here, naming what moved, instead of `copy-threads` deciding wrongly what decodes
+exactly, or the codec storing values in a longer form."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import importlib
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.serde import jsonplus
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from langgraph.checkpoint.mongo import _langgraph_serde as lg_serde
+from langgraph.checkpoint.mongo._codec import IMPLIED_TYPE
+
+ADAPTER = "src/langgraph/checkpoint/mongo/_langgraph_serde.py"
+
+
+def moved(what: str, detail: str) -> str:
+    return f"LangGraph moved or changed {what} ({detail}): update {ADAPTER} to follow it"
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+
+
+def test_the_extension_codes_are_langgraphs() -> None:
+    theirs = {name: value for name, value in vars(jsonplus).items() if name.startswith("EXT_")}
+    for name, code in lg_serde.EXT_CODES.items():
+        assert name in theirs, moved(f"jsonplus.{name}", "no longer defined")
+        assert theirs[name] == code, moved(f"jsonplus.{name}", f"{theirs[name]}, not {code}")
+    new = sorted(set(theirs) - set(lg_serde.EXT_CODES))
+    assert not new, moved("jsonplus' extension codes", f"new ones: {new}")
+
+
+def test_the_safe_types_and_methods_are_langgraphs() -> None:
+    module = "langgraph.checkpoint.serde._msgpack"
+    try:
+        msgpack = importlib.import_module(module)
+    except ImportError as exc:
+        pytest.fail(moved(module, f"cannot be imported: {exc}"))
+    for name, ours in [
+        ("SAFE_MSGPACK_TYPES", lg_serde.SAFE_TYPES),
+        ("SAFE_MSGPACK_METHODS", lg_serde.SAFE_METHODS),
+    ]:
+        theirs = getattr(msgpack, name, None)
+        assert theirs is ours, moved(f"{module}.{name}", "not the set the adapter reads")
+    assert ("datetime", "datetime") in lg_serde.SAFE_TYPES
+    assert ("datetime", "datetime", "fromisoformat") in lg_serde.SAFE_METHODS
+
+
+@pytest.mark.parametrize(
+    ("allowed", "expected"),
+    [
+        (None, {("os", "PathLike"): False, ("datetime", "date"): True}),
+        ([("os", "PathLike")], {("os", "PathLike"): True, ("os", "sep"): False}),
+        (True, {("os", "PathLike"): True}),
+    ],
+)
+def test_the_allow_list_is_where_the_adapter_reads_it(
+    allowed: Any, expected: dict[tuple[str, str], bool]
+) -> None:
+    serde = JsonPlusSerializer(allowed_msgpack_modules=allowed)
+    assert hasattr(serde, lg_serde.ALLOWED_ATTRIBUTE), moved(
+        f"JsonPlusSerializer.{lg_serde.ALLOWED_ATTRIBUTE}", "no such attribute"
+    )
+    for (module, name), allows in expected.items():
+        assert lg_serde.allows(serde, module, name) is allows, moved(
+            f"JsonPlusSerializer.{lg_serde.ALLOWED_ATTRIBUTE}",
+            f"allowed_msgpack_modules={allowed!r} no longer reads as it did for {module}.{name}",
+        )
+
+
+def test_the_ext_hook_is_the_one_loads_typed_calls() -> None:
+    """Replacing the hook must change how values decode: an attribute left behind by a
+    release that decodes through another would make the check a silent no-op."""
+    serde = JsonPlusSerializer()
+    assert callable(getattr(serde, lg_serde.EXT_HOOK_ATTRIBUTE, None)), moved(
+        f"JsonPlusSerializer.{lg_serde.EXT_HOOK_ATTRIBUTE}", "no such attribute"
+    )
+    seen: list[int] = []
+
+    def hook(code: int, data: bytes) -> Any:
+        seen.append(code)
+        return lg_serde.ext_hook(serde)(code, data)
+
+    value = {"point": Point(1), "when": datetime.datetime(2020, 1, 2, tzinfo=datetime.timezone.utc)}
+    stored = serde.dumps_typed(value)
+    assert lg_serde.with_ext_hook(serde, hook).loads_typed(stored) == value
+    assert seen, moved(
+        f"JsonPlusSerializer.{lg_serde.EXT_HOOK_ATTRIBUTE}", "loads_typed no longer calls it"
+    )
+    assert set(seen) <= lg_serde.CONSTRUCTED | {lg_serde.METHOD}
+    assert serde.loads_typed(stored) == value  # the original keeps its own hook
+    assert lg_serde.unpack(stored[1], lg_serde.ext_hook(serde)) == value
+
+
+def test_the_codecs_implied_types_are_what_langgraph_writes() -> None:
+    """`_codec` leaves out the type `msgpack` and stores `None` as null: both are what
+    `JsonPlusSerializer` writes for almost every value (a change costs bytes, never data)."""
+    serde = JsonPlusSerializer()
+    assert serde.dumps_typed({"a": 1})[0] == IMPLIED_TYPE, moved(
+        "JsonPlusSerializer.dumps_typed", f"a dict is no longer typed {IMPLIED_TYPE!r}"
+    )
+    assert serde.dumps_typed(None) == ("null", b""), moved(
+        "JsonPlusSerializer.dumps_typed", "None is no longer ('null', b'')"
+    )
