@@ -194,6 +194,28 @@ async def test_pages_follow_the_cursor_one_command_each(
         assert command_log.names == []
 
 
+async def test_a_listing_stopped_early_closes_its_server_cursor(
+    backend: Backend, command_log: CommandLog
+) -> None:
+    """More threads than a first batch holds, the caller stops after one: the cursor is
+    killed then (`killCursors`), not left open on the server until it times out."""
+    if not backend.counts_commands:
+        pytest.skip("the in-process mock has no wire to count commands on")
+    async with backend.saver(command_log) as saver:
+        for i in range(150):
+            await put(saver, f"t{i:03}")
+        command_log.reset()
+        if isinstance(saver, MongoDBSaver):
+            for _ in saver.list_threads():
+                break
+        else:
+            stream = saver.alist_threads()
+            async for _ in stream:
+                break
+            await stream.aclose()
+        assert command_log.names == ["aggregate", "killCursors"]
+
+
 async def test_a_thread_without_root_checkpoints_is_not_listed(backend: Backend) -> None:
     """Only subgraph checkpoints (what a prune of the root namespace could leave): no
     latest root checkpoint, so no entry, as the reference has none."""

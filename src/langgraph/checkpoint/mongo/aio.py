@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import (
+    AsyncGenerator,
     AsyncIterator,
     Awaitable,
     Callable,
@@ -15,7 +16,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, aclosing, asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -161,8 +162,10 @@ class AsyncMongoDBSaver(
         listing = ops.list_checkpoints(
             self.storage, config, filter=filter, before=before, limit=limit
         )
-        async for item in self._stream("list", listing):
-            yield item
+        # `aclosing`: a caller's `aclose()` reaches the stream now, which closes its cursor.
+        async with aclosing(self._stream("list", listing)) as items:
+            async for item in items:
+                yield item
 
     async def alist_threads(
         self,
@@ -175,10 +178,11 @@ class AsyncMongoDBSaver(
         id order: `MongoDBSaver.list_threads`, natively async (the same arguments, order
         and cost; see "Finding threads" in docs/operations.md)."""
         listing = ops.list_threads(self.storage, filter=filter, limit=limit, before=before)
-        async for item in self._stream("list_threads", listing):
-            yield item
+        async with aclosing(self._stream("list_threads", listing)) as items:
+            async for item in items:
+                yield item
 
-    async def _stream(self, operation: str, listing: ops.Listing[T]) -> AsyncIterator[T]:
+    async def _stream(self, operation: str, listing: ops.Listing[T]) -> AsyncGenerator[T, None]:
         """Run a listing on this saver's collections: its cursors are closed when the
         caller stops early."""
         self._bind_loop()
