@@ -20,6 +20,7 @@ from langgraph.types import Command
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver, ThreadInfo, _queries
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._commands import Command as DriverCommand
+from langgraph.checkpoint.mongo._commands import Method, NextDocument, OpenCursor
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._queries import WritesJoin
 from support.backends import MONGODB_URI, Backend, CommandLog
@@ -293,9 +294,9 @@ def test_a_page_is_one_command_that_the_server_closes() -> None:
     checked in Python sends no `$limit` and stops reading after `limit` accepted."""
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-    from langgraph.checkpoint.mongo._base import run_listing
     from langgraph.checkpoint.mongo._channel_values import RecentValues
     from langgraph.checkpoint.mongo._codec import Codec
+    from langgraph.checkpoint.mongo._runners import run_listing
 
     codec = Codec(JsonPlusSerializer())
     storage = ops.Storage(codec, WritesJoin("w"), None, RecentValues(0))
@@ -313,7 +314,7 @@ def test_a_page_is_one_command_that_the_server_closes() -> None:
 
         def answer(request: Any) -> Any:
             requests.append(request)
-            if isinstance(request, ops.OpenCursor):
+            if isinstance(request, OpenCursor):
                 return "cursor"
             return next(available, None)
 
@@ -323,12 +324,12 @@ def test_a_page_is_one_command_that_the_server_closes() -> None:
     for metadata_filter, exact in (({"tags": "a"}, True), ({"tags": ["a"]}, False)):
         found, requests = run(metadata_filter)
         opened = requests[0]
-        assert isinstance(opened, ops.OpenCursor)
+        assert isinstance(opened, OpenCursor)
         command: DriverCommand = opened.command
-        assert command.method == "aggregate"
+        assert command.method is Method.AGGREGATE
         [pipeline] = command.args
         assert ({"$limit": 2} in pipeline) is exact
-        assert all(isinstance(r, ops.NextDocument) for r in requests[1:])
+        assert all(isinstance(r, NextDocument) for r in requests[1:])
         assert len(found) == 2
         if exact:
             assert command.kwargs == {"allowDiskUse": True, "batchSize": 3}

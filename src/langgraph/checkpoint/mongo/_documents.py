@@ -211,11 +211,10 @@ def new_checkpoint(
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
     config: Mapping[str, Any],
-    new_versions: ChannelVersions | None,
+    new_versions: ChannelVersions,
 ) -> NewCheckpoint:
     """Validate what `put` was handed (`ref` from its config; `ref.checkpoint_id` is the
-    parent, if any). `new_versions=None` keeps no channel from a parent: every value is
-    serialized (a copy of already-stored data)."""
+    parent, if any)."""
     _require_mapping(checkpoint, "checkpoint")
     _require_mapping(metadata, "metadata")
     checkpoint_id = require_str(checkpoint.get("id"), "checkpoint['id']")
@@ -223,10 +222,7 @@ def new_checkpoint(
     versions = _require_mapping(
         checkpoint.get("channel_versions", {}), "checkpoint['channel_versions']"
     )
-    unchanged: frozenset[str] = frozenset()
-    if new_versions is not None:
-        changed = _require_mapping(new_versions, "new_versions")
-        unchanged = frozenset(channel for channel in values if channel not in changed)
+    changed = _require_mapping(new_versions, "new_versions")
     return NewCheckpoint(
         CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
         checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
@@ -235,7 +231,7 @@ def new_checkpoint(
         values,
         dict(versions),
         get_checkpoint_metadata(cast(Any, config), metadata),
-        unchanged,
+        frozenset([channel for channel in values if channel not in changed]),
     )
 
 
@@ -333,7 +329,8 @@ def checkpoint_document(
 ) -> CheckpointDocument:
     """The document of a checkpoint with every value serialized (copying threads in);
     `ref.checkpoint_id` is the parent, if any."""
-    new = new_checkpoint(ref, checkpoint, metadata, config, None)
+    new = new_checkpoint(ref, checkpoint, metadata, config, {})
+    # No parent entries to keep: every value is serialized.
     return build_checkpoint(codec, new, None, touched_at).document
 
 

@@ -28,12 +28,12 @@ from langgraph.checkpoint.mongo._base import (
     DEFAULT_DB_NAME,
     DEFAULT_WRITES_COLLECTION,
     command_collection,
-    run_plan,
 )
 from langgraph.checkpoint.mongo._documents import ThreadInfo
-from langgraph.checkpoint.mongo._drivers import execute_sync
+from langgraph.checkpoint.mongo._executors import execute_sync
 from langgraph.checkpoint.mongo._options import redact_uri
 from langgraph.checkpoint.mongo._retention import check_keep_last
+from langgraph.checkpoint.mongo._runners import run_plan
 from langgraph.checkpoint.mongo.migrate._cli import (
     DEFAULT_TIMEOUT,
     UsageError,

@@ -30,10 +30,12 @@ from langgraph.checkpoint.base import (
 from pymongo import AsyncMongoClient
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._base import MongoDBSaverBase, arun_listing, arun_plan
-from langgraph.checkpoint.mongo._commands import Command, NextDocument, OpenCursor, Plan
+from langgraph.checkpoint.mongo._base import MongoDBSaverBase
+from langgraph.checkpoint.mongo._commands import Command, Listing, NextDocument, OpenCursor, Plan
 from langgraph.checkpoint.mongo._documents import ThreadInfo
-from langgraph.checkpoint.mongo._drivers import close_client, execute_async, open_cursor
+from langgraph.checkpoint.mongo._drivers import close_client
+from langgraph.checkpoint.mongo._executors import execute_async, open_cursor
+from langgraph.checkpoint.mongo._runners import arun_listing, arun_plan
 
 if TYPE_CHECKING:
     from motor.motor_asyncio import AsyncIOMotorClient
@@ -182,7 +184,7 @@ class AsyncMongoDBSaver(
             async for item in items:
                 yield item
 
-    async def _stream(self, operation: str, listing: ops.Listing[T]) -> AsyncGenerator[T, None]:
+    async def _stream(self, operation: str, listing: Listing[T]) -> AsyncGenerator[T, None]:
         """Run a listing on this saver's collections: its cursors are closed when the
         caller stops early."""
         self._bind_loop()

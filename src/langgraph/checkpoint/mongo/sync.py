@@ -18,14 +18,12 @@ from langgraph.checkpoint.base import (
 from pymongo import MongoClient
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._base import MongoDBSaverBase, run_listing, run_plan
-from langgraph.checkpoint.mongo._commands import Command, NextDocument, OpenCursor, Plan
+from langgraph.checkpoint.mongo._base import MongoDBSaverBase
+from langgraph.checkpoint.mongo._cancellation import in_worker_thread
+from langgraph.checkpoint.mongo._commands import Command, Listing, NextDocument, OpenCursor, Plan
 from langgraph.checkpoint.mongo._documents import ThreadInfo
-from langgraph.checkpoint.mongo._drivers import (
-    execute_sync,
-    in_worker_thread,
-    open_cursor_sync,
-)
+from langgraph.checkpoint.mongo._executors import execute_sync, open_cursor_sync
+from langgraph.checkpoint.mongo._runners import run_listing, run_plan
 
 T = TypeVar("T")
 
@@ -131,7 +129,7 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         listing = ops.list_threads(self.storage, filter=filter, limit=limit, before=before)
         yield from self._stream("list_threads", listing)
 
-    def _stream(self, operation: str, listing: ops.Listing[T]) -> Iterator[T]:
+    def _stream(self, operation: str, listing: Listing[T]) -> Iterator[T]:
         """Run a listing on this saver's collections: its cursors are closed when the
         caller stops early."""
         with ExitStack() as cursors:
