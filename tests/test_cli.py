@@ -3,14 +3,10 @@ against the wire server (or `MONGODB_URI`)."""
 
 from __future__ import annotations
 
-import fcntl
 import os
-import pty
 import sqlite3
-import struct
 import subprocess
 import sys
-import termios
 import time
 import uuid
 from collections.abc import Iterator
@@ -24,6 +20,7 @@ from pymongo import MongoClient
 from langgraph.checkpoint.mongo import MongoDBSaver
 from langgraph.checkpoint.mongo._options import redact_uri
 from support.backends import MONGODB_URI
+from support.cli import run_command
 from support.graphs import Run, chat_graph, human, linear_graph, run_on
 from support.helpers import config
 from support.migration_sources import official_saver_class
@@ -54,38 +51,7 @@ def client(uri: str) -> Iterator[MongoClient[dict[str, Any]]]:
 def run(
     *args: str, tty: bool = False, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """The command; with `tty`, stderr is a terminal (and comes back in `stderr`)."""
-    env = {**os.environ, "COLUMNS": "120", **(env or {})}
-    if not tty:
-        return subprocess.run(
-            [*COMMAND, *args], capture_output=True, text=True, timeout=120, env=env, check=False
-        )
-    leader, follower = pty.openpty()
-    # A terminal of 24 rows and 120 columns (a fresh pty has none).
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
-    with subprocess.Popen(
-        [*COMMAND, *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=follower,
-        env=env,
-        text=True,
-    ) as process:
-        os.close(follower)
-        terminal = b""
-        while True:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            terminal += chunk
-        os.close(leader)
-        assert process.stdout is not None
-        out = process.stdout.read()
-        code = process.wait(timeout=120)
-    return subprocess.CompletedProcess(COMMAND, code, out, terminal.decode(errors="replace"))
+    return run_command([*COMMAND, *args], tty=tty, env=env)
 
 
 async def chat(saver: Any, *thread_ids: str) -> None:

@@ -5,6 +5,7 @@
 documents and behave the same.
 """
 
+from langgraph.checkpoint.mongo._documents import ThreadInfo
 from langgraph.checkpoint.mongo._drivers import __version__
 from langgraph.checkpoint.mongo.aio import AsyncMongoDBSaver
 from langgraph.checkpoint.mongo.errors import (
@@ -22,5 +23,6 @@ __all__ = [
     "IndexCreationError",
     "MongoDBSaver",
     "ThreadChangedError",
+    "ThreadInfo",
     "__version__",
 ]

@@ -91,9 +91,10 @@ class NextDocument(NamedTuple):
 # What a saver answers: every request of the core's plans.
 Request = Command | OpenCursor | NextDocument
 
-# What `list` yields: a request for the saver, or a tuple for the caller.
+# What a listing (`list`, `list_threads`) yields: a request for the saver, or an item for
+# the caller.
 ListStep = Request | CheckpointTuple
-Listing = Generator[ListStep, Any, None]
+Listing = Generator[Request | T, Any, None]
 
 Plan = Generator[Command, Any, T]
 """What each saver method sends, step by step, without doing any I/O.

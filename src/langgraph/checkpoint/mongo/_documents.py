@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any, NamedTuple, TypeVar, cast
 
 import bson
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
     ChannelVersions,
@@ -50,6 +51,7 @@ from langgraph.checkpoint.mongo._schema import (
     CheckpointKey,
     Field,
     JoinedCheckpoint,
+    ThreadDocument,
     WriteDocument,
 )
 from langgraph.checkpoint.mongo.errors import CheckpointTooLargeError
@@ -425,6 +427,41 @@ def stored_metadata(codec: Codec, doc: Mapping[str, Any]) -> Any:
     if Field.SERIALIZED_METADATA in doc:
         return codec.decode(doc[Field.SERIALIZED_METADATA])
     return from_readable(doc[Field.METADATA])
+
+
+class ThreadInfo(NamedTuple):
+    """A thread, as `list_threads` finds it: by its latest root checkpoint (the newest of
+    namespace `""`, the graph's own; subgraphs write in other namespaces).
+
+    Attributes:
+        thread_id: the thread's id.
+        config: that checkpoint's config (`thread_id`, `checkpoint_ns` `""`,
+            `checkpoint_id`), as `get_tuple` takes it.
+        metadata: that checkpoint's metadata, as `get_tuple` returns it.
+        ts: that checkpoint's `ts`: when LangGraph created it, as it stores it (an ISO 8601
+            string in UTC, for example `"2026-11-27T13:28:44.123456+00:00"`).
+    """
+
+    thread_id: str
+    config: RunnableConfig
+    metadata: CheckpointMetadata
+    ts: str
+
+
+def thread_info(codec: Codec, doc: ThreadDocument) -> ThreadInfo:
+    """A thread as `list_threads` reads it (`_queries.threads_pipeline`)."""
+    thread_id, checkpoint_id = doc[Field.ID], doc[Field.CHECKPOINT_ID]
+    if doc.get(Field.SERIALIZED_METADATA) is not None:
+        metadata = codec.decode(doc[Field.SERIALIZED_METADATA])
+    else:
+        metadata = from_readable(doc[Field.METADATA])
+    checkpoint = codec.decode(doc[Field.CHECKPOINT])
+    return ThreadInfo(
+        thread_id=thread_id,
+        config=CheckpointRef(thread_id, "", checkpoint_id).config(),
+        metadata=metadata,
+        ts=checkpoint.get("ts", ""),
+    )
 
 
 def checkpoint_tuple(codec: Codec, doc: JoinedCheckpoint) -> CheckpointTuple:

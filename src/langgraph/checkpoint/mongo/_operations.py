@@ -44,12 +44,14 @@ from langgraph.checkpoint.mongo._commands import (
 )
 from langgraph.checkpoint.mongo._documents import (
     NewCheckpoint,
+    ThreadInfo,
     build_checkpoint,
     checkpoint_tuple,
     moved_checkpoint,
     moved_write,
     new_checkpoint,
     stored_metadata,
+    thread_info,
     write_documents,
     written_by_us,
 )
@@ -71,6 +73,7 @@ from langgraph.checkpoint.mongo._retention import KeepLast, Trim
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
     CheckpointKey,
+    CountDocument,
     Field,
     HistoryDocument,
     Joined,
@@ -560,7 +563,7 @@ def list_checkpoints(
     filter: dict[str, Any] | None,
     before: RunnableConfig | None,
     limit: int | None,
-) -> Listing:
+) -> Listing[CheckpointTuple]:
     """`list`: the matching checkpoints, newest first, each yielded as soon as it is read.
 
     Where the metadata filter's server condition is not exact (see `_metadata`), the
@@ -568,10 +571,7 @@ def list_checkpoints(
     stops after `limit` accepted ones.
     """
     # Every argument is checked before deciding that nothing can match.
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
-        raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
-    if limit is not None and limit > MAX_LIMIT:
-        raise ValueError(f"limit must be at most 2**63 - 1 (a BSON int64), got {limit}")
+    _check_limit(limit)
     metadata = metadata_filter(filter)
     before_id = before_id_from_config(before)
     thread_id, checkpoint_ns, checkpoint_id = (
@@ -603,6 +603,76 @@ def list_checkpoints(
             listed += 1
             if listed == limit:
                 return
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+        raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
+    if limit is not None and limit > MAX_LIMIT:
+        raise ValueError(f"limit must be at most 2**63 - 1 (a BSON int64), got {limit}")
+
+
+def list_threads(
+    storage: Storage,
+    *,
+    filter: dict[str, Any] | None,
+    limit: int | None,
+    before: str | ThreadInfo | None,
+) -> Listing[ThreadInfo]:
+    """`list_threads`: each thread by its latest root checkpoint, in thread id order,
+    those after `before`, each yielded as soon as it is read; one aggregation.
+
+    The metadata filter applies to that latest checkpoint, as `list`'s does to each
+    checkpoint: where its server condition is exact, the server also applies `limit`
+    (a page is one command); otherwise each thread read is checked in Python and the
+    listing stops after `limit` accepted ones.
+    """
+    _check_limit(limit)
+    metadata = metadata_filter(filter)
+    after = _thread_cursor(before)
+    if limit is not None and limit <= 0:
+        return
+    server_limit = limit if metadata.exact else None
+    pipeline = _queries.threads_pipeline(
+        after=after, metadata_conditions=metadata.conditions, limit=server_limit
+    )
+    options = _queries.threads_options(server_limit)
+    cursor = yield OpenCursor(Command(Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,), options))
+    accepted = 0
+    while accepted != limit and (doc := (yield NextDocument(cursor))) is not None:
+        found = thread_info(storage.codec, doc)
+        if metadata.exact or metadata.matches(found.metadata):
+            accepted += 1
+            yield found
+
+
+def _thread_cursor(before: Any) -> str | None:
+    """The thread id a `list_threads(before=...)` resumes after."""
+    if before is None:
+        return None
+    if isinstance(before, ThreadInfo):
+        before = before.thread_id
+    elif not isinstance(before, str):
+        raise TypeError(
+            "before must be a thread id (str), a ThreadInfo that list_threads yielded, or "
+            f"None, got {type(before).__name__}"
+        )
+    return require_str(before, "before")
+
+
+def checkpoint_counts(thread_ids: Sequence[str]) -> Plan[dict[str, dict[str, int]]]:
+    """How many checkpoints each of these threads has, per namespace (one aggregation);
+    a thread without any is absent."""
+    threads = str_list(thread_ids, "thread_ids")
+    if not threads:
+        return {}
+    pipeline = _queries.checkpoint_counts_pipeline(threads)
+    docs: list[CountDocument] = yield Command(Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,))
+    counts: dict[str, dict[str, int]] = {}
+    for doc in docs:
+        key = doc[Field.ID]
+        counts.setdefault(key[Field.THREAD_ID], {})[key[Field.CHECKPOINT_NS]] = doc[Field.COUNT]
+    return counts
 
 
 def _find_lineage(query: dict[str, Any]) -> Command:

@@ -242,6 +242,87 @@ def without_join(
     return stages
 
 
+# Threads: each thread's latest root checkpoint (`list_threads`).
+
+# The order of `setup()`'s index `thread_ns_checkpoint`: per thread, its root checkpoints
+# (namespace "", the smallest string) come first, newest first.
+THREAD_ORDER = {
+    Field.THREAD_ID: ASCENDING,
+    Field.ID_CHECKPOINT_NS: ASCENDING,
+    Field.ID_CHECKPOINT_ID: DESCENDING,
+}
+
+
+def threads_pipeline(
+    *, after: str | None, metadata_conditions: Mapping[str, Any], limit: int | None
+) -> list[dict[str, Any]]:
+    """Threads in thread id order (those after `after`), each as its latest root
+    checkpoint's id, metadata and serialized checkpoint (`ThreadDocument`).
+
+    `$sort` in the index's order, then `$group` by its first field taking only `$first`:
+    a server answers that with a DISTINCT_SCAN of `thread_ns_checkpoint`, one index seek
+    and one document read per thread, never the rest of a thread's checkpoints (MongoDB's
+    `$sort` + `$group` + `$first` optimization). `metadata_conditions` (see `_metadata`)
+    apply to that checkpoint: the grouped fields keep the stored names, so the same
+    `metadata.<key>` paths match them. `$group` does not order its output: the `$sort`
+    after it does, and with `limit` a page is its top-`limit` sort.
+    """
+    match: dict[str, Any] = {Field.ID_CHECKPOINT_NS: ""}
+    if after is not None:
+        match[Field.THREAD_ID] = {"$gt": after}
+    latest = {
+        name: {"$first": f"${path}"}
+        for name, path in (
+            (Field.CHECKPOINT_ID, Field.ID_CHECKPOINT_ID),
+            (Field.CHECKPOINT, Field.CHECKPOINT),
+            (Field.METADATA, Field.METADATA),
+            (Field.SERIALIZED_METADATA, Field.SERIALIZED_METADATA),
+        )
+    }
+    pipeline: list[dict[str, Any]] = [
+        {"$match": match},
+        {"$sort": THREAD_ORDER},
+        {"$group": {Field.ID: f"${Field.THREAD_ID}", **latest}},
+    ]
+    if metadata_conditions:
+        pipeline.append({"$match": dict(metadata_conditions)})
+    pipeline.append({"$sort": {Field.ID: ASCENDING}})
+    if limit is not None:
+        pipeline.append({"$limit": limit})
+    return pipeline
+
+
+def threads_options(limit: int | None) -> dict[str, Any]:
+    """`aggregate` options of `threads_pipeline`: a page of `limit` threads comes back in
+    the first batch, which the one document more lets the server close (no `getMore`);
+    `allowDiskUse` for servers that run the `$group` itself (MongoDB before 6.0 allows a
+    stage 100 MiB of memory without it)."""
+    options: dict[str, Any] = {"allowDiskUse": True}
+    if limit is not None:
+        options["batchSize"] = min(limit + 1, _MAX_BATCH_SIZE)
+    return options
+
+
+# The largest `batchSize` a server takes (an int32).
+_MAX_BATCH_SIZE = 2**31 - 1
+
+
+def checkpoint_counts_pipeline(thread_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """How many checkpoints each of these threads has, per namespace (`CountDocument`)."""
+    return [
+        {"$match": of_threads(thread_ids)},
+        {
+            "$group": {
+                Field.ID: {
+                    Field.THREAD_ID: f"${Field.THREAD_ID}",
+                    Field.CHECKPOINT_NS: f"${Field.ID_CHECKPOINT_NS}",
+                },
+                Field.COUNT: {"$sum": 1},
+            }
+        },
+    ]
+
+
 # The delta-channel history (see `_delta`).
 
 LINEAGE_PROJECTION = {

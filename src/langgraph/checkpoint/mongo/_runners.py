@@ -7,9 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import Any, TypeVar
 
-from langgraph.checkpoint.base import CheckpointTuple
-
-from langgraph.checkpoint.mongo._commands import Listing
+from langgraph.checkpoint.mongo._commands import Command, Listing, NextDocument, OpenCursor
 
 T = TypeVar("T")
 Y = TypeVar("Y")
@@ -53,12 +51,12 @@ async def arun_plan(plan: Generator[Y, Any, T], execute: Callable[[Y], Awaitable
     return value  # type: ignore[return-value]
 
 
-def run_listing(listing: Listing, answer: Callable[[Any], Any]) -> Iterator[CheckpointTuple]:
-    """Run a `list` (`_operations.list_checkpoints`): yield its tuples, answer its requests with
-    `answer`; an error `answer` raises goes back into it."""
+def run_listing(listing: Listing[T], answer: Callable[[Any], Any]) -> Iterator[T]:
+    """Run a listing (`_operations.list_checkpoints`, `_operations.list_threads`): yield its
+    items, answer its requests with `answer`; an error `answer` raises goes back into it."""
     outcome: tuple[Any, Exception | None] = (None, None)
     while (request := step_plan(listing, *outcome)[0]) is not None:
-        if isinstance(request, CheckpointTuple):
+        if not isinstance(request, _REQUESTS):
             yield request
             outcome = (None, None)
             continue
@@ -69,12 +67,12 @@ def run_listing(listing: Listing, answer: Callable[[Any], Any]) -> Iterator[Chec
 
 
 async def arun_listing(
-    listing: Listing, answer: Callable[[Any], Awaitable[Any]]
-) -> AsyncIterator[CheckpointTuple]:
+    listing: Listing[T], answer: Callable[[Any], Awaitable[Any]]
+) -> AsyncIterator[T]:
     """`run_listing` with an async `answer`."""
     outcome: tuple[Any, Exception | None] = (None, None)
     while (request := step_plan(listing, *outcome)[0]) is not None:
-        if isinstance(request, CheckpointTuple):
+        if not isinstance(request, _REQUESTS):
             yield request
             outcome = (None, None)
             continue
@@ -82,3 +80,7 @@ async def arun_listing(
             outcome = (await answer(request), None)
         except Exception as error:
             outcome = (None, error)
+
+
+# What a listing yields for its runner to answer; anything else goes to the caller.
+_REQUESTS = (Command, OpenCursor, NextDocument)

@@ -52,6 +52,8 @@ class Field:
     WRITE_CHECKPOINT: Final = "_id.checkpoint"
     # Not stored: the array the reads join a checkpoint's pending writes into.
     JOINED_WRITES: Final = "pending_writes"
+    # Not stored: the field a count of documents comes back in.
+    COUNT: Final = "count"
 
 
 # Optional fields are declared in `total=False` bases (`NotRequired` needs Python 3.11).
@@ -183,3 +185,30 @@ class _SeedValues(TypedDict, total=False):
 class HistoryDocument(_SeedValues, Joined):
     """A checkpoint of a delta-history chain: its writes, and channel values only where
     it is a channel's seed."""
+
+
+class _ThreadSerializedMetadata(TypedDict, total=False):
+    # Absent, or null, where the checkpoint keeps no serializer copy.
+    serialized_metadata: StoredValue | None
+
+
+class ThreadDocument(_ThreadSerializedMetadata):
+    """A thread as `list_threads` reads it: its id, and its latest root checkpoint's id,
+    serialized checkpoint and metadata."""
+
+    _id: str
+    checkpoint_id: str
+    checkpoint: StoredField
+    metadata: Any
+
+
+class NamespaceKey(TypedDict):
+    thread_id: str
+    checkpoint_ns: str
+
+
+class CountDocument(TypedDict):
+    """How many checkpoints a thread has in one namespace."""
+
+    _id: NamespaceKey
+    count: int

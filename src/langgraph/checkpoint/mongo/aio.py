@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import (
+    AsyncGenerator,
     AsyncIterator,
     Awaitable,
     Callable,
@@ -15,7 +16,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, aclosing, asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -32,7 +33,8 @@ from pymongo import AsyncMongoClient
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._base import MongoDBSaverBase, background_failed
 from langgraph.checkpoint.mongo._cancellation import cancellable_read
-from langgraph.checkpoint.mongo._commands import Command, NextDocument, OpenCursor, Plan
+from langgraph.checkpoint.mongo._commands import Command, Listing, NextDocument, OpenCursor, Plan
+from langgraph.checkpoint.mongo._documents import ThreadInfo
 from langgraph.checkpoint.mongo._drivers import close_client
 from langgraph.checkpoint.mongo._executors import execute_async, open_cursor
 from langgraph.checkpoint.mongo._runners import arun_listing, arun_plan
@@ -263,6 +265,33 @@ class AsyncMongoDBSaver(
                 valid Unicode text or is too long, or `limit` is over 2**63 - 1.
             pymongo.errors.PyMongoError: the server or the network failed.
         """
+        listing = ops.list_checkpoints(
+            self.storage, config, filter=filter, before=before, limit=limit
+        )
+        self._in_background("refresh_ttl_on_read", ops.refresh_on_read(self.storage, config))
+        # `aclosing`: a caller's `aclose()` reaches the stream now, which closes its cursor.
+        async with aclosing(self._stream("list", listing)) as items:
+            async for item in items:
+                yield item
+
+    async def alist_threads(
+        self,
+        *,
+        filter: dict[str, Any] | None = None,
+        limit: int | None = None,
+        before: str | ThreadInfo | None = None,
+    ) -> AsyncIterator[ThreadInfo]:
+        """The threads of the collections, each by its latest root checkpoint, in thread
+        id order: `MongoDBSaver.list_threads`, natively async (the same arguments, order
+        and cost; see "Finding threads" in docs/operations.md)."""
+        listing = ops.list_threads(self.storage, filter=filter, limit=limit, before=before)
+        async with aclosing(self._stream("list_threads", listing)) as items:
+            async for item in items:
+                yield item
+
+    async def _stream(self, operation: str, listing: Listing[T]) -> AsyncGenerator[T, None]:
+        """Run a listing on this saver's collections: its cursors are closed when the
+        caller stops early."""
         self._bind_loop()
         if not self._setup_state.done:
             await self._set_up_first()
@@ -271,16 +300,12 @@ class AsyncMongoDBSaver(
             async def answer(request: Any) -> Any:
                 if isinstance(request, OpenCursor):
                     command = request.command
-                    opened = open_cursor("list", self._collection(command), command)
+                    opened = open_cursor(operation, self._collection(command), command)
                     return await cancellable_read(cursors.enter_async_context(opened))
                 if isinstance(request, NextDocument):
                     return await cancellable_read(anext(request.cursor, None))
-                return await self._executor("list")(request)
+                return await self._executor(operation)(request)
 
-            listing = ops.list_checkpoints(
-                self.storage, config, filter=filter, before=before, limit=limit
-            )
-            self._in_background("refresh_ttl_on_read", ops.refresh_on_read(self.storage, config))
             async for item in arun_listing(listing, answer):
                 yield item
 
@@ -553,6 +578,20 @@ class AsyncMongoDBSaver(
 
         async def collect() -> list[CheckpointTuple]:
             return [t async for t in self.alist(config, filter=filter, before=before, limit=limit)]
+
+        yield from self._from_thread(collect())
+
+    def list_threads(
+        self,
+        *,
+        filter: dict[str, Any] | None = None,
+        limit: int | None = None,
+        before: str | ThreadInfo | None = None,
+    ) -> Iterator[ThreadInfo]:
+        """`alist_threads`, from another thread than the saver's event loop."""
+
+        async def collect() -> list[ThreadInfo]:
+            return [t async for t in self.alist_threads(filter=filter, limit=limit, before=before)]
 
         yield from self._from_thread(collect())
 

@@ -23,7 +23,8 @@ from pymongo import MongoClient
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._base import MongoDBSaverBase, background_failed
 from langgraph.checkpoint.mongo._cancellation import in_worker_thread
-from langgraph.checkpoint.mongo._commands import Command, NextDocument, OpenCursor, Plan
+from langgraph.checkpoint.mongo._commands import Command, Listing, NextDocument, OpenCursor, Plan
+from langgraph.checkpoint.mongo._documents import ThreadInfo
 from langgraph.checkpoint.mongo._executors import execute_sync, open_cursor_sync
 from langgraph.checkpoint.mongo._runners import run_listing, run_plan
 
@@ -202,6 +203,40 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
                 valid Unicode text or is too long, or `limit` is over 2**63 - 1.
             pymongo.errors.PyMongoError: the server or the network failed.
         """
+        listing = ops.list_checkpoints(
+            self.storage, config, filter=filter, before=before, limit=limit
+        )
+        self._in_background("refresh_ttl_on_read", ops.refresh_on_read(self.storage, config))
+        yield from self._stream("list", listing)
+
+    def list_threads(
+        self,
+        *,
+        filter: dict[str, Any] | None = None,
+        limit: int | None = None,
+        before: str | ThreadInfo | None = None,
+    ) -> Iterator[ThreadInfo]:
+        """The threads of the collections, each by its latest root checkpoint, in thread
+        id order: one aggregation, streamed (a page of `limit` threads is one command).
+
+        Args:
+            filter: metadata the latest root checkpoint must have, with `list`'s
+                semantics (each `key: value` equal to the metadata's).
+            limit: at most this many threads.
+            before: a cursor: a thread id, or the last `ThreadInfo` of the previous
+                page; the listing resumes with the threads whose id sorts after it
+                (byte order of the ids' UTF-8), as `list`'s `before` resumes past a
+                checkpoint it yielded.
+
+        A thread whose checkpoints are all in subgraph namespaces is not listed. See
+        "Finding threads" in docs/operations.md for the order and what a page costs.
+        """
+        listing = ops.list_threads(self.storage, filter=filter, limit=limit, before=before)
+        yield from self._stream("list_threads", listing)
+
+    def _stream(self, operation: str, listing: Listing[T]) -> Iterator[T]:
+        """Run a listing on this saver's collections: its cursors are closed when the
+        caller stops early."""
         if not self._setup_state.done:
             self._set_up_first()
         with ExitStack() as cursors:
@@ -209,16 +244,12 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
             def answer(request: Any) -> Any:
                 if isinstance(request, OpenCursor):
                     command = request.command
-                    opened = open_cursor_sync("list", self._collection(command), command)
+                    opened = open_cursor_sync(operation, self._collection(command), command)
                     return cursors.enter_context(opened)
                 if isinstance(request, NextDocument):
                     return next(request.cursor, None)
-                return self._executor("list")(request)
+                return self._executor(operation)(request)
 
-            listing = ops.list_checkpoints(
-                self.storage, config, filter=filter, before=before, limit=limit
-            )
-            self._in_background("refresh_ttl_on_read", ops.refresh_on_read(self.storage, config))
             yield from run_listing(listing, answer)
 
     def put(
@@ -440,6 +471,32 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         """
         found = await self._read(
             lambda: [*self.list(config, filter=filter, before=before, limit=limit)]
+        )
+        for item in found:
+            yield item
+
+    async def alist_threads(
+        self,
+        *,
+        filter: dict[str, Any] | None = None,
+        limit: int | None = None,
+        before: str | ThreadInfo | None = None,
+    ) -> AsyncIterator[ThreadInfo]:
+        """`list_threads` in a worker thread, for code that runs with `ainvoke`.
+
+        Args:
+            filter: as in `list_threads`.
+            limit: as in `list_threads`.
+            before: as in `list_threads`.
+
+        Yields:
+            What `list_threads` yields.
+
+        Raises:
+            Exception: what `list_threads` raises.
+        """
+        found = await self._read(
+            lambda: [*self.list_threads(filter=filter, limit=limit, before=before)]
         )
         for item in found:
             yield item

@@ -231,6 +231,11 @@ def _parser() -> argparse.ArgumentParser:
         help="no progress bar (there is none anyway when stderr is not a terminal or "
         "tqdm is not installed)",
     )
+    copy.set_defaults(handler=_copy_threads)
+    # Imported here: the threads command uses this module's conventions (errors, client).
+    from langgraph.checkpoint.mongo import _threads_cli
+
+    _threads_cli.add_parser(commands)
     return parser
 
 
@@ -438,17 +443,13 @@ def _closing(progress: Progress) -> Iterator[Progress]:
         progress.close()
 
 
-COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO, TextIO], int]] = {
-    "copy-threads": _copy_threads,
-}
-
-
 def main(
     argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr
 ) -> int:
     args = _parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](args, out, err)
+        handler: Callable[[argparse.Namespace, TextIO, TextIO], int] = args.handler
+        return handler(args, out, err)
     except KeyboardInterrupt:
         print(
             "\ninterrupted: nothing is half-written; run the same command again to finish",

@@ -1,0 +1,553 @@
+"""`python -m langgraph.checkpoint.mongo threads ls | show ID | prune | delete ID...`: see
+the threads a database holds, look at one, prune their history, delete some.
+
+Everything goes through a `MongoDBSaver` (`list_threads`, `get_tuple`, `list`, `prune`,
+`delete_thread`) and one named function of the core (`checkpoint_counts`); the
+connection, exit codes, timeout and redacted URIs are copy-threads' (`migrate._cli`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import reprlib
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+from typing import Any, TextIO
+
+from langchain_core.runnables import RunnableConfig
+
+from langgraph.checkpoint.mongo import _operations as ops
+from langgraph.checkpoint.mongo import _options
+from langgraph.checkpoint.mongo._base import (
+    DEFAULT_CHECKPOINT_COLLECTION,
+    DEFAULT_DB_NAME,
+    DEFAULT_WRITES_COLLECTION,
+    command_collection,
+)
+from langgraph.checkpoint.mongo._documents import ThreadInfo
+from langgraph.checkpoint.mongo._executors import execute_sync
+from langgraph.checkpoint.mongo._options import redact_uri
+from langgraph.checkpoint.mongo._runners import run_plan
+from langgraph.checkpoint.mongo.migrate._cli import (
+    DEFAULT_TIMEOUT,
+    UsageError,
+    _client,
+    _flag,
+    _timeout,
+)
+from langgraph.checkpoint.mongo.sync import MongoDBSaver
+
+DESCRIPTION = """\
+See and tidy the threads of langgraph-checkpoint-mongo's collections.
+
+  ls               every thread: its checkpoints and its last activity (--json for scripts)
+  show ID          a thread's latest state, and its history newest first
+  prune            keep each thread's N newest checkpoints per namespace (--keep-last),
+                   optionally only in threads idle for a while (--idle-for); --dry-run first
+  delete ID...     delete whole threads (asks first, unless --yes)
+
+exit codes: 0 done; 1 a thread was not found, a deletion was declined, or any other
+error; 2 bad arguments (also: delete without --yes when stdin is not a terminal);
+130 interrupted (Ctrl-C): nothing is half-written, run the same command again to finish.
+"""
+
+EPILOG = """\
+examples:
+  export MONGODB_URI="mongodb://..."
+  python -m langgraph.checkpoint.mongo threads ls --filter source=loop
+  python -m langgraph.checkpoint.mongo threads show user-42
+  python -m langgraph.checkpoint.mongo threads prune --keep-last 10 --idle-for 7d --dry-run
+  python -m langgraph.checkpoint.mongo threads delete user-42 user-43 --yes
+"""
+
+# Threads counted, pruned or shown per round trip of `ls` and `prune`.
+BATCH = 100
+
+# How many checkpoints `show` lists by default.
+DEFAULT_HISTORY = 20
+
+_DURATION_UNITS = {"w": 7 * 86400, "d": 86400, "h": 3600, "m": 60, "s": 1}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([wdhms])")
+
+# Channel values in `show`: a line each.
+_VALUE_REPR = reprlib.Repr()
+_VALUE_REPR.maxstring = _VALUE_REPR.maxother = 60
+_VALUE_REPR.maxlist = _VALUE_REPR.maxdict = 3
+
+
+class Duration(timedelta):
+    """A `--idle-for` value: a timedelta that prints as it was typed."""
+
+    text = ""
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _duration(text: str) -> Duration:
+    """`7d`, `12h`, `1d12h`, `90m`, `2w`, `45s`, or plain seconds."""
+    parts = _DURATION.findall(text)
+    try:
+        seconds = float(text)
+    except ValueError:
+        if not parts or "".join(number + unit for number, unit in parts) != text:
+            raise argparse.ArgumentTypeError(
+                f"must be a duration such as 7d, 12h, 1d12h, 90m, 2w or 45s, got {text!r}"
+            ) from None
+        seconds = sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts)
+    if not 0 <= seconds < 1e9:
+        raise argparse.ArgumentTypeError(f"must be 0 or more and below 1e9 s, got {text!r}")
+    duration = Duration(seconds=seconds)
+    duration.text = text
+    return duration
+
+
+def _at_least_one(text: str, flag: str) -> int:
+    return _options.batch_size(_options.parse_int(text, flag), flag)
+
+
+def _keep_last(text: str, flag: str) -> int | None:
+    """`prune`'s own check of `keep_last`, naming the flag."""
+    return _options.prune_keep_last(_options.parse_int(text, flag), flag)
+
+
+def _filter_entry(text: str) -> tuple[str, Any]:
+    """`KEY=VALUE`: the value as JSON when it reads as JSON (`step=3`, `ok=true`,
+    `tags=["a"]`), else the text itself (`source=loop`)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"must be KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(value)
+    except ValueError:
+        return key, value
+
+
+def _connection_options() -> argparse.ArgumentParser:
+    """The options every `threads` command takes (after its name)."""
+    common = argparse.ArgumentParser(add_help=False)
+    where = common.add_argument_group("where")
+    where.add_argument(
+        "--uri",
+        default=os.environ.get("MONGODB_URI"),
+        metavar="URI",
+        help="connection string (default: the MONGODB_URI environment variable)",
+    )
+    where.add_argument(
+        "--db",
+        default=DEFAULT_DB_NAME,
+        type=_flag(_options.db_name, "--db"),
+        metavar="NAME",
+        help="the database (default: %(default)s)",
+    )
+    where.add_argument(
+        "--checkpoints",
+        default=DEFAULT_CHECKPOINT_COLLECTION,
+        type=_flag(_options.collection_name, "--checkpoints"),
+        metavar="NAME",
+        help="the checkpoint collection (default: %(default)s)",
+    )
+    where.add_argument(
+        "--writes",
+        default=DEFAULT_WRITES_COLLECTION,
+        type=_flag(_options.collection_name, "--writes"),
+        metavar="NAME",
+        help="the pending-writes collection (default: %(default)s)",
+    )
+    where.add_argument(
+        "--timeout",
+        type=_flag(_timeout, "--timeout"),
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help="how long to wait for the server to answer before giving up and naming it "
+        "(default: %(default)g)",
+    )
+    return common
+
+
+def add_parser(commands: Any) -> None:
+    """Add `threads` and its commands to the `python -m langgraph.checkpoint.mongo` parser."""
+    threads = commands.add_parser(
+        "threads",
+        help="list, show, prune and delete threads",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    threads.set_defaults(handler=run)
+    common = [_connection_options()]
+    actions = threads.add_subparsers(dest="action", required=True, metavar="ACTION")
+    ls = actions.add_parser(
+        "ls",
+        parents=common,
+        help="every thread: checkpoints and last activity",
+        description="Every thread in thread id order: how many checkpoints it has (all "
+        "namespaces) and when its latest root checkpoint was written.",
+    )
+    ls.add_argument(
+        "--filter",
+        action="append",
+        type=_filter_entry,
+        default=[],
+        metavar="KEY=VALUE",
+        help="only threads whose latest root checkpoint has this metadata (repeat for "
+        "more; VALUE is read as JSON when it can be: step=3, tags='[\"a\"]')",
+    )
+    ls.add_argument(
+        "--limit", type=_flag(_at_least_one, "--limit"), metavar="N", help="at most N threads"
+    )
+    ls.add_argument("--after", metavar="ID", help="start after this thread id (the last of a page)")
+    ls.add_argument("--json", action="store_true", help="a JSON array, one object per thread")
+    show = actions.add_parser(
+        "show",
+        parents=common,
+        help="a thread's latest state and its history",
+        description="A thread's latest root checkpoint (its channels and pending writes) "
+        "and its checkpoints newest first, every namespace.",
+    )
+    show.add_argument("thread_id", metavar="ID")
+    show.add_argument(
+        "--history",
+        type=_flag(_at_least_one, "--history"),
+        default=DEFAULT_HISTORY,
+        metavar="N",
+        help="how many checkpoints of the history to list (default: %(default)s)",
+    )
+    prune = actions.add_parser(
+        "prune",
+        parents=common,
+        help="keep each thread's newest checkpoints",
+        description="Keep each thread's N newest checkpoints per namespace (and the "
+        "older ones a DeltaChannel rebuilds its value from); delete the rest with their "
+        "pending writes. Safe to run again: an interrupted prune finishes.",
+    )
+    prune.add_argument(
+        "--keep-last",
+        type=_flag(_keep_last, "--keep-last"),
+        required=True,
+        metavar="N",
+        help="checkpoints to keep per namespace of each thread (0: delete them all)",
+    )
+    prune.add_argument(
+        "--idle-for",
+        type=_duration,
+        metavar="DURATION",
+        help="only threads whose last activity is at least this long ago (7d, 12h, 1d12h, "
+        "90m, 2w, 45s)",
+    )
+    prune.add_argument("--dry-run", action="store_true", help="count what would go; delete nothing")
+    prune.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (there is none anyway when stderr is not a terminal or "
+        "tqdm is not installed)",
+    )
+    delete = actions.add_parser(
+        "delete",
+        parents=common,
+        help="delete whole threads",
+        description="Delete these threads: every checkpoint of every namespace and every "
+        "pending write. Asks first, on the terminal, unless --yes.",
+    )
+    delete.add_argument("thread_ids", nargs="+", metavar="ID")
+    delete.add_argument("--yes", action="store_true", help="delete without asking")
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Run `threads ACTION`; an error propagates to `main`, which prints it in one line."""
+    if not args.uri:
+        raise UsageError("no server: pass --uri or set MONGODB_URI")
+    if args.action == "delete" and not args.yes and not _can_ask():
+        raise UsageError(
+            "delete asks before deleting, and stdin is not a terminal to ask on: pass "
+            "--yes to delete without asking"
+        )
+    with _saver(args) as saver:
+        return ACTIONS[args.action](saver, args, out, err)
+
+
+@contextmanager
+def _saver(args: argparse.Namespace) -> Iterator[MongoDBSaver]:
+    client = _client(args.uri, "server (--uri)", args.timeout)
+    try:
+        saver = MongoDBSaver(client, args.db, args.checkpoints, args.writes)
+        # Reads only: refuses collections it cannot read (another package's, a collation).
+        saver.setup(create_indexes=False)
+        yield saver
+    finally:
+        client.close()
+
+
+def _where(saver: MongoDBSaver, args: argparse.Namespace) -> str:
+    return f"{args.db}.{saver.checkpoint_collection_name} at {redact_uri(args.uri)}"
+
+
+def _counts(saver: MongoDBSaver, thread_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+    """Checkpoints per namespace of each of these threads (one aggregation)."""
+    plan = ops.checkpoint_counts(thread_ids)
+    return run_plan(
+        plan,
+        lambda command: execute_sync("threads", command_collection(saver, command), command),
+    )
+
+
+def _batches(items: Iterable[Any], size: int = BATCH) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _when(ts: str) -> datetime | None:
+    """A checkpoint's `ts` as an aware datetime, or None when it does not read as one."""
+    try:
+        when = datetime.fromisoformat(ts)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+
+
+def _age(ts: str, now: datetime) -> str:
+    """`2026-11-27 13:28:44 UTC (3h ago)`; a `ts` that is not a time, as it is."""
+    when = _when(ts)
+    if when is None:
+        return ts or "-"
+    seconds = max(0, int((now - when).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            ago = f"{seconds // size}{unit} ago"
+            break
+    else:
+        ago = f"{seconds}s ago"
+    return f"{when.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} UTC ({ago})"
+
+
+def _table(rows: Sequence[tuple[str, ...]], right: set[int]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(
+            cell.rjust(width) if i in right else cell.ljust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
+    ]
+
+
+def _ls(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    found = saver.list_threads(filter=dict(args.filter), limit=args.limit, before=args.after)
+    now = datetime.now(timezone.utc)
+    listed = 0
+    for batch in _batches(found):
+        counts = _counts(saver, [info.thread_id for info in batch])
+        for info in batch:
+            total = sum(counts.get(info.thread_id, {}).values())
+            if args.json:
+                out.write(("[" if not listed else ",") + "\n  " + _thread_json(info, total))
+            else:
+                if not listed:
+                    print(_ls_line("CHECKPOINTS", "LAST ACTIVITY", "THREAD"), file=out)
+                print(_ls_line(str(total), _age(info.ts, now), _shown(info.thread_id)), file=out)
+            listed += 1
+    if args.json:
+        out.write("\n]\n" if listed else "[]\n")
+    elif not listed:
+        print(f"no threads in {_where(saver, args)}", file=err)
+    return 0
+
+
+def _ls_line(checkpoints: str, last_activity: str, thread: str) -> str:
+    """A row of `ls`: the thread id last, so that rows streamed in batches line up
+    whatever the ids' lengths."""
+    return f"{checkpoints:>11}  {last_activity:<36}  {thread}"
+
+
+def _shown(thread_id: str) -> str:
+    """A thread id as typed on a command line: bare when it is plain text, else quoted."""
+    if thread_id and thread_id.isprintable() and not any(c.isspace() for c in thread_id):
+        return thread_id
+    return repr(thread_id)
+
+
+def _thread_json(info: ThreadInfo, checkpoints: int) -> str:
+    return json.dumps(
+        {
+            "thread_id": info.thread_id,
+            "checkpoints": checkpoints,
+            "last_activity": info.ts,
+            "checkpoint_id": info.config["configurable"]["checkpoint_id"],
+            "metadata": info.metadata,
+        },
+        default=repr,
+        ensure_ascii=False,
+    )
+
+
+def _show(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    thread_id: str = args.thread_id
+    thread: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+    latest = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+    counts = _counts(saver, [thread_id]).get(thread_id, {})
+    if latest is None and not counts:
+        print(f"error: no thread {thread_id!r} in {_where(saver, args)}", file=err)
+        return 1
+    now = datetime.now(timezone.utc)
+    namespaces = len(counts) - ("" in counts)
+    print(
+        f"thread {thread_id!r}: {sum(counts.values())} checkpoints"
+        + (
+            f" ({counts.get('', 0)} root, the rest in {namespaces} subgraph namespace(s))"
+            if namespaces
+            else ""
+        ),
+        file=out,
+    )
+    if latest is not None:
+        metadata = latest.metadata
+        print(
+            f"latest: {latest.config['configurable']['checkpoint_id']}, "
+            f"step {metadata.get('step')}, source {metadata.get('source')}, "
+            f"{_age(latest.checkpoint['ts'], now)}",
+            file=out,
+        )
+        values = latest.checkpoint["channel_values"]
+        print(f"  channels ({len(values)}):", file=out)
+        for channel in sorted(values):
+            print(f"    {channel}: {_VALUE_REPR.repr(values[channel])}", file=out)
+        print(f"  pending writes: {len(latest.pending_writes or [])}", file=out)
+    history = list(saver.list(thread, limit=args.history))
+    shown = f"newest first, {len(history)} of {sum(counts.values())}"
+    print(f"history ({shown}):", file=out)
+    rows = [("CHECKPOINT", "NAMESPACE", "STEP", "SOURCE", "CREATED", "WRITES")]
+    for item in history:
+        configurable = item.config["configurable"]
+        rows.append(
+            (
+                configurable["checkpoint_id"],
+                configurable["checkpoint_ns"] or '""',
+                str(item.metadata.get("step", "")),
+                str(item.metadata.get("source", "")),
+                _age(item.checkpoint["ts"], now),
+                str(len(item.pending_writes or [])),
+            )
+        )
+    for line in _table(rows, right={2, 5}):
+        print(f"  {line}", file=out)
+    return 0
+
+
+class _Bar:
+    """A tqdm bar over threads (when shown and installed), with checkpoints removed."""
+
+    def __init__(self, total: int, show: bool, out: TextIO) -> None:
+        self.bar: Any = None
+        if show:
+            try:
+                from tqdm import tqdm
+            except ImportError:  # the `cli` extra brings it; without, no bar
+                return
+            self.bar = tqdm(total=total, desc="prune", unit="thread", file=out, dynamic_ncols=True)
+
+    def advance(self, threads: int, removed: int) -> None:
+        if self.bar is not None:
+            self.bar.update(threads)
+            self.bar.set_postfix_str(f"{removed} checkpoints removed", refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _prune(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    keep: int = args.keep_last
+    now = datetime.now(timezone.utc)
+    chosen: list[str] = []
+    active = unreadable = 0
+    for info in saver.list_threads():
+        if args.idle_for is not None:
+            when = _when(info.ts)
+            if when is None:
+                unreadable += 1
+                continue
+            if now - when < args.idle_for:
+                active += 1
+                continue
+        chosen.append(info.thread_id)
+    bar = _Bar(len(chosen), not args.no_progress and err.isatty(), err)
+    before = after = 0
+    try:
+        for batch in _batches(chosen):
+            counts = _counts(saver, batch)
+            before += sum(sum(c.values()) for c in counts.values())
+            if args.dry_run:
+                after += sum(min(keep, n) for c in counts.values() for n in c.values())
+            else:
+                saver.prune(batch, keep_last=keep)
+                after += sum(sum(c.values()) for c in _counts(saver, batch).values())
+            bar.advance(len(batch), before - after)
+    finally:
+        bar.close()
+    left = []
+    if active:
+        left.append(f"{active} active in the last {args.idle_for} left alone")
+    if unreadable:
+        left.append(f"{unreadable} without a readable timestamp left alone")
+    scope = f"{len(chosen)} thread(s)" + (f" ({'; '.join(left)})" if left else "")
+    if args.dry_run:
+        print(
+            f"dry run: would prune {scope} to {keep} checkpoint(s) per namespace: about "
+            f"{before - after} of {before} checkpoints would go (a DeltaChannel's "
+            "ancestors stay), nothing was deleted",
+            file=out,
+        )
+    else:
+        print(
+            f"pruned {scope} to {keep} checkpoint(s) per namespace: {before - after} of "
+            f"{before} checkpoints removed, with their pending writes; {after} kept",
+            file=out,
+        )
+    return 0
+
+
+def _delete(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    thread_ids = list(dict.fromkeys(args.thread_ids))
+    counts = _counts(saver, thread_ids)
+    missing = [t for t in thread_ids if t not in counts]
+    for thread_id in missing:
+        print(f"no thread {thread_id!r} in {_where(saver, args)}", file=err)
+    doomed = [t for t in thread_ids if t in counts]
+    if not doomed:
+        return 1
+    total = sum(sum(counts[t].values()) for t in doomed)
+    if not args.yes:
+        listed = ", ".join(f"{t!r} ({sum(counts[t].values())})" for t in doomed)
+        print(
+            f"delete {len(doomed)} thread(s), {total} checkpoints, from "
+            f"{_where(saver, args)}: {listed}",
+            file=err,
+        )
+        err.write("delete them? [y/N] ")
+        err.flush()
+        answer = sys.stdin.readline().strip().lower()
+        if answer not in ("y", "yes"):
+            print("nothing deleted", file=err)
+            return 1
+    for thread_id in doomed:
+        saver.delete_thread(thread_id)
+        print(f"deleted {thread_id!r} ({sum(counts[thread_id].values())} checkpoints)", file=out)
+    return 1 if missing else 0
+
+
+def _can_ask() -> bool:
+    return sys.stdin is not None and not sys.stdin.closed and sys.stdin.isatty()
+
+
+ACTIONS = {"ls": _ls, "show": _show, "prune": _prune, "delete": _delete}
