@@ -53,9 +53,7 @@ async def test_a_checkpoint_too_large_to_return_with_its_writes_is_read_apart(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """9 MiB of state and 2 x 5 MiB of writes each fit a document, but joined they do not:
-    a server refuses the joined read (the in-process mock has no limit to refuse it)."""
-    if backend.name == "mock":
-        pytest.skip("mongomock has no document size limit")
+    a server refuses the joined read (and so does the in-process mock)."""
     monkeypatch.setattr(ops, "LIST_APART_PAGE", 1)  # the rest of a list comes in pages
     async with backend.saver() as saver:
         thread = new_thread()
