@@ -30,6 +30,7 @@ from langgraph.checkpoint.mongo._channel_values import (
 )
 from langgraph.checkpoint.mongo._codec import Codec, Compression, check_compression
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
+from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES, check_state_max_bytes
 from langgraph.checkpoint.mongo._drivers import client_options, identify, require_client
 from langgraph.checkpoint.mongo._keys import require_str
 from langgraph.checkpoint.mongo._queries import WritesJoin
@@ -144,6 +145,12 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         cache_max_bytes: the bound, in bytes of memory, of the cache of channel values this
             process recently wrote or read (it spares `put` a read of the parent); 0 turns
             it off. See docs/reliability.md for what it counts and how to size it.
+        state_max_bytes: the largest checkpoint, and the largest pending write, the saver
+            stores, in bytes as stored (serialized, then compressed when `compression` is
+            set); at least 16 MiB. A larger one raises `CheckpointTooLargeError` and nothing
+            is written. What does not fit one MongoDB document goes to chunk documents
+            (see docs/stored-format.md); this bound keeps a runaway state from filling the
+            database and the process's memory.
 
     Raises:
         TypeError: `client` is not of the kind the saver takes, or an option has the
@@ -169,6 +176,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         compression: Compression | None = None,
         targeted_joins: bool = True,
         cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
+        state_max_bytes: int = DEFAULT_STATE_MAX_BYTES,
     ) -> None:
         require_client(client, asynchronous=self.asynchronous)
         super().__init__(serde=serde)
@@ -199,6 +207,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             join=WritesJoin(writes_collection_name, by_thread=targeted_joins),
             expiry=ThreadExpiry(ttl_delta) if ttl_delta is not None else None,
             recent=RecentValues(check_cache_max_bytes(cache_max_bytes)),
+            max_bytes=check_state_max_bytes(state_max_bytes),
         )
 
     @classmethod
@@ -214,6 +223,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         compression: Compression | None = None,
         targeted_joins: bool = True,
         cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
+        state_max_bytes: int = DEFAULT_STATE_MAX_BYTES,
         **client_kwargs: Any,
     ) -> OpenedT:
         """A saver on a client of its own: `with MongoDBSaver.from_conn_string(...) as
@@ -235,6 +245,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             compression: as in the constructor.
             targeted_joins: as in the constructor.
             cache_max_bytes: as in the constructor.
+            state_max_bytes: as in the constructor.
             **client_kwargs: PyMongo client options, passed to the client
                 (`timeoutMS`, `serverSelectionTimeoutMS`, TLS options, `w`, `driver`, ...).
 
@@ -258,6 +269,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
                 compression=compression,
                 targeted_joins=targeted_joins,
                 cache_max_bytes=cache_max_bytes,
+                state_max_bytes=state_max_bytes,
             ),
         )
 

@@ -28,6 +28,7 @@ from langgraph.checkpoint.mongo._channel_values import (
     decode_channel_values,
     encode_channel_values,
 )
+from langgraph.checkpoint.mongo._chunks import split_checkpoint, split_write
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._keys import (
     CheckpointRef,
@@ -46,7 +47,9 @@ from langgraph.checkpoint.mongo._metadata import (
 )
 from langgraph.checkpoint.mongo._queries import upsert_filter
 from langgraph.checkpoint.mongo._schema import (
+    ChannelValue,
     CheckpointDocument,
+    ChunkDocument,
     Field,
     JoinedCheckpoint,
     WriteDocument,
@@ -114,24 +117,45 @@ def bson_size(doc: Mapping[str, Any]) -> int:
     return len(bson.encode(light)) + payload
 
 
-def _within_size_limit(doc: D, what: str | Label, ref: CheckpointRef) -> D:
-    """Refuse a document the server would refuse, before anything is sent: the upsert
-    that carries it repeats its key in the filter, so that counts too. The filter holds
-    fields of the document, so it is never the larger: a document of at most half the
-    limit passes without the filter being encoded."""
+def _measured(doc: Mapping[str, Any], what: str | Label, ref: CheckpointRef, limit: int) -> int:
+    """The size of the upsert that stores `doc`, refused over `limit` before anything is
+    sent: the upsert repeats the document's key in its filter, so that counts too. The
+    filter holds fields of the document, so it is never the larger: a document of at most
+    half of 16 MiB is measured without the filter being encoded."""
     size = bson_size(doc)
     if size > MAX_DOCUMENT_SIZE // 2:
         size += len(bson.encode(upsert_filter(doc)))
-    if size > MAX_DOCUMENT_SIZE:
+    if size > limit:
         raise CheckpointTooLargeError(
             str(what),
             thread_id=ref.thread_id,
             checkpoint_ns=ref.checkpoint_ns,
             checkpoint_id=str(ref.checkpoint_id),
             size=size,
-            limit=MAX_DOCUMENT_SIZE,
+            limit=limit,
+            option=None if limit == MAX_DOCUMENT_SIZE else STATE_MAX_BYTES,
         )
-    return doc
+    return size
+
+
+# The option that bounds what a saver stores (`state_max_bytes`), and its default: room
+# for a 40 MiB state with its overhead, and a bound on a put's memory.
+STATE_MAX_BYTES = "state_max_bytes"
+DEFAULT_STATE_MAX_BYTES = 64 * 1024 * 1024
+
+
+def check_state_max_bytes(value: Any) -> int:
+    """`state_max_bytes`, validated: an int of at least one document (16 MiB)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"{STATE_MAX_BYTES} must be an int (bytes), got {type(value).__name__} {value!r}"
+        )
+    if value < MAX_DOCUMENT_SIZE:
+        raise ValueError(
+            f"{STATE_MAX_BYTES} must be at least {MAX_DOCUMENT_SIZE} (one MongoDB document), "
+            f"got {value}"
+        )
+    return value
 
 
 def _encode_or_refuse(
@@ -207,12 +231,81 @@ def checkpoint_document(
     touched_at: datetime | None = None,
     new_versions: ChannelVersions | None = None,
     parent: StoredValues | None = None,
+    *,
+    max_bytes: int = MAX_DOCUMENT_SIZE,
 ) -> CheckpointDocument:
-    """The document `put` stores; `ref.checkpoint_id` is the parent, if any.
+    """The checkpoint as one document, every value's bytes in it (what `stored_checkpoint`
+    splits), refused over `max_bytes` (by default: what one document holds); `ref.checkpoint_id`
+    is the parent, if any.
 
     Channels not in `new_versions` keep the `parent`'s stored entries (see
     `_channel_values`); `new_versions=None` serializes every channel.
     """
+    doc, stored_as = _checkpoint_fields(
+        codec, ref, checkpoint, metadata, config, touched_at, new_versions, parent
+    )
+    _measured(doc, "Checkpoint", stored_as, max_bytes)
+    return doc
+
+
+def stored_checkpoint(
+    codec: Codec,
+    ref: CheckpointRef,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    config: Mapping[str, Any],
+    touched_at: datetime | None = None,
+    new_versions: ChannelVersions | None = None,
+    parent: StoredValues | None = None,
+    *,
+    max_bytes: int = DEFAULT_STATE_MAX_BYTES,
+) -> tuple[CheckpointDocument, list[ChunkDocument], list[ChannelValue]]:
+    """What `put` stores: the checkpoint document and, when it would not fit one document,
+    the chunk documents that hold its largest values (see `_chunks`); refused over
+    `max_bytes` in all, or when what cannot move to chunks does not fit 16 MiB. Also the
+    channel entries with their bytes (the document's, unless some moved to chunks)."""
+    doc, stored_as = _checkpoint_fields(
+        codec, ref, checkpoint, metadata, config, touched_at, new_versions, parent
+    )
+    size = _measured(doc, "Checkpoint", stored_as, max_bytes)
+    whole = doc[Field.CHANNEL_VALUES]
+    return (*_split_if_too_large(doc, stored_as, size, touched_at), whole)
+
+
+def stored_form(doc: CheckpointDocument) -> tuple[CheckpointDocument, list[ChunkDocument]]:
+    """A whole checkpoint document (from `checkpoint_document` with a `max_bytes` over
+    16 MiB) as `put` would store it: with chunks when it does not fit one document."""
+    _, ns, checkpoint_id = key_fields(doc[Field.ID])
+    stored_as = CheckpointRef(doc[Field.THREAD_ID], ns, checkpoint_id)
+    size = _measured(doc, "Checkpoint", stored_as, MAX_STORED_SIZE)
+    return _split_if_too_large(doc, stored_as, size, doc.get(Field.TOUCHED_AT))
+
+
+# No bound: for documents already measured against one.
+MAX_STORED_SIZE = 2**63
+
+
+def _split_if_too_large(
+    doc: CheckpointDocument, stored_as: CheckpointRef, size: int, touched_at: datetime | None
+) -> tuple[CheckpointDocument, list[ChunkDocument]]:
+    if size <= MAX_DOCUMENT_SIZE:
+        return doc, []
+    doc, chunks, _ = split_checkpoint(doc, size, MAX_DOCUMENT_SIZE, touched_at)
+    _measured(doc, "Checkpoint without its chunked values", stored_as, MAX_DOCUMENT_SIZE)
+    return doc, chunks
+
+
+def _checkpoint_fields(
+    codec: Codec,
+    ref: CheckpointRef,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    config: Mapping[str, Any],
+    touched_at: datetime | None,
+    new_versions: ChannelVersions | None,
+    parent: StoredValues | None,
+) -> tuple[CheckpointDocument, CheckpointRef]:
+    """The whole checkpoint document, not measured, and the key it is stored under."""
     _require_mapping(checkpoint, "checkpoint")
     _require_mapping(metadata, "metadata")
     checkpoint_id = require_str(checkpoint.get("id"), "checkpoint['id']")
@@ -267,8 +360,7 @@ def checkpoint_document(
         doc[Field.SERIALIZED_METADATA] = serialized_metadata
     if touched_at is not None:
         doc[Field.TOUCHED_AT] = touched_at
-    stored_as = CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id)
-    return _within_size_limit(doc, "Checkpoint", stored_as)
+    return doc, CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id)
 
 
 def write_documents(
@@ -278,13 +370,67 @@ def write_documents(
     task_id: str,
     task_path: str,
     touched_at: datetime | None = None,
+    *,
+    max_bytes: int = MAX_DOCUMENT_SIZE,
 ) -> list[tuple[bool, WriteDocument]]:
-    """`(replace_on_conflict, document)` for each write, all serialized before any I/O.
+    """`(replace_on_conflict, document)` for each write, all serialized before any I/O,
+    each whole (see `stored_writes`) and refused over `max_bytes` (by default: what one
+    document holds).
 
     Special channels (errors, interrupts, resumes) have fixed negative indexes and a
     retry replaces them; a regular write keeps its first stored value, as in
     `InMemorySaver`.
     """
+    return [
+        (replace, doc)
+        for replace, doc, _ in _write_documents(
+            codec, ref, writes, task_id, task_path, touched_at, max_bytes
+        )
+    ]
+
+
+def stored_writes(
+    codec: Codec,
+    ref: CheckpointRef,
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+    touched_at: datetime | None = None,
+    *,
+    max_bytes: int = DEFAULT_STATE_MAX_BYTES,
+) -> tuple[list[tuple[bool, WriteDocument]], list[ChunkDocument]]:
+    """What `put_writes` stores: `write_documents`, each value too large for its document
+    moved to chunk documents (see `_chunks`), and those chunks."""
+    documents: list[tuple[bool, WriteDocument]] = []
+    chunks: list[ChunkDocument] = []
+    for replace, doc, size in _write_documents(
+        codec, ref, writes, task_id, task_path, touched_at, max_bytes
+    ):
+        if size > MAX_DOCUMENT_SIZE:
+            doc, parts = split_write(doc, touched_at)
+            chunks += parts
+        documents.append((replace, doc))
+    return documents, chunks
+
+
+def stored_write_form(doc: WriteDocument) -> tuple[WriteDocument, list[ChunkDocument]]:
+    """A whole write document (from `write_documents` with a `max_bytes` over 16 MiB) as
+    `put_writes` would store it."""
+    if bson_size(doc) + len(bson.encode(upsert_filter(doc))) <= MAX_DOCUMENT_SIZE:
+        return doc, []
+    return split_write(doc, doc.get(Field.TOUCHED_AT))
+
+
+def _write_documents(
+    codec: Codec,
+    ref: CheckpointRef,
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+    touched_at: datetime | None,
+    max_bytes: int,
+) -> list[tuple[bool, WriteDocument, int]]:
+    """`(replace_on_conflict, document, size)` for each write."""
     if ref.checkpoint_id is None:
         raise ValueError(
             "put_writes needs config['configurable']['checkpoint_id']: writes belong to a "
@@ -321,7 +467,7 @@ def write_documents(
         if touched_at is not None:
             document[Field.TOUCHED_AT] = touched_at
         what = Label("Write {} (channel {}, task {})", (position, channel, task_id))
-        documents.append((idx < 0, _within_size_limit(document, what, ref)))
+        documents.append((idx < 0, document, _measured(document, what, ref, max_bytes)))
     return documents
 
 
@@ -405,14 +551,15 @@ def moved_checkpoint(
 
 
 def moved_write(doc: WriteDocument, thread_id: str, touched_at: datetime | None) -> WriteDocument:
-    """A copy of a pending-write document that belongs to another thread."""
-    key, checkpoint = doc[Field.ID], doc[Field.ID][Field.CHECKPOINT]
+    """A copy of a pending-write (or chunk) document that belongs to another thread: its
+    key names the moved checkpoint, the rest of the key kept in its order."""
+    checkpoint = doc[Field.ID][Field.CHECKPOINT]
     moved_key = checkpoint_key(
         thread_id, checkpoint[Field.CHECKPOINT_NS], checkpoint[Field.CHECKPOINT_ID]
     )
     moved: WriteDocument = {
         **doc,
-        Field.ID: write_key(moved_key, key[Field.TASK_ID], key[Field.IDX]),
+        Field.ID: {**doc[Field.ID], Field.CHECKPOINT: moved_key},
         Field.THREAD_ID: thread_id,
     }
     if touched_at is not None:

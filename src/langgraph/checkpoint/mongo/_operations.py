@@ -25,7 +25,7 @@ from langgraph.checkpoint.base import (
 from pymongo import IndexModel
 from pymongo.errors import OperationFailure
 
-from langgraph.checkpoint.mongo import _delta, _queries
+from langgraph.checkpoint.mongo import _chunks, _delta, _queries
 from langgraph.checkpoint.mongo._channel_values import (
     RecentValues,
     StoredValues,
@@ -34,13 +34,14 @@ from langgraph.checkpoint.mongo._channel_values import (
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import (
-    checkpoint_document,
+    DEFAULT_STATE_MAX_BYTES,
     checkpoint_tuple,
     moved_checkpoint,
     moved_write,
+    stored_checkpoint,
     stored_metadata,
+    stored_writes,
     unchanged_channels,
-    write_documents,
     written_by_us,
 )
 from langgraph.checkpoint.mongo._keys import (
@@ -87,12 +88,14 @@ class Storage:
         expiry: the whole-thread expiry stamps; `None` when the saver has no `ttl`.
         recent: the cache of channel values read or written lately, which a `put` of
             the next checkpoint reuses instead of reading its parent.
+        max_bytes: the largest checkpoint or pending write stored (`state_max_bytes`).
     """
 
     codec: Codec
     join: _queries.WritesJoin
     expiry: ThreadExpiry | None
     recent: RecentValues
+    max_bytes: int = DEFAULT_STATE_MAX_BYTES
 
 
 def setup(
@@ -197,15 +200,19 @@ def _set_thread_ttl(
         yield Command(Target.DATABASE, "command", *_queries.ttl_retimed(collection, expiry.seconds))
 
 
-def _upserts(target: Target, docs: Sequence[tuple[bool, Mapping[str, Any]]]) -> Command:
-    """`(keep_existing, document)` upserts in one command: an unordered bulk write, or for
-    a single document an `update_one`, which the driver dispatches for less client CPU."""
+def _upserts(
+    target: Target, docs: Sequence[tuple[bool, Mapping[str, Any]]], *, ordered: bool = False
+) -> Command:
+    """`(keep_existing, document)` upserts in one command: a bulk write (unordered unless
+    `ordered`: each stops at its first failure, in order), or for a single document an
+    `update_one`, which the driver dispatches for less client CPU."""
     if len(docs) == 1:
         [(keep, doc)] = docs
         return Command(
             target, "update_one", _queries.upsert(doc, keep_existing=keep), _queries.UPSERT
         )
-    return Command(target, "bulk_write", (_queries.upserts(docs),), _queries.UNORDERED)
+    options = _queries.ORDERED if ordered else _queries.UNORDERED
+    return Command(target, "bulk_write", (_queries.upserts(docs),), options)
 
 
 def touch_thread(
@@ -240,6 +247,7 @@ def _parent_values(
         docs = yield Command(Target.CHECKPOINTS, "find", _queries.channel_values_of(key))
         if not docs:
             return None
+        yield from _chunks.resolve_entries(key, docs[0][Field.CHANNEL_VALUES])
         versions = codec.decode(docs[0][Field.CHECKPOINT]).get("channel_versions", {})
         values = stored_values(docs[0][Field.CHANNEL_VALUES], versions)
         recent.put(key_fields(key), values)
@@ -262,12 +270,23 @@ def put(
     codec, expiry, recent = storage.codec, storage.expiry, storage.recent
     parent = yield from _parent_values(codec, recent, ref, unchanged)
     stamp = expiry.stamp() if expiry else None
-    doc = checkpoint_document(
-        codec, ref, checkpoint, metadata, config, stamp, new_versions=new_versions, parent=parent
+    doc, chunks, whole = stored_checkpoint(
+        codec,
+        ref,
+        checkpoint,
+        metadata,
+        config,
+        stamp,
+        new_versions=new_versions,
+        parent=parent,
+        max_bytes=storage.max_bytes,
     )
     # The versions the document was built with, copied before the command: the caller's
     # dict may change while it runs.
-    stored = stored_values(doc[Field.CHANNEL_VALUES], checkpoint.get("channel_versions", {}))
+    stored = stored_values(whole, checkpoint.get("channel_versions", {}))
+    if chunks:
+        # Before the document that refers to them (see `_chunks`).
+        yield _upserts(Target.WRITES, [(False, chunk) for chunk in chunks], ordered=True)
     yield Command(Target.CHECKPOINTS, "update_one", _queries.upsert(doc), _queries.UPSERT)
     recent.put((ref.thread_id, ref.checkpoint_ns, checkpoint_id), stored)
     yield from touch_thread(expiry, ref.thread_id, stamp)
@@ -284,11 +303,16 @@ def put_writes(
     ref = ref_from_config(config)
     expiry = storage.expiry
     stamp = expiry.stamp() if expiry else None
-    documents = write_documents(storage.codec, ref, writes, task_id, task_path, stamp)
+    documents, chunks = stored_writes(
+        storage.codec, ref, writes, task_id, task_path, stamp, max_bytes=storage.max_bytes
+    )
     if documents:
         # A regular write keeps its first stored value, a special one is replaced; a
-        # retried write still keeps the thread alive (its stamp moves forward).
-        yield _upserts(Target.WRITES, [(not replace, doc) for replace, doc in documents])
+        # retried write still keeps the thread alive (its stamp moves forward). Chunks
+        # come first, in the same ordered bulk write (see `_chunks`).
+        upserts: list[tuple[bool, Mapping[str, Any]]] = [(False, chunk) for chunk in chunks]
+        upserts += [(not replace, doc) for replace, doc in documents]
+        yield _upserts(Target.WRITES, upserts, ordered=bool(chunks))
         yield from touch_thread(expiry, ref.thread_id, stamp)
 
 
@@ -315,7 +339,9 @@ def _read_apart(
     trips instead of one, for checkpoints too large to return with their writes."""
     docs: list[Joined] = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
     if docs:
-        query = _queries.writes_of([d[Field.ID] for d in docs], channels)
+        # A single checkpoint's chunks come with its writes; a page's are read one
+        # checkpoint at a time, as it is returned (see `_chunks.resolve`).
+        query = _queries.writes_of([d[Field.ID] for d in docs], channels, chunks=len(docs) == 1)
         writes: list[WriteDocument] = yield Command(Target.WRITES, "find", (query,))
         joined: dict[KeyFields, list[WriteDocument]] = {}
         for write in writes:
@@ -348,6 +374,7 @@ def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple 
     docs: list[JoinedCheckpoint] = yield from _read_joined(pipeline)
     if not docs:
         return None
+    yield from _chunks.resolve(docs)
     found = checkpoint_tuple(storage.codec, docs[0])
     # A graph's next `put` names this checkpoint as its parent: keep its stored values.
     versions = found.checkpoint.get("channel_versions", {})
@@ -461,6 +488,7 @@ def list_checkpoints(
         doc = yield from documents.next(page_size)
         if doc is None:
             return
+        yield from _chunks.resolve([doc])
         found = checkpoint_tuple(storage.codec, doc)
         if metadata.exact or metadata.matches(found.metadata):
             yield found
@@ -506,6 +534,7 @@ def delta_history(
             seeds = found.seed_at.values()
             pipeline = _queries.history_pipeline(ref, found.chain, seeds, wanted, storage.join)
             docs = yield from _read_joined(pipeline, _queries.HISTORY_OPTIONS, wanted)
+            yield from _chunks.resolve(docs)
         if {doc[Field.ID][Field.CHECKPOINT_ID] for doc in docs} == set(found.chain):
             return _delta.assemble(storage.codec, found, docs, wanted)
     raise ThreadChangedError(

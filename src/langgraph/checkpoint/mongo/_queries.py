@@ -20,7 +20,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
 from langgraph.checkpoint.mongo._commands import Target
 from langgraph.checkpoint.mongo._keys import CheckpointRef, key_fields
 from langgraph.checkpoint.mongo._metadata import DELTA_COUNTERS
-from langgraph.checkpoint.mongo._schema import CheckpointKey, Field, Joined
+from langgraph.checkpoint.mongo._schema import CheckpointKey, ChunkKey, Field, Joined
 
 # Writes.
 
@@ -68,8 +68,10 @@ def upserts(docs: Sequence[tuple[bool, Mapping[str, Any]]]) -> list[UpdateOne]:
     return [UpdateOne(*upsert(doc, keep_existing=keep), upsert=True) for keep, doc in docs]
 
 
-# Options of a bulk write: one failed request does not stop the others.
+# Options of a bulk write: one failed request does not stop the others; or, ordered, the
+# requests run in order and the first failure stops the rest.
 UNORDERED = {"ordered": False}
+ORDERED = {"ordered": True}
 
 
 # Threads, and checkpoints by key.
@@ -107,13 +109,50 @@ def channel_values_of(key: CheckpointKey) -> tuple[dict[str, Any], dict[str, Any
     return {Field.ID: key, Field.THREAD_ID: key[Field.THREAD_ID]}, projection
 
 
-def writes_of(keys: list[CheckpointKey], channels: list[str] | None = None) -> dict[str, Any]:
+def writes_of(
+    keys: list[CheckpointKey], channels: list[str] | None = None, *, chunks: bool = True
+) -> dict[str, Any]:
     """The pending writes of these checkpoints (`_id`s; to these channels), in the
-    threads' shards."""
+    threads' shards; with their chunk documents (see `_chunks`) unless `chunks` is false
+    (a write to a channel is never a chunk)."""
     query: dict[str, Any] = {**_threads_of(keys), Field.WRITE_CHECKPOINT: {"$in": keys}}
     if channels is not None:
         query[Field.CHANNEL] = {"$in": channels}
+    elif not chunks:
+        query[CHUNK_ID] = {"$exists": False}
     return query
+
+
+# Chunk documents (see `_chunks`): in the writes collection, `_id.chunk` set.
+
+CHUNK_ID = f"{Field.ID}.{Field.CHUNK}"
+
+
+def chunks_of(keys: list[ChunkKey]) -> dict[str, Any]:
+    """These chunks (`_id`s), in their threads' shards."""
+    threads = sorted({key[Field.CHECKPOINT][Field.THREAD_ID] for key in keys})
+    return {Field.THREAD_ID: {"$in": threads}, Field.ID: {"$in": keys}}
+
+
+def chunk_keys_of_threads(thread_ids: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`find` filter and projection: the keys of every chunk of these threads."""
+    return {**of_threads(thread_ids), CHUNK_ID: {"$exists": True}}, {Field.ID: 1}
+
+
+def checkpoint_chunk_refs_of_threads(
+    thread_ids: Sequence[str],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`find` filter and projection: the chunk references of these threads' checkpoints."""
+    path = f"{Field.CHANNEL_VALUES}.{Field.CHUNKS}"
+    return {**of_threads(thread_ids), path: {"$exists": True}}, {Field.ID: 0, path: 1}
+
+
+def write_chunk_refs_of_threads(
+    thread_ids: Sequence[str],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`find` filter and projection: the chunk references of these threads' writes."""
+    path = f"{Field.VALUE}.{Field.CHUNKS}"
+    return {**of_threads(thread_ids), path: {"$exists": True}}, {Field.ID: 0, path: 1}
 
 
 # Reads.

@@ -9,11 +9,13 @@ from langgraph.checkpoint.mongo._keys import namespace_label, short_repr
 
 
 class CheckpointTooLargeError(ValueError):
-    """A checkpoint or pending write would exceed MongoDB's 16 MiB document limit.
+    """A checkpoint or pending write is larger than the saver's `state_max_bytes`, or
+    what of it cannot move to chunk documents (metadata, ids, the checkpoint's own
+    fields) exceeds MongoDB's 16 MiB document limit.
 
     Raised before anything is sent, so the previous checkpoint stays the latest and
-    nothing is half-written. Opt-in compression (`compression="zstd"`) or keeping
-    large payloads out of the graph state are the usual fixes.
+    nothing is half-written. Opt-in compression (`compression="zstd"`), a larger
+    `state_max_bytes`, or keeping large payloads out of the graph state are the fixes.
     """
 
     def __init__(
@@ -25,14 +27,20 @@ class CheckpointTooLargeError(ValueError):
         checkpoint_id: str,
         size: int,
         limit: int,
+        option: str | None = None,
     ) -> None:
         self.thread_id, self.checkpoint_ns = thread_id, checkpoint_ns
         self.checkpoint_id, self.size, self.limit = checkpoint_id, size, limit
+        over = (
+            f"over this saver's {option}={limit}"
+            if option
+            else f"over MongoDB's limit of {limit} bytes per document"
+        )
+        fix = f", raise {option}," if option else ""
         super().__init__(
             f"{what} of {namespace_label(thread_id, checkpoint_ns)}, checkpoint "
-            f"{short_repr(checkpoint_id)} "
-            f"encodes to {size} bytes, over MongoDB's limit of {limit} bytes per document; "
-            "nothing was written. Enable compression='zstd' or keep large payloads out of the "
+            f"{short_repr(checkpoint_id)} encodes to {size} bytes, {over}; nothing was "
+            f"written. Enable compression='zstd'{fix} or keep large payloads out of the "
             "graph state."
         )
 

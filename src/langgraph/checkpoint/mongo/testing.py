@@ -233,7 +233,7 @@ def _patch_mongomock() -> None:
                     f"maximum document size {MAX_INTERNAL_DOCUMENT_SIZE}",
                     4568,
                 )
-        return mongomock_command_cursor.CommandCursor(results)
+        return command_cursor(results)
 
     copy_field: Any = mongomock_collection._copy_field
 
@@ -247,6 +247,7 @@ def _patch_mongomock() -> None:
         with self._rwlock.reader():
             yield from dict.values(self._documents)
 
+    command_cursor: Any = mongomock_command_cursor.CommandCursor
     handlers = mongomock_aggregate._PIPELINE_HANDLERS
     setattr(mongomock_collection, "_copy_field", copy_field_with_new_floats)  # noqa: B010
     handlers["$lookup"] = concise_lookup(handlers["$lookup"])
