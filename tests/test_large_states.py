@@ -17,36 +17,56 @@ from support.wire import cursors
 MIB = 1024 * 1024
 
 
-async def test_too_large_checkpoint_fails_cleanly(saver: Any) -> None:
-    thread = new_thread()
-    previous = await put(saver, thread, values={"small": "ok"})
-    with pytest.raises(CheckpointTooLargeError) as caught:
-        await put(
-            saver,
-            thread,
-            parent=previous["configurable"]["checkpoint_id"],
-            values={"blob": os.urandom(17 * MIB)},
-        )
-    error = caught.value
-    assert isinstance(error, ValueError)
-    assert error.thread_id == thread
-    assert error.checkpoint_ns == ""
-    assert error.size > error.limit == 16 * MIB
-    assert thread in str(error)
-    assert str(error.limit) in str(error)
-    latest = await call(saver, "get_tuple", config(thread))
-    assert latest.config == previous
-    assert len(await listed(saver, config(thread))) == 1
+async def test_a_checkpoint_over_state_max_bytes_fails_cleanly(backend: Backend) -> None:
+    async with backend.saver(state_max_bytes=16 * MIB) as saver:
+        thread = new_thread()
+        previous = await put(saver, thread, values={"small": "ok"})
+        with pytest.raises(CheckpointTooLargeError) as caught:
+            await put(
+                saver,
+                thread,
+                parent=previous["configurable"]["checkpoint_id"],
+                values={"blob": os.urandom(17 * MIB)},
+            )
+        error = caught.value
+        assert isinstance(error, ValueError)
+        assert error.thread_id == thread
+        assert error.checkpoint_ns == ""
+        assert error.size > error.limit == 16 * MIB
+        assert thread in str(error)
+        assert f"state_max_bytes={16 * MIB}" in str(error)
+        latest = await call(saver, "get_tuple", config(thread))
+        assert latest.config == previous
+        assert len(await listed(saver, config(thread))) == 1
+        # Nothing of it was written: no chunk either.
+        assert await _chunk_count(saver, thread) == 0
 
 
-async def test_too_large_write_fails_and_writes_nothing(saver: Any) -> None:
-    thread = new_thread()
-    stored = await put(saver, thread)
-    writes = [("small", 1), ("huge", os.urandom(17 * MIB))]
-    named = r"^Write 1 \(channel 'huge', task 'task'\) of thread"
-    with pytest.raises(CheckpointTooLargeError, match=named):
-        await call(saver, "put_writes", stored, writes, "task")
-    assert (await call(saver, "get_tuple", stored)).pending_writes == []
+async def test_a_write_over_state_max_bytes_fails_and_writes_nothing(backend: Backend) -> None:
+    async with backend.saver(state_max_bytes=16 * MIB) as saver:
+        thread = new_thread()
+        stored = await put(saver, thread)
+        writes = [("small", 1), ("huge", os.urandom(17 * MIB))]
+        named = r"^Write 1 \(channel 'huge', task 'task'\) of thread"
+        with pytest.raises(CheckpointTooLargeError, match=named):
+            await call(saver, "put_writes", stored, writes, "task")
+        assert (await call(saver, "get_tuple", stored)).pending_writes == []
+        assert await _chunk_count(saver, thread) == 0
+
+
+def test_state_max_bytes_is_checked() -> None:
+    from langgraph.checkpoint.mongo import MongoDBSaver
+    from langgraph.checkpoint.mongo.testing import client
+
+    with pytest.raises(ValueError, match="state_max_bytes must be at least 16777216"):
+        MongoDBSaver(client(), state_max_bytes=MIB)
+    with pytest.raises(TypeError, match="state_max_bytes must be an int"):
+        MongoDBSaver(client(), state_max_bytes=20.0 * MIB)  # type: ignore[arg-type]
+
+
+async def _chunk_count(saver: Any, thread: str) -> int:
+    query = {"thread_id": thread, "_id.chunk": {"$exists": True}}
+    return int(await maybe_await(saver.writes_collection.count_documents(query)))
 
 
 async def test_a_checkpoint_too_large_to_return_with_its_writes_is_read_apart(
@@ -120,8 +140,6 @@ async def test_a_join_refused_with_any_too_large_code_is_read_apart(
 async def test_delta_history_reads_a_seed_too_large_for_its_writes_apart(
     backend: Backend,
 ) -> None:
-    if backend.name == "mock":
-        pytest.skip("mongomock has no document size limit")
     async with backend.saver() as saver:
         thread = new_thread()
         seed = os.urandom(9 * MIB)

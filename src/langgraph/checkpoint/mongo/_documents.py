@@ -117,9 +117,16 @@ def bson_size(doc: Mapping[str, Any]) -> int:
     return len(bson.encode(light)) + payload
 
 
-def _measured(doc: Mapping[str, Any], what: str | Label, ref: CheckpointRef, limit: int) -> int:
+def _measured(
+    doc: Mapping[str, Any],
+    what: str | Label,
+    ref: CheckpointRef,
+    limit: int,
+    option: str | None = None,
+) -> int:
     """The size of the upsert that stores `doc`, refused over `limit` before anything is
-    sent: the upsert repeats the document's key in its filter, so that counts too. The
+    sent (`option` names the saver option the limit is, if any): the upsert repeats the
+    document's key in its filter, so that counts too. The
     filter holds fields of the document, so it is never the larger: a document of at most
     half of 16 MiB is measured without the filter being encoded."""
     size = bson_size(doc)
@@ -133,7 +140,7 @@ def _measured(doc: Mapping[str, Any], what: str | Label, ref: CheckpointRef, lim
             checkpoint_id=str(ref.checkpoint_id),
             size=size,
             limit=limit,
-            option=None if limit == MAX_DOCUMENT_SIZE else STATE_MAX_BYTES,
+            option=option,
         )
     return size
 
@@ -244,8 +251,13 @@ def checkpoint_document(
     doc, stored_as = _checkpoint_fields(
         codec, ref, checkpoint, metadata, config, touched_at, new_versions, parent
     )
-    _measured(doc, "Checkpoint", stored_as, max_bytes)
+    _measured(doc, "Checkpoint", stored_as, max_bytes, _option(max_bytes))
     return doc
+
+
+def _option(max_bytes: int) -> str | None:
+    """The option a one-document API's `max_bytes` is: none for one document's limit."""
+    return None if max_bytes == MAX_DOCUMENT_SIZE else STATE_MAX_BYTES
 
 
 def stored_checkpoint(
@@ -267,7 +279,7 @@ def stored_checkpoint(
     doc, stored_as = _checkpoint_fields(
         codec, ref, checkpoint, metadata, config, touched_at, new_versions, parent
     )
-    size = _measured(doc, "Checkpoint", stored_as, max_bytes)
+    size = _measured(doc, "Checkpoint", stored_as, max_bytes, STATE_MAX_BYTES)
     whole = doc[Field.CHANNEL_VALUES]
     return (*_split_if_too_large(doc, stored_as, size, touched_at), whole)
 
@@ -384,7 +396,7 @@ def write_documents(
     return [
         (replace, doc)
         for replace, doc, _ in _write_documents(
-            codec, ref, writes, task_id, task_path, touched_at, max_bytes
+            codec, ref, writes, task_id, task_path, touched_at, max_bytes, _option(max_bytes)
         )
     ]
 
@@ -404,7 +416,7 @@ def stored_writes(
     documents: list[tuple[bool, WriteDocument]] = []
     chunks: list[ChunkDocument] = []
     for replace, doc, size in _write_documents(
-        codec, ref, writes, task_id, task_path, touched_at, max_bytes
+        codec, ref, writes, task_id, task_path, touched_at, max_bytes, STATE_MAX_BYTES
     ):
         if size > MAX_DOCUMENT_SIZE:
             doc, parts = split_write(doc, touched_at)
@@ -429,6 +441,7 @@ def _write_documents(
     task_path: str,
     touched_at: datetime | None,
     max_bytes: int,
+    option: str | None,
 ) -> list[tuple[bool, WriteDocument, int]]:
     """`(replace_on_conflict, document, size)` for each write."""
     if ref.checkpoint_id is None:
@@ -467,7 +480,8 @@ def _write_documents(
         if touched_at is not None:
             document[Field.TOUCHED_AT] = touched_at
         what = Label("Write {} (channel {}, task {})", (position, channel, task_id))
-        documents.append((idx < 0, document, _measured(document, what, ref, max_bytes)))
+        size = _measured(document, what, ref, max_bytes, option)
+        documents.append((idx < 0, document, size))
     return documents
 
 

@@ -655,6 +655,9 @@ def prune(storage: Storage, thread_ids: Sequence[str], strategy: str) -> Plan[No
     # DeltaChannels from (dropping those would silently empty the channels). Only what
     # was read is deleted: a checkpoint written meanwhile is newer, and stays.
     yield from _delete_checkpoints(_delta.prunable((yield _find_lineage(in_threads))))
+    # The deleted checkpoints' chunks went with their writes; what a crash or a checkpoint
+    # stored again left unreferenced goes now.
+    yield from _chunks.remove_unreferenced_chunks(threads)
 
 
 # What `migrate` (copying threads in from another saver) runs on the target.
