@@ -169,7 +169,7 @@ def _chunked_values(docs: Iterable[Mapping[str, Any]]) -> tuple[_Wanted, list[Ch
             value = write[Field.VALUE]
             if isinstance(value, dict) and Field.CHUNKS in value:
                 wanted.append((write[Field.ID][Field.CHECKPOINT], value))  # type: ignore[arg-type]
-        if joined:
+        if len(kept) < len(writes):
             doc[Field.JOINED_WRITES] = kept  # type: ignore[index]
     return wanted, joined
 
@@ -181,6 +181,16 @@ def resolve(docs: Sequence[Mapping[str, Any]]) -> Plan[None]:
     wanted, joined = _chunked_values(docs)
     if wanted:
         yield from _fill(wanted, joined)
+
+
+def resolve_documents(
+    checkpoints: Sequence[Mapping[str, Any]], writes: list[Any]
+) -> Plan[list[Any]]:
+    """`resolve` for checkpoint documents and the documents read from the writes
+    collection for them (writes and chunks): the writes, chunks taken out."""
+    carrier = {Field.ID: None, Field.JOINED_WRITES: writes}
+    yield from resolve([*checkpoints, carrier])
+    return carrier[Field.JOINED_WRITES]  # type: ignore[return-value]
 
 
 def resolve_entries(owner: CheckpointKey, entries: Iterable[Mapping[str, Any]]) -> Plan[None]:

@@ -239,11 +239,11 @@ def checkpoint_document(
     new_versions: ChannelVersions | None = None,
     parent: StoredValues | None = None,
     *,
-    max_bytes: int = MAX_DOCUMENT_SIZE,
+    max_bytes: int | None = None,
 ) -> CheckpointDocument:
     """The checkpoint as one document, every value's bytes in it (what `stored_checkpoint`
-    splits), refused over `max_bytes` (by default: what one document holds); `ref.checkpoint_id`
-    is the parent, if any.
+    splits), refused over `max_bytes` (a saver's `state_max_bytes`; None: what one document
+    holds); `ref.checkpoint_id` is the parent, if any.
 
     Channels not in `new_versions` keep the `parent`'s stored entries (see
     `_channel_values`); `new_versions=None` serializes every channel.
@@ -251,13 +251,14 @@ def checkpoint_document(
     doc, stored_as = _checkpoint_fields(
         codec, ref, checkpoint, metadata, config, touched_at, new_versions, parent
     )
-    _measured(doc, "Checkpoint", stored_as, max_bytes, _option(max_bytes))
+    _measured(doc, "Checkpoint", stored_as, *_limit(max_bytes))
     return doc
 
 
-def _option(max_bytes: int) -> str | None:
-    """The option a one-document API's `max_bytes` is: none for one document's limit."""
-    return None if max_bytes == MAX_DOCUMENT_SIZE else STATE_MAX_BYTES
+def _limit(max_bytes: int | None) -> tuple[int, str | None]:
+    """A whole-document API's limit, and the option it is: `max_bytes` is the saver's
+    `state_max_bytes`; None is what one document holds."""
+    return (MAX_DOCUMENT_SIZE, None) if max_bytes is None else (max_bytes, STATE_MAX_BYTES)
 
 
 def stored_checkpoint(
@@ -383,11 +384,11 @@ def write_documents(
     task_path: str,
     touched_at: datetime | None = None,
     *,
-    max_bytes: int = MAX_DOCUMENT_SIZE,
+    max_bytes: int | None = None,
 ) -> list[tuple[bool, WriteDocument]]:
     """`(replace_on_conflict, document)` for each write, all serialized before any I/O,
-    each whole (see `stored_writes`) and refused over `max_bytes` (by default: what one
-    document holds).
+    each whole (see `stored_writes`) and refused over `max_bytes` (a saver's
+    `state_max_bytes`; None: what one document holds).
 
     Special channels (errors, interrupts, resumes) have fixed negative indexes and a
     retry replaces them; a regular write keeps its first stored value, as in
@@ -396,7 +397,7 @@ def write_documents(
     return [
         (replace, doc)
         for replace, doc, _ in _write_documents(
-            codec, ref, writes, task_id, task_path, touched_at, max_bytes, _option(max_bytes)
+            codec, ref, writes, task_id, task_path, touched_at, *_limit(max_bytes)
         )
     ]
 

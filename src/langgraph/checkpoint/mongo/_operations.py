@@ -39,7 +39,9 @@ from langgraph.checkpoint.mongo._documents import (
     moved_checkpoint,
     moved_write,
     stored_checkpoint,
+    stored_form,
     stored_metadata,
+    stored_write_form,
     stored_writes,
     unchanged_channels,
     written_by_us,
@@ -663,24 +665,43 @@ def prune(storage: Storage, thread_ids: Sequence[str], strategy: str) -> Plan[No
 # What `migrate` (copying threads in from another saver) runs on the target.
 
 
-def upsert_documents(target: Target, docs: Sequence[Mapping[str, Any]]) -> Command:
-    """Insert these documents or replace the stored ones under their keys: one command."""
-    return _upserts(target, [(False, doc) for doc in docs])
+def store_documents(target: Target, docs: Sequence[Mapping[str, Any]]) -> Plan[None]:
+    """Insert these whole documents (checkpoints, or writes: see `checkpoint_document`) or
+    replace the stored ones under their keys: one command, after one for the chunks of
+    those too large for one document (in the writes collection, in one ordered bulk write
+    with the writes themselves)."""
+    chunks: list[Mapping[str, Any]] = []
+    stored: list[Mapping[str, Any]] = []
+    for doc in docs:
+        if target is Target.CHECKPOINTS:
+            doc, parts = stored_form(doc)  # type: ignore[arg-type]
+        else:
+            doc, parts = stored_write_form(doc)  # type: ignore[arg-type]
+        chunks += parts
+        stored.append(doc)
+    upserts = [(False, doc) for doc in chunks]
+    if target is Target.CHECKPOINTS and chunks:
+        yield _upserts(Target.WRITES, upserts, ordered=True)
+        upserts = []
+    yield _upserts(target, [*upserts, *((False, doc) for doc in stored)], ordered=bool(upserts))
 
 
 def thread_document_counts(thread_id: str) -> Plan[tuple[int, int]]:
-    """How many checkpoint and pending-write documents the thread has."""
+    """How many checkpoint and pending-write documents the thread has (chunks aside)."""
     query = _queries.of_thread(thread_id)
     checkpoints = yield Command(Target.CHECKPOINTS, "count_documents", (query,))
-    writes = yield Command(Target.WRITES, "count_documents", (query,))
+    writes_query = {**query, _queries.CHUNK_ID: {"$exists": False}}
+    writes = yield Command(Target.WRITES, "count_documents", (writes_query,))
     return checkpoints, writes
 
 
 def stored_documents(keys: list[CheckpointKey]) -> Plan[tuple[list[Any], list[Any]]]:
-    """The documents of these checkpoints, as stored, and every write stored for them
-    (also writes whose checkpoint is not there: an interrupted copy leaves those)."""
+    """The documents of these checkpoints, as stored but with every chunked value whole
+    (see `_chunks`), and every write stored for them (also writes whose checkpoint is not
+    there: an interrupted copy leaves those)."""
     checkpoints = yield Command(Target.CHECKPOINTS, "find", (_queries.checkpoints_of(keys),))
     writes = yield Command(Target.WRITES, "find", (_queries.writes_of(keys),))
+    writes = yield from _chunks.resolve_documents(checkpoints, writes)
     return checkpoints, writes
 
 
