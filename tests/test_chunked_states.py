@@ -92,7 +92,8 @@ async def test_a_large_value_and_a_20_mib_write_read_back_whole(
             parent=first["configurable"]["checkpoint_id"],
             changed=["blob"],
         )
-        writes = [("w", os.urandom(20 * MIB)), ("x", 1)]
+        # A 20 MiB write beside the 17 MiB value (the 40 MiB case: a small one only).
+        writes = [("w", os.urandom(20 * MIB if size_mib == 17 else MIB)), ("x", 1)]
         for s in (saver, memory):
             await call(s, "put_writes", big, writes, "task")
 
@@ -107,7 +108,7 @@ async def test_a_large_value_and_a_20_mib_write_read_back_whole(
             _same(a, b)
         await _every_document_fits(saver, thread)
         chunks = await _chunks_of(saver, thread)
-        assert sum(len(c["data"]) for c in chunks) >= (size_mib + 20) * MIB
+        assert sum(len(c["data"]) for c in chunks) >= (size_mib + (size_mib == 17) * 20) * MIB
         assert all(len(c["data"]) <= _chunks.CHUNK_SIZE for c in chunks)
         assert all(c["thread_id"] == thread for c in chunks)  # the shard key
 
@@ -335,3 +336,40 @@ async def test_a_graph_growing_1_mib_per_turn_for_60_turns(backend: Backend) -> 
         owners = {c["_id"]["checkpoint"]["checkpoint_id"] for c in await _chunks_of(saver, thread)}
         # The snapshots over one document: 20 MiB (as stored: two channels... see below).
         assert len(owners) >= 2
+
+
+async def test_list_reads_one_large_checkpoint_at_a_time(
+    backend: Backend, sent_commands: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the joined read is refused, a page of checkpoints is read apart without
+    their chunks, and each checkpoint's chunks are read only when it is returned."""
+    async with backend.saver() as saver:
+        thread = new_thread()
+        blobs, parent = [], None
+        for _ in range(3):
+            blobs.append(os.urandom(17 * MIB))
+            stored = await _put([saver], thread, {"blob": blobs[-1]}, parent=parent)
+            parent = stored["configurable"]["checkpoint_id"]
+        sent_commands.clear()
+        if backend.is_sync:
+            listing: Any = saver.list(config(thread))
+            first = next(listing)
+        else:
+            listing = saver.alist(config(thread))
+            first = await listing.__anext__()
+        assert first.checkpoint["channel_values"]["blob"] == blobs[-1]
+        chunk_reads = [c for c in sent_commands if c.method == "find" and "_id" in c.args[0]]
+        assert len(chunk_reads) == 1  # the first checkpoint's chunks only
+        rest = list(listing) if backend.is_sync else [t async for t in listing]
+        assert [t.checkpoint["channel_values"]["blob"] for t in rest] == blobs[-2::-1]
+
+
+async def test_chunks_carry_the_thread_ttl_stamp(backend: Backend) -> None:
+    async with backend.saver(ttl=3600) as saver:
+        thread = new_thread()
+        stored = await _put([saver], thread, {"blob": os.urandom(17 * MIB)})
+        await call(saver, "put_writes", stored, [("w", os.urandom(17 * MIB))], "t")
+        [doc] = await _raw(saver, saver.checkpoint_collection, {"thread_id": thread})
+        chunks = await _chunks_of(saver, thread)
+        assert len(chunks) == 6
+        assert {c["thread_touched_at"] for c in chunks} == {doc["thread_touched_at"]}
