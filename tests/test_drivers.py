@@ -13,7 +13,7 @@ from pymongo import AsyncMongoClient, MongoClient
 from pymongo.driver_info import DriverInfo
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
-from langgraph.checkpoint.mongo._commands import Command, Target
+from langgraph.checkpoint.mongo._commands import Command, Method, Target
 from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, execute_async, open_cursor
 from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
 from support.backends import Backend
@@ -65,13 +65,13 @@ class PyMongoAsyncShapedCollection(MotorShapedCollection):
 @pytest.mark.parametrize("shape", [MotorShapedCollection, PyMongoAsyncShapedCollection])
 async def test_adapter_runs_both_driver_shapes(shape: type[MotorShapedCollection]) -> None:
     docs = [{"n": 1}, {"n": 2}]
-    read = Command(Target.CHECKPOINTS, "aggregate", ([],))
+    read = Command(Target.CHECKPOINTS, Method.AGGREGATE, ([],))
     assert await execute_async("get_tuple", shape(list(docs)), read) == docs
     collection = shape(list(docs))
     async with open_cursor("list", collection, read) as cursor:
         assert [d async for d in cursor] == docs
     assert collection.cursor.closed
-    delete = Command(Target.WRITES, "delete_many", ({"thread_id": "t"},))
+    delete = Command(Target.WRITES, Method.DELETE_MANY, ({"thread_id": "t"},))
     assert await execute_async("delete_thread", collection, delete) == "deleted {'thread_id': 't'}"
 
 

@@ -138,7 +138,7 @@ async def test_a_delete_between_the_reads_of_delta_history_rereads(saver: Any) -
     history = ops.delta_history(saver.storage, second, ["a"])
     deleted = iter([ops.delete_thread(saver.storage, thread)])
     racing = _with_before_second(history, lambda: next(deleted, iter(())))
-    assert await maybe_await(saver._run(racing)) == {"a": {"writes": []}}
+    assert await maybe_await(saver._run("racing", racing)) == {"a": {"writes": []}}
 
 
 def test_delta_history_gives_up_on_a_thread_that_keeps_changing() -> None:

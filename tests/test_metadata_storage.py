@@ -22,7 +22,7 @@ from bson.raw_bson import RawBSONDocument
 from bson.son import SON
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph.checkpoint.mongo._commands import Command
+from langgraph.checkpoint.mongo._commands import Command, NextDocument, OpenCursor
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._metadata import from_readable
 from support.backends import MONGODB_URI, Backend, CommandLog
@@ -473,10 +473,10 @@ def test_the_core_checks_each_document_and_stops_after_the_limit() -> None:
 
     def answer(request: Any) -> Any:
         requests.append(request)
-        if isinstance(request, ops.OpenCursor):
+        if isinstance(request, OpenCursor):
             assert not any("$limit" in stage for stage in request.command.args[0])
             return iter(docs)
-        assert isinstance(request, ops.NextDocument)
+        assert isinstance(request, NextDocument)
         return next(request.cursor, None)
 
     storage = ops.Storage(codec, WritesJoin("writes"), None, RecentValues())

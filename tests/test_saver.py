@@ -402,7 +402,7 @@ async def test_prune_keeps_a_checkpoint_written_while_it_runs(saver: Any) -> Non
     parent = config(thread, "", second["configurable"]["checkpoint_id"])
     write_newer = ops.put(saver.storage, parent, newer, {"source": "loop", "step": 2}, {})
     racing = _after_first_command(ops.prune(saver.storage, [thread], "keep_latest"), write_newer)
-    await maybe_await(saver._run(racing))
+    await maybe_await(saver._run("racing", racing))
     assert ids(await listed(saver, config(thread))) == [
         newer["id"],
         second["configurable"]["checkpoint_id"],

@@ -23,8 +23,7 @@ from langgraph.checkpoint.mongo._documents import (
     write_documents,
 )
 from langgraph.checkpoint.mongo._drivers import maybe_await
-from langgraph.checkpoint.mongo._keys import CheckpointRef
-from langgraph.checkpoint.mongo._queries import upsert_filter
+from langgraph.checkpoint.mongo._keys import CheckpointRef, upsert_filter
 from support.helpers import call, checkpoint, config, listed, new_thread
 
 # Fields of the metadata, which their own tests pin.

@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from langgraph.checkpoint.base import ChannelVersions
-
 from langgraph.checkpoint.mongo._codec import Codec
-from langgraph.checkpoint.mongo._keys import KeyFields
-from langgraph.checkpoint.mongo._schema import ChannelValue, Field, StoredValue
+from langgraph.checkpoint.mongo._keys import KeyFields, key_fields
+from langgraph.checkpoint.mongo._schema import ChannelValue, CheckpointKey, Field, StoredValue
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,31 +46,22 @@ def stored_values(entries: Iterable[ChannelValue], versions: Mapping[str, Any]) 
 def encode_channel_values(
     channel_values: Mapping[str, Any],
     versions: Mapping[str, Any],
-    new_versions: ChannelVersions | None,
+    unchanged: Collection[str],
     parent: StoredValues | None,
     encode: Callable[[Any, str], StoredValue],
 ) -> dict[str, ChannelValue]:
-    """Each channel's stored entry: the parent's, where the channel did not change since
+    """Each channel's stored entry: the parent's, where the channel is `unchanged` since
     it and the parent holds it at the same version; freshly serialized otherwise.
 
-    `new_versions=None` serializes every channel (a copy of already-stored data).
     `encode(value, channel)` serializes one value, naming it if the serializer refuses.
     """
+    kept = parent.entries if parent is not None and unchanged else {}
     result: dict[str, ChannelValue] = {}
     for channel, value in channel_values.items():
-        kept = (
-            parent.entries.get(channel)
-            if parent is not None and new_versions is not None and channel not in new_versions
-            else None
-        )
-        if (
-            kept is not None
-            and parent is not None
-            and (parent.versions.get(channel) == versions.get(channel))
-        ):
-            result[channel] = kept
-        else:
-            result[channel] = {Field.CHANNEL: channel, **encode(value, channel)}
+        entry = kept.get(channel) if channel in unchanged else None
+        if entry is None or parent is None or parent.versions.get(channel) != versions.get(channel):
+            entry = {Field.CHANNEL: channel, **encode(value, channel)}
+        result[channel] = entry
     return result
 
 
@@ -127,7 +116,9 @@ class RecentValues:
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def get(self, key: KeyFields) -> StoredValues | None:
+    def recall(self, checkpoint: CheckpointKey) -> StoredValues | None:
+        """The entries cached for the checkpoint of this `_id`, if any."""
+        key = key_fields(checkpoint)
         with self._lock:
             found = self._entries.get(key)
             if found is None:
@@ -135,7 +126,9 @@ class RecentValues:
             self._entries.move_to_end(key)
             return found[0]
 
-    def put(self, key: KeyFields, values: StoredValues) -> None:
+    def remember(self, checkpoint: CheckpointKey, values: StoredValues) -> None:
+        """Cache the entries of the checkpoint of this `_id` (written or read just now)."""
+        key = key_fields(checkpoint)
         size = cached_size(values)
         with self._lock:
             self._remove(key)

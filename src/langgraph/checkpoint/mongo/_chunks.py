@@ -49,7 +49,7 @@ from typing import Any
 from bson import ObjectId
 
 from langgraph.checkpoint.mongo import _queries
-from langgraph.checkpoint.mongo._commands import Command, Plan, Target
+from langgraph.checkpoint.mongo._commands import Command, Method, Plan, Target
 from langgraph.checkpoint.mongo._keys import key_fields
 from langgraph.checkpoint.mongo._schema import (
     CheckpointKey,
@@ -217,7 +217,7 @@ def _fill(wanted: _Wanted, joined: list[ChunkDocument]) -> Plan[None]:
     ]
     if missing:
         found: list[ChunkDocument] = yield Command(
-            Target.WRITES, "find", (_queries.chunks_of(missing),)
+            Target.WRITES, Method.FIND, (_queries.chunks_of(missing),)
         )
         for chunk in found:
             key = chunk[Field.ID]
@@ -254,19 +254,21 @@ def remove_unreferenced_chunks(thread_ids: Sequence[str], now: datetime | None =
         return 0
     threads = list(thread_ids)
     chunks: list[ChunkDocument] = yield Command(
-        Target.WRITES, "find", _queries.chunk_keys_of_threads(threads)
+        Target.WRITES, Method.FIND, _queries.chunk_keys_of_threads(threads)
     )
     if not chunks:
         return 0
     referenced: set[str] = set()
     checkpoints = yield Command(
-        Target.CHECKPOINTS, "find", _queries.checkpoint_chunk_refs_of_threads(threads)
+        Target.CHECKPOINTS, Method.FIND, _queries.checkpoint_chunk_refs_of_threads(threads)
     )
     for doc in checkpoints:
         for entry in doc.get(Field.CHANNEL_VALUES) or ():
             if Field.CHUNKS in entry:
                 referenced.add(entry[Field.CHUNKS][Field.REF_ID])
-    writes = yield Command(Target.WRITES, "find", _queries.write_chunk_refs_of_threads(threads))
+    writes = yield Command(
+        Target.WRITES, Method.FIND, _queries.write_chunk_refs_of_threads(threads)
+    )
     for doc in writes:
         referenced.add(doc[Field.VALUE][Field.CHUNKS][Field.REF_ID])
     cutoff = (now or datetime.now(timezone.utc)) - ORPHAN_GRACE
@@ -278,5 +280,5 @@ def remove_unreferenced_chunks(thread_ids: Sequence[str], now: datetime | None =
         and ObjectId(chunk[Field.ID][Field.CHUNK]).generation_time < cutoff
     ]
     if doomed:
-        yield Command(Target.WRITES, "delete_many", (_queries.chunks_of(doomed),))
+        yield Command(Target.WRITES, Method.DELETE_MANY, (_queries.chunks_of(doomed),))
     return len(doomed)

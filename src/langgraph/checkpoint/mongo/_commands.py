@@ -1,4 +1,17 @@
-"""The unit of I/O the core hands to a saver: one driver call on one collection."""
+"""The requests a plan yields, and what a plan is.
+
+A plan (every saver operation, in `_operations`) is a generator that yields requests and
+receives their answers, without doing any I/O; the savers' executors answer them:
+
+- `Command`: one driver call on one of the saver's collections (or its database);
+- `OpenCursor` and `NextDocument`: `list`'s stream, a cursor opened on a `Command` and
+  read one document at a time;
+- copy-threads' plans also yield `SourceRead`s (`migrate/_plans.py`), answered from the
+  saver copied from.
+
+A command's `Method` says whether it only reads (a read cancelled on the wire may be
+abandoned; a write is waited for) and whether its answer is a cursor.
+"""
 
 from __future__ import annotations
 
@@ -16,31 +29,71 @@ class Target(Enum):
     DATABASE = "database"
 
 
-# The driver methods that only read. A read cancelled on the wire may be abandoned: the
-# server answering it changes nothing. Every other method writes (a new read method left
-# out of this set is only waited for when cancelled, never wrongly abandoned).
-READ_METHODS = frozenset({"aggregate", "count_documents", "find", "index_information", "options"})
+class Method(str, Enum):
+    """A driver method a command calls (the value is its name), with what it does:
+    `reads` (it changes nothing in the database) and `returns_cursor` (its answer is a
+    cursor, drained into a list unless streamed). A new method must say both."""
+
+    reads: bool
+    returns_cursor: bool
+
+    def __new__(cls, name: str, reads: bool, returns_cursor: bool = False) -> Method:
+        member = str.__new__(cls, name)
+        member._value_ = name
+        member.reads = reads
+        member.returns_cursor = returns_cursor
+        return member
+
+    def __str__(self) -> str:
+        return str(self._value_)
+
+    AGGREGATE = ("aggregate", True, True)
+    FIND = ("find", True, True)
+    COUNT_DOCUMENTS = ("count_documents", True)
+    INDEX_INFORMATION = ("index_information", True)
+    OPTIONS = ("options", True)
+    UPDATE_ONE = ("update_one", False)
+    UPDATE_MANY = ("update_many", False)
+    BULK_WRITE = ("bulk_write", False)
+    DELETE_MANY = ("delete_many", False)
+    CREATE_INDEXES = ("create_indexes", False)
+    # A database command (`collMod`): not a read.
+    COMMAND = ("command", False)
+
 
 # The keywords of a command that has none (read-only: it is shared).
 NO_KWARGS: Mapping[str, Any] = MappingProxyType({})
 
 
 class Command(NamedTuple):
-    """One driver call: `collection.method(*args, **kwargs)`; reads return a cursor."""
+    """One driver call: `collection.method(*args, **kwargs)`."""
 
     target: Target
-    method: str
+    method: Method
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] = NO_KWARGS
 
-    @property
-    def returns_cursor(self) -> bool:
-        return self.method in ("aggregate", "find")
 
-    @property
-    def is_write(self) -> bool:
-        """Whether the command may change the database (see `READ_METHODS`)."""
-        return self.method not in READ_METHODS
+class OpenCursor(NamedTuple):
+    """A `list` step: open a streamed cursor on `command`; the answer is that cursor."""
 
+    command: Command
+
+
+class NextDocument(NamedTuple):
+    """A `list` step: the cursor's next document, or None after the last."""
+
+    cursor: Any
+
+
+# What a saver answers: every request of the core's plans.
+Request = Command | OpenCursor | NextDocument
 
 Plan = Generator[Command, Any, T]
+"""What each saver method sends, step by step, without doing any I/O.
+
+Each operation is a generator that yields `Command`s and receives their results; its
+return value is the method's result. The async and the sync saver only run these
+generators against their driver (h11-style sans-I/O), so the logic of every
+operation is written exactly once.
+"""

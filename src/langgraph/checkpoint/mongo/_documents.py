@@ -36,6 +36,7 @@ from langgraph.checkpoint.mongo._keys import (
     key_fields,
     require_str,
     short_repr,
+    upsert_filter,
     write_key,
 )
 from langgraph.checkpoint.mongo._metadata import (
@@ -45,10 +46,10 @@ from langgraph.checkpoint.mongo._metadata import (
     from_readable,
     readable_metadata,
 )
-from langgraph.checkpoint.mongo._queries import upsert_filter
 from langgraph.checkpoint.mongo._schema import (
     ChannelValue,
     CheckpointDocument,
+    CheckpointKey,
     ChunkDocument,
     Field,
     JoinedCheckpoint,
@@ -207,14 +208,64 @@ def _replayed_channels(metadata: Mapping[str, Any]) -> list[str]:
     return sorted(k for k in counters if isinstance(k, str))
 
 
-def unchanged_channels(checkpoint: Any, new_versions: Any) -> tuple[str, list[str]]:
-    """A checkpoint's id, and the channels it holds whose version did not change since its
-    parent (not in `new_versions`): those are stored from the parent's bytes."""
+class NewCheckpoint(NamedTuple):
+    """A checkpoint handed to `put`, validated once: everything the document and the
+    value cache are built from, read from the caller's objects before any I/O.
+
+    Attributes:
+        ref: where it is stored: its thread, namespace and own id.
+        key: its `_id`, which is also its key in the value cache.
+        parent_id: the id of the checkpoint it follows (the config's), if any.
+        checkpoint: the checkpoint as handed over (its other fields go in the blob).
+        values: its `channel_values`.
+        versions: its `channel_versions`, copied: the caller's dict may change while
+            the plan waits on a command.
+        metadata: the metadata merged with the config's (`get_checkpoint_metadata`).
+        unchanged: the channels whose version did not change since the parent (not in
+            `new_versions`): stored from the parent's bytes (see `_channel_values`).
+    """
+
+    ref: CheckpointRef
+    key: CheckpointKey
+    parent_id: str | None
+    checkpoint: Mapping[str, Any]
+    values: Mapping[str, Any]
+    versions: dict[str, Any]
+    metadata: CheckpointMetadata
+    unchanged: frozenset[str]
+
+
+def new_checkpoint(
+    ref: CheckpointRef,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    config: Mapping[str, Any],
+    new_versions: ChannelVersions | None,
+) -> NewCheckpoint:
+    """Validate what `put` was handed (`ref` from its config; `ref.checkpoint_id` is the
+    parent, if any). `new_versions=None` keeps no channel from a parent: every value is
+    serialized (a copy of already-stored data)."""
     _require_mapping(checkpoint, "checkpoint")
+    _require_mapping(metadata, "metadata")
     checkpoint_id = require_str(checkpoint.get("id"), "checkpoint['id']")
     values = _require_mapping(checkpoint.get("channel_values", {}), "checkpoint['channel_values']")
-    changed = _require_mapping(new_versions, "new_versions")
-    return checkpoint_id, [channel for channel in values if channel not in changed]
+    versions = _require_mapping(
+        checkpoint.get("channel_versions", {}), "checkpoint['channel_versions']"
+    )
+    unchanged: frozenset[str] = frozenset()
+    if new_versions is not None:
+        changed = _require_mapping(new_versions, "new_versions")
+        unchanged = frozenset(channel for channel in values if channel not in changed)
+    return NewCheckpoint(
+        CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
+        checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
+        ref.checkpoint_id,
+        checkpoint,
+        values,
+        dict(versions),
+        get_checkpoint_metadata(cast(Any, config), metadata),
+        unchanged,
+    )
 
 
 # Checkpoint fields stored elsewhere than in its serialized blob: the id in `_id`, the
@@ -222,80 +273,44 @@ def unchanged_channels(checkpoint: Any, new_versions: Any) -> tuple[str, list[st
 _NOT_IN_BLOB = ("id", "channel_values")
 
 
-def _checkpoint_blob(checkpoint: Checkpoint) -> dict[str, Any]:
+def _checkpoint_blob(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
     blob = dict(checkpoint)  # a copy and deletions: the fields keep their order
     for key in _NOT_IN_BLOB:
         blob.pop(key, None)
     return blob
 
 
-def checkpoint_document(
+class BuiltCheckpoint(NamedTuple):
+    """A checkpoint's document, its stored channel entries (the value cache's entry for
+    it: the same entry objects as the document's `channel_values`, with their bytes), and
+    the chunk documents that hold the values too large for one document (see `_chunks`;
+    the document's entries for those then refer to them)."""
+
+    document: CheckpointDocument
+    values: StoredValues
+    chunks: list[ChunkDocument]
+
+
+def build_checkpoint(
     codec: Codec,
-    ref: CheckpointRef,
-    checkpoint: Checkpoint,
-    metadata: CheckpointMetadata,
-    config: Mapping[str, Any],
-    touched_at: datetime | None = None,
-    new_versions: ChannelVersions | None = None,
+    new: NewCheckpoint,
     parent: StoredValues | None = None,
-    *,
-    max_bytes: int | None = None,
-) -> CheckpointDocument:
-    """The checkpoint as one document, every value's bytes in it (what `stored_checkpoint`
-    splits), refused over `max_bytes` (a saver's `state_max_bytes`; None: what one document
-    holds); `ref.checkpoint_id` is the parent, if any.
-
-    Channels not in `new_versions` keep the `parent`'s stored entries (see
-    `_channel_values`); `new_versions=None` serializes every channel.
-    """
-    doc, stored_as = _checkpoint_fields(
-        codec, ref, checkpoint, metadata, config, touched_at, new_versions, parent
-    )
-    _measured(doc, "Checkpoint", stored_as, *_limit(max_bytes))
-    return doc
-
-
-def _limit(max_bytes: int | None) -> tuple[int, str | None]:
-    """A whole-document API's limit, and the option it is: `max_bytes` is the saver's
-    `state_max_bytes`; None is what one document holds."""
-    return (MAX_DOCUMENT_SIZE, None) if max_bytes is None else (max_bytes, STATE_MAX_BYTES)
-
-
-def stored_checkpoint(
-    codec: Codec,
-    ref: CheckpointRef,
-    checkpoint: Checkpoint,
-    metadata: CheckpointMetadata,
-    config: Mapping[str, Any],
     touched_at: datetime | None = None,
-    new_versions: ChannelVersions | None = None,
-    parent: StoredValues | None = None,
     *,
     max_bytes: int = DEFAULT_STATE_MAX_BYTES,
-) -> tuple[CheckpointDocument, list[ChunkDocument], list[ChannelValue]]:
-    """What `put` stores: the checkpoint document and, when it would not fit one document,
-    the chunk documents that hold its largest values (see `_chunks`); refused over
-    `max_bytes` in all, or when what cannot move to chunks does not fit 16 MiB. Also the
-    channel entries with their bytes (the document's, unless some moved to chunks)."""
-    doc, stored_as = _checkpoint_fields(
-        codec, ref, checkpoint, metadata, config, touched_at, new_versions, parent
-    )
-    size = _measured(doc, "Checkpoint", stored_as, max_bytes, STATE_MAX_BYTES)
-    whole = doc[Field.CHANNEL_VALUES]
-    return (*_split_if_too_large(doc, stored_as, size, touched_at), whole)
+) -> BuiltCheckpoint:
+    """What `put` stores, and its channel entries, in one pass.
 
-
-def stored_form(doc: CheckpointDocument) -> tuple[CheckpointDocument, list[ChunkDocument]]:
-    """A whole checkpoint document (from `checkpoint_document` with a `max_bytes` over
-    16 MiB) as `put` would store it: with chunks when it does not fit one document."""
-    _, ns, checkpoint_id = key_fields(doc[Field.ID])
-    stored_as = CheckpointRef(doc[Field.THREAD_ID], ns, checkpoint_id)
-    size = _measured(doc, "Checkpoint", stored_as, MAX_STORED_SIZE)
-    return _split_if_too_large(doc, stored_as, size, doc.get(Field.TOUCHED_AT))
-
-
-# No bound: for documents already measured against one.
-MAX_STORED_SIZE = 2**63
+    Channels in `new.unchanged` keep the `parent`'s stored entries (see
+    `_channel_values`); every other value is serialized. A document over 16 MiB has its
+    largest values moved to chunks; one over `max_bytes` (the saver's `state_max_bytes`)
+    in all, or whose parts that cannot move to chunks exceed 16 MiB, raises
+    `CheckpointTooLargeError` before anything is sent.
+    """
+    doc, entries = _build_document(codec, new, parent, touched_at)
+    size = _measured(doc, "Checkpoint", new.ref, max_bytes, STATE_MAX_BYTES)
+    stored, chunks = _split_if_too_large(doc, new.ref, size, touched_at)
+    return BuiltCheckpoint(stored, StoredValues(entries, new.versions), chunks)
 
 
 def _split_if_too_large(
@@ -308,24 +323,24 @@ def _split_if_too_large(
     return doc, chunks
 
 
-def _checkpoint_fields(
-    codec: Codec,
-    ref: CheckpointRef,
-    checkpoint: Checkpoint,
-    metadata: CheckpointMetadata,
-    config: Mapping[str, Any],
-    touched_at: datetime | None,
-    new_versions: ChannelVersions | None,
-    parent: StoredValues | None,
-) -> tuple[CheckpointDocument, CheckpointRef]:
-    """The whole checkpoint document, not measured, and the key it is stored under."""
-    _require_mapping(checkpoint, "checkpoint")
-    _require_mapping(metadata, "metadata")
-    checkpoint_id = require_str(checkpoint.get("id"), "checkpoint['id']")
-    channel_values = _require_mapping(
-        checkpoint.get("channel_values", {}), "checkpoint['channel_values']"
-    )
-    full_metadata = get_checkpoint_metadata(cast(Any, config), metadata)
+def stored_form(doc: CheckpointDocument) -> tuple[CheckpointDocument, list[ChunkDocument]]:
+    """A whole checkpoint document (from `checkpoint_document` with a `max_bytes` over
+    16 MiB) as `put` stores it: with chunks when it does not fit one document."""
+    _, ns, checkpoint_id = key_fields(doc[Field.ID])
+    stored_as = CheckpointRef(doc[Field.THREAD_ID], ns, checkpoint_id)
+    size = _measured(doc, "Checkpoint", stored_as, MAX_STORED_SIZE)
+    return _split_if_too_large(doc, stored_as, size, doc.get(Field.TOUCHED_AT))
+
+
+# No bound: for documents already measured against one.
+MAX_STORED_SIZE = 2**63
+
+
+def _build_document(
+    codec: Codec, new: NewCheckpoint, parent: StoredValues | None, touched_at: datetime | None
+) -> tuple[CheckpointDocument, dict[str, ChannelValue]]:
+    """The whole checkpoint document, not measured, and its entries by channel."""
+    full_metadata = new.metadata
     # Metadata of plain types reads back from its readable copy exactly as a serializer
     # round trip returns it, so it is not serialized at all (LangGraph's own `source`,
     # `step`, `parents`, `run_id`); with another serializer it takes the full path.
@@ -343,23 +358,23 @@ def _checkpoint_fields(
             readable = readable_metadata(returned_metadata)
         else:
             serialized_metadata = None
-    values = encode_channel_values(
-        channel_values,
-        _require_mapping(checkpoint.get("channel_versions", {}), "checkpoint['channel_versions']"),
-        new_versions,
+    entries = encode_channel_values(
+        new.values,
+        new.versions,
+        new.unchanged,
         parent,
         lambda value, channel: _encode_or_refuse(
             codec, value, Label("checkpoint['channel_values'][{}]", (channel,))
         ),
     )
     doc: CheckpointDocument = {
-        Field.ID: checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
-        Field.THREAD_ID: ref.thread_id,
-        Field.PARENT_CHECKPOINT_ID: ref.checkpoint_id,
+        Field.ID: new.key,
+        Field.THREAD_ID: new.ref.thread_id,
+        Field.PARENT_CHECKPOINT_ID: new.parent_id,
         Field.CHECKPOINT: _encode_or_refuse(
-            codec, _checkpoint_blob(checkpoint), "checkpoint", field=True
+            codec, _checkpoint_blob(new.checkpoint), "checkpoint", field=True
         ),
-        Field.CHANNEL_VALUES: list(values.values()),
+        Field.CHANNEL_VALUES: list(entries.values()),
         Field.METADATA: readable,
     }
     replayed = _replayed_channels(full_metadata)
@@ -373,7 +388,33 @@ def _checkpoint_fields(
         doc[Field.SERIALIZED_METADATA] = serialized_metadata
     if touched_at is not None:
         doc[Field.TOUCHED_AT] = touched_at
-    return doc, CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id)
+    return doc, entries
+
+
+def checkpoint_document(
+    codec: Codec,
+    ref: CheckpointRef,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    config: Mapping[str, Any],
+    touched_at: datetime | None = None,
+    *,
+    max_bytes: int | None = None,
+) -> CheckpointDocument:
+    """The document of a checkpoint with every value serialized and in it (copying
+    threads in: `stored_form` splits it as `put` does), refused over `max_bytes` (a
+    saver's `state_max_bytes`; None: what one document holds); `ref.checkpoint_id` is
+    the parent, if any."""
+    new = new_checkpoint(ref, checkpoint, metadata, config, None)
+    doc, _ = _build_document(codec, new, None, touched_at)
+    _measured(doc, "Checkpoint", new.ref, *_limit(max_bytes))
+    return doc
+
+
+def _limit(max_bytes: int | None) -> tuple[int, str | None]:
+    """A whole-document API's limit, and the option it is: `max_bytes` is the saver's
+    `state_max_bytes`; None is what one document holds."""
+    return (MAX_DOCUMENT_SIZE, None) if max_bytes is None else (max_bytes, STATE_MAX_BYTES)
 
 
 def write_documents(

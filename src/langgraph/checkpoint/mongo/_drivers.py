@@ -130,7 +130,7 @@ class Timed:
             "%s: %s.%s %s %.2f ms",
             self.operation,
             self.command.target.value,
-            self.command.method,
+            self.command.method.value,
             outcome,
             (time.perf_counter() - self.started) * 1000,
             exc_info=error_type is not None,
@@ -139,11 +139,6 @@ class Timed:
 
 def call(collection: Any, command: Command) -> Any:
     return getattr(collection, command.method)(*command.args, **command.kwargs)
-
-
-def plan_name(plan: Any) -> str:
-    """The saver operation a plan implements: its generator function's name."""
-    return str(getattr(plan, "__name__", "operation"))
 
 
 async def finished_before_cancelling(pending: Awaitable[T]) -> T:
@@ -199,7 +194,7 @@ class _WorkerCall:
         with self.lock:
             if self.cancelled:
                 raise _CallerGoneError
-            self.writing = command.is_write
+            self.writing = not command.method.reads
 
     def finished(self) -> None:
         with self.lock:
@@ -252,10 +247,10 @@ async def execute_async(operation: str, collection: Any, command: Command) -> An
     (`finished_before_cancelling`)."""
     with Timed(operation, command):
         pending = call(collection, command)
-        if command.is_write and inspect.isawaitable(pending):
+        if not command.method.reads and inspect.isawaitable(pending):
             return await finished_before_cancelling(pending)
         result = await maybe_await(pending)
-        if command.returns_cursor:
+        if command.method.returns_cursor:
             return [doc async for doc in result]
         return result
 
@@ -276,7 +271,7 @@ def execute_sync(operation: str, collection: Any, command: Command) -> Any:
 def _execute_sync(operation: str, collection: Any, command: Command) -> Any:
     with Timed(operation, command):
         result = call(collection, command)
-        return list(result) if command.returns_cursor else result
+        return list(result) if command.method.returns_cursor else result
 
 
 @asynccontextmanager
@@ -337,7 +332,7 @@ def _failures_logged(operation: str, command: Command) -> Iterator[None]:
             "%s: %s.%s failed while reading more results",
             operation,
             command.target.value,
-            command.method,
+            command.method.value,
             exc_info=True,
         )
         raise

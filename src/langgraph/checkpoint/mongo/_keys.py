@@ -156,6 +156,11 @@ def key_fields(key: CheckpointKey) -> KeyFields:
     return key[Field.THREAD_ID], key[Field.CHECKPOINT_NS], key[Field.CHECKPOINT_ID]
 
 
+def upsert_filter(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """An upsert's filter: the `_id`, and the shard key `thread_id` for sharded clusters."""
+    return {Field.ID: doc[Field.ID], Field.THREAD_ID: doc[Field.THREAD_ID]}
+
+
 def write_key(checkpoint: CheckpointKey, task_id: str, idx: int) -> WriteKey:
     """`_id` of a pending-write document; `checkpoint` comes from `checkpoint_key`."""
     return {Field.CHECKPOINT: checkpoint, Field.TASK_ID: task_id, Field.IDX: idx}

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -22,7 +22,7 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from pymongo import IndexModel
+from pymongo import DeleteMany, IndexModel, UpdateMany, UpdateOne
 from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import _chunks, _delta, _queries
@@ -32,22 +32,30 @@ from langgraph.checkpoint.mongo._channel_values import (
     stored_values,
 )
 from langgraph.checkpoint.mongo._codec import Codec
-from langgraph.checkpoint.mongo._commands import Command, Plan, Target
+from langgraph.checkpoint.mongo._commands import (
+    Command,
+    Method,
+    NextDocument,
+    OpenCursor,
+    Plan,
+    Request,
+    Target,
+)
 from langgraph.checkpoint.mongo._documents import (
     DEFAULT_STATE_MAX_BYTES,
+    NewCheckpoint,
+    build_checkpoint,
     checkpoint_tuple,
     moved_checkpoint,
     moved_write,
-    stored_checkpoint,
+    new_checkpoint,
     stored_form,
     stored_metadata,
     stored_write_form,
     stored_writes,
-    unchanged_channels,
     written_by_us,
 )
 from langgraph.checkpoint.mongo._keys import (
-    CheckpointRef,
     KeyFields,
     before_id_from_config,
     checkpoint_key,
@@ -117,7 +125,7 @@ def setup(
         yield from _refuse_collation(names[target], target)
     # Read once: the TTL step below looks at the same indexes (creating the others does
     # not change the TTL index).
-    checkpoint_indexes = yield Command(Target.CHECKPOINTS, "index_information")
+    checkpoint_indexes = yield Command(Target.CHECKPOINTS, Method.INDEX_INFORMATION)
     _refuse_foreign_checkpoints(names[Target.CHECKPOINTS], checkpoint_indexes)
     if not create_indexes:
         return
@@ -129,7 +137,7 @@ def setup(
             if target is Target.CHECKPOINTS:
                 indexes = checkpoint_indexes
             else:
-                indexes = yield Command(target, "index_information")
+                indexes = yield Command(target, Method.INDEX_INFORMATION)
             yield from _set_thread_ttl(names[target], target, storage.expiry, indexes)
 
 
@@ -137,7 +145,7 @@ def _refuse_collation(collection: str, target: Target) -> Plan[None]:
     """Refuse a collection whose default collation is not MongoDB's binary one: every
     match of ids and of metadata strings must be byte equality (`"A" != "a"`), as in
     `InMemorySaver`, not a locale's."""
-    options = yield Command(target, "options")
+    options = yield Command(target, Method.OPTIONS)
     collation = _queries.collation_of(options)
     if collation is not None:
         raise ValueError(
@@ -166,7 +174,7 @@ def _refuse_foreign_checkpoints(collection: str, existing: Mapping[str, Any]) ->
 
 def _create_index(collection: str, target: Target, index: IndexModel) -> Plan[None]:
     try:
-        yield Command(target, "create_indexes", ([index],))
+        yield Command(target, Method.CREATE_INDEXES, ([index],))
     except OperationFailure as exc:
         raise IndexCreationError(collection, index.document, exc) from exc
 
@@ -199,7 +207,9 @@ def _set_thread_ttl(
     elif existing is None:
         yield from _create_index(collection, target, _queries.ttl_index(expiry.seconds))
     elif existing.get("expireAfterSeconds") != expiry.seconds:
-        yield Command(Target.DATABASE, "command", *_queries.ttl_retimed(collection, expiry.seconds))
+        yield Command(
+            Target.DATABASE, Method.COMMAND, *_queries.ttl_retimed(collection, expiry.seconds)
+        )
 
 
 def _upserts(
@@ -211,10 +221,10 @@ def _upserts(
     if len(docs) == 1:
         [(keep, doc)] = docs
         return Command(
-            target, "update_one", _queries.upsert(doc, keep_existing=keep), _queries.UPSERT
+            target, Method.UPDATE_ONE, _queries.upsert(doc, keep_existing=keep), _queries.UPSERT
         )
     options = _queries.ORDERED if ordered else _queries.UNORDERED
-    return Command(target, "bulk_write", (_queries.upserts(docs),), options)
+    return Command(target, Method.BULK_WRITE, (_queries.upserts(docs),), options)
 
 
 def touch_thread(
@@ -232,28 +242,45 @@ def touch_thread(
     if now == written and not expiry.needs_move(thread_id, now):
         return
     for target in (Target.CHECKPOINTS, Target.WRITES):
-        yield Command(target, "update_many", _queries.touch_thread(thread_id, now))
+        yield Command(target, Method.UPDATE_MANY, _queries.touch_thread(thread_id, now))
     expiry.moved(thread_id, now)
 
 
-def _parent_values(
-    codec: Codec, recent: RecentValues, ref: CheckpointRef, unchanged: Sequence[str]
-) -> Plan[StoredValues | None]:
-    """The stored channel entries of the parent checkpoint `ref` names, when a channel
-    did not change since it: from this process's cache, else read (one round trip)."""
-    if ref.checkpoint_id is None or not unchanged:
+def _parent_values(storage: Storage, new: NewCheckpoint) -> Plan[StoredValues | None]:
+    """The stored channel entries of the parent checkpoint, when a channel did not
+    change since it: from this process's cache, else read (one round trip)."""
+    if new.parent_id is None or not new.unchanged:
         return None
-    key = checkpoint_key(ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id)
-    values = recent.get(key_fields(key))
+    key = checkpoint_key(new.ref.thread_id, new.ref.checkpoint_ns, new.parent_id)
+    values = storage.recent.recall(key)
     if values is None:
-        docs = yield Command(Target.CHECKPOINTS, "find", _queries.channel_values_of(key))
+        docs = yield Command(Target.CHECKPOINTS, Method.FIND, _queries.channel_values_of(key))
         if not docs:
             return None
         yield from _chunks.resolve_entries(key, docs[0][Field.CHANNEL_VALUES])
-        versions = codec.decode(docs[0][Field.CHECKPOINT]).get("channel_versions", {})
+        versions = storage.codec.decode(docs[0][Field.CHECKPOINT]).get("channel_versions", {})
         values = stored_values(docs[0][Field.CHANNEL_VALUES], versions)
-        recent.put(key_fields(key), values)
+        storage.recent.remember(key, values)
     return values
+
+
+def store_checkpoint(
+    document: CheckpointDocument, also: Sequence[UpdateOne | UpdateMany | DeleteMany] = ()
+) -> Command:
+    """The one command that stores a checkpoint document: an upsert (`update_one`).
+
+    `also`: PyMongo write requests on the checkpoints collection sent in the same command
+    after the upsert (an ordered `bulk_write`, which stops at the first failure), for
+    what must happen with the write and never without it. PyMongo sends one wire command
+    per kind of request: `UpdateOne`/`UpdateMany` share the upsert's, a `DeleteMany`
+    costs a round trip of its own.
+    """
+    if not also:
+        return Command(
+            Target.CHECKPOINTS, Method.UPDATE_ONE, _queries.upsert(document), _queries.UPSERT
+        )
+    upsert = UpdateOne(*_queries.upsert(document), upsert=True)
+    return Command(Target.CHECKPOINTS, Method.BULK_WRITE, ([upsert, *also],))
 
 
 def put(
@@ -263,36 +290,33 @@ def put(
     metadata: CheckpointMetadata,
     new_versions: ChannelVersions,
 ) -> Plan[RunnableConfig]:
-    ref = ref_from_config(config)
-    checkpoint_id, unchanged = unchanged_channels(checkpoint, new_versions)
+    """Store a checkpoint: validate what was handed over once (`new_checkpoint`), read
+    the parent's entries of unchanged channels if this process has not cached them,
+    build the document and its cache entry in one pass (`build_checkpoint`), send it
+    (`store_checkpoint`), cache its entries, move the thread's expiry stamp.
+
+    The seam for what a checkpoint write grows: commands that must land before the
+    document (the pieces of a value too large for one document) are yielded between
+    `build_checkpoint` and `store_checkpoint`; requests that must ride with the document
+    in its one command (trimming the thread, moving its stamp) go in
+    `store_checkpoint(..., also=...)`.
+    """
+    new = new_checkpoint(ref_from_config(config), checkpoint, metadata, config, new_versions)
     # A config that already names the checkpoint (peers' suites and users' tests put them
     # so) is stored as `InMemorySaver` stores it: as its own parent, which every walk over
     # parent ids takes for the root of its chain (`_delta.parent_id`). Its "parent" values
     # are then its own earlier copy, if any, as `InMemorySaver`'s per-version blobs are.
-    codec, expiry, recent = storage.codec, storage.expiry, storage.recent
-    parent = yield from _parent_values(codec, recent, ref, unchanged)
+    parent = yield from _parent_values(storage, new)
+    expiry = storage.expiry
     stamp = expiry.stamp() if expiry else None
-    doc, chunks, whole = stored_checkpoint(
-        codec,
-        ref,
-        checkpoint,
-        metadata,
-        config,
-        stamp,
-        new_versions=new_versions,
-        parent=parent,
-        max_bytes=storage.max_bytes,
-    )
-    # The versions the document was built with, copied before the command: the caller's
-    # dict may change while it runs.
-    stored = stored_values(whole, checkpoint.get("channel_versions", {}))
-    if chunks:
+    built = build_checkpoint(storage.codec, new, parent, stamp, max_bytes=storage.max_bytes)
+    if built.chunks:
         # Before the document that refers to them (see `_chunks`).
-        yield _upserts(Target.WRITES, [(False, chunk) for chunk in chunks], ordered=True)
-    yield Command(Target.CHECKPOINTS, "update_one", _queries.upsert(doc), _queries.UPSERT)
-    recent.put((ref.thread_id, ref.checkpoint_ns, checkpoint_id), stored)
-    yield from touch_thread(expiry, ref.thread_id, stamp)
-    return CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id).config()
+        yield _upserts(Target.WRITES, [(False, chunk) for chunk in built.chunks], ordered=True)
+    yield store_checkpoint(built.document)
+    storage.recent.remember(new.key, built.values)
+    yield from touch_thread(expiry, new.ref.thread_id, stamp)
+    return new.ref.config()
 
 
 def put_writes(
@@ -339,12 +363,12 @@ def _read_apart(
 ) -> Plan[list[Any]]:
     """The checkpoints of a read pipeline, then their writes in one `find`: two round
     trips instead of one, for checkpoints too large to return with their writes."""
-    docs: list[Joined] = yield Command(Target.CHECKPOINTS, "aggregate", (pipeline,))
+    docs: list[Joined] = yield Command(Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,))
     if docs:
         # A single checkpoint's chunks come with its writes; a page's are read one
         # checkpoint at a time, as it is returned (see `_chunks.resolve`).
         query = _queries.writes_of([d[Field.ID] for d in docs], channels, chunks=len(docs) == 1)
-        writes: list[WriteDocument] = yield Command(Target.WRITES, "find", (query,))
+        writes: list[WriteDocument] = yield Command(Target.WRITES, Method.FIND, (query,))
         joined: dict[KeyFields, list[WriteDocument]] = {}
         for write in writes:
             joined.setdefault(key_fields(write[Field.ID][Field.CHECKPOINT]), []).append(write)
@@ -362,7 +386,7 @@ def _read_joined(
     apart when the server refuses a joined document over 16 MiB."""
     try:
         docs: list[Joined] = yield Command(
-            Target.CHECKPOINTS, "aggregate", (pipeline,), options or {}
+            Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,), options or {}
         )
     except OperationFailure as exc:
         if not join_too_large(exc):
@@ -380,8 +404,8 @@ def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple 
     found = checkpoint_tuple(storage.codec, docs[0])
     # A graph's next `put` names this checkpoint as its parent: keep its stored values.
     versions = found.checkpoint.get("channel_versions", {})
-    storage.recent.put(
-        key_fields(docs[0][Field.ID]), stored_values(docs[0][Field.CHANNEL_VALUES], versions)
+    storage.recent.remember(
+        docs[0][Field.ID], stored_values(docs[0][Field.CHANNEL_VALUES], versions)
     )
     return found
 
@@ -392,20 +416,8 @@ MAX_LIMIT = 2**63 - 1
 LIST_APART_PAGE = 25
 
 
-class OpenCursor(NamedTuple):
-    """A `list` step: open a streamed cursor on `command`; the answer is that cursor."""
-
-    command: Command
-
-
-class NextDocument(NamedTuple):
-    """A `list` step: the cursor's next document, or None after the last."""
-
-    cursor: Any
-
-
 # What `list_checkpoints` yields: a request for the saver, or a tuple for the caller.
-ListStep = Command | OpenCursor | NextDocument | CheckpointTuple
+ListStep = Request | CheckpointTuple
 Listing = Generator[ListStep, Any, None]
 
 
@@ -426,7 +438,7 @@ class _ListedDocuments:
         if self.streaming:
             try:
                 if self.next_document is None:
-                    command = Command(Target.CHECKPOINTS, "aggregate", (self.pipeline,))
+                    command = Command(Target.CHECKPOINTS, Method.AGGREGATE, (self.pipeline,))
                     self.next_document = NextDocument((yield OpenCursor(command)))
                 doc: JoinedCheckpoint | None = yield self.next_document
             except OperationFailure as error:
@@ -501,7 +513,10 @@ def list_checkpoints(
 
 def _find_lineage(query: dict[str, Any]) -> Command:
     return Command(
-        Target.CHECKPOINTS, "find", (query, _queries.LINEAGE_PROJECTION), _queries.LINEAGE_OPTIONS
+        Target.CHECKPOINTS,
+        Method.FIND,
+        (query, _queries.LINEAGE_PROJECTION),
+        _queries.LINEAGE_OPTIONS,
     )
 
 
@@ -552,8 +567,8 @@ def delete_thread(storage: Storage, thread_id: str) -> Plan[None]:
     storage.recent.forget_threads([thread_id])
     # Checkpoints go first: if the second step fails, what is left are writes that no
     # checkpoint joins, never a checkpoint that silently lost its writes.
-    yield Command(Target.CHECKPOINTS, "delete_many", (_queries.of_thread(thread_id),))
-    yield Command(Target.WRITES, "delete_many", (_queries.of_thread(thread_id),))
+    yield Command(Target.CHECKPOINTS, Method.DELETE_MANY, (_queries.of_thread(thread_id),))
+    yield Command(Target.WRITES, Method.DELETE_MANY, (_queries.of_thread(thread_id),))
 
 
 def delete_for_runs(storage: Storage, run_ids: Sequence[str]) -> Plan[None]:
@@ -563,7 +578,7 @@ def delete_for_runs(storage: Storage, run_ids: Sequence[str]) -> Plan[None]:
     if not runs:
         return
     found: list[MetadataDocument] = yield Command(
-        Target.CHECKPOINTS, "find", _queries.of_runs(runs)
+        Target.CHECKPOINTS, Method.FIND, _queries.of_runs(runs)
     )
     # The index narrows; the exact metadata decides, as Python compares it: an array
     # that contains a run id, or another type that prints like one, is not that run.
@@ -591,8 +606,8 @@ def _delete_checkpoints(keys: Sequence[CheckpointKey]) -> Plan[None]:
     """
     for start in range(0, len(keys), DELETE_BATCH):
         batch = list(keys[start : start + DELETE_BATCH])
-        yield Command(Target.WRITES, "delete_many", (_queries.writes_of(batch),))
-        yield Command(Target.CHECKPOINTS, "delete_many", (_queries.checkpoints_of(batch),))
+        yield Command(Target.WRITES, Method.DELETE_MANY, (_queries.writes_of(batch),))
+        yield Command(Target.CHECKPOINTS, Method.DELETE_MANY, (_queries.checkpoints_of(batch),))
 
 
 def _run_id(codec: Codec, doc: MetadataDocument) -> str | None:
@@ -607,13 +622,13 @@ def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) 
     source = require_str(source_thread_id, "source_thread_id")
     target = require_str(target_thread_id, "target_thread_id")
     checkpoints: list[CheckpointDocument] = yield Command(
-        Target.CHECKPOINTS, "find", (_queries.of_thread(source),)
+        Target.CHECKPOINTS, Method.FIND, (_queries.of_thread(source),)
     )
     if not checkpoints:
         return
     copied_ids = {key_fields(doc[Field.ID]) for doc in checkpoints}
     writes: list[WriteDocument] = yield Command(
-        Target.WRITES, "find", (_queries.of_thread(source),)
+        Target.WRITES, Method.FIND, (_queries.of_thread(source),)
     )
     expiry = storage.expiry
     stamp = expiry.stamp() if expiry else None
@@ -650,8 +665,8 @@ def prune(storage: Storage, thread_ids: Sequence[str], strategy: str) -> Plan[No
     storage.recent.forget_threads(threads)
     in_threads = _queries.of_threads(threads)
     if strategy == "delete":
-        yield Command(Target.CHECKPOINTS, "delete_many", (in_threads,))
-        yield Command(Target.WRITES, "delete_many", (in_threads,))
+        yield Command(Target.CHECKPOINTS, Method.DELETE_MANY, (in_threads,))
+        yield Command(Target.WRITES, Method.DELETE_MANY, (in_threads,))
         return
     # Keep the newest checkpoint of each namespace and the ancestors it rebuilds its
     # DeltaChannels from (dropping those would silently empty the channels). Only what
@@ -689,9 +704,9 @@ def store_documents(target: Target, docs: Sequence[Mapping[str, Any]]) -> Plan[N
 def thread_document_counts(thread_id: str) -> Plan[tuple[int, int]]:
     """How many checkpoint and pending-write documents the thread has (chunks aside)."""
     query = _queries.of_thread(thread_id)
-    checkpoints = yield Command(Target.CHECKPOINTS, "count_documents", (query,))
+    checkpoints = yield Command(Target.CHECKPOINTS, Method.COUNT_DOCUMENTS, (query,))
     writes_query = {**query, _queries.CHUNK_ID: {"$exists": False}}
-    writes = yield Command(Target.WRITES, "count_documents", (writes_query,))
+    writes = yield Command(Target.WRITES, Method.COUNT_DOCUMENTS, (writes_query,))
     return checkpoints, writes
 
 
@@ -699,8 +714,8 @@ def stored_documents(keys: list[CheckpointKey]) -> Plan[tuple[list[Any], list[An
     """The documents of these checkpoints, as stored but with every chunked value whole
     (see `_chunks`), and every write stored for them (also writes whose checkpoint is not
     there: an interrupted copy leaves those)."""
-    checkpoints = yield Command(Target.CHECKPOINTS, "find", (_queries.checkpoints_of(keys),))
-    writes = yield Command(Target.WRITES, "find", (_queries.writes_of(keys),))
+    checkpoints = yield Command(Target.CHECKPOINTS, Method.FIND, (_queries.checkpoints_of(keys),))
+    writes = yield Command(Target.WRITES, Method.FIND, (_queries.writes_of(keys),))
     writes = yield from _chunks.resolve_documents(checkpoints, writes)
     return checkpoints, writes
 
@@ -709,11 +724,11 @@ def refuse_foreign_checkpoints(thread_id: str) -> Plan[None]:
     """Raise `ValueError`, saying what to do, if another package's checkpoint documents
     share the thread's collection."""
     query = _queries.foreign_checkpoints_of(thread_id)
-    for doc in (yield Command(Target.CHECKPOINTS, "find", (query,), {"limit": 1})):
+    for doc in (yield Command(Target.CHECKPOINTS, Method.FIND, (query,), {"limit": 1})):
         written_by_us(doc)
 
 
 def checkpoint_keys_of_thread(thread_id: str) -> Plan[list[CheckpointKey]]:
     """The keys of every checkpoint document of the thread."""
-    docs = yield Command(Target.CHECKPOINTS, "find", _queries.keys_of_thread(thread_id))
+    docs = yield Command(Target.CHECKPOINTS, Method.FIND, _queries.keys_of_thread(thread_id))
     return [doc[Field.ID] for doc in docs]

@@ -18,16 +18,11 @@ from typing import Any
 from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
 
 from langgraph.checkpoint.mongo._commands import Target
-from langgraph.checkpoint.mongo._keys import CheckpointRef, key_fields
+from langgraph.checkpoint.mongo._keys import CheckpointRef, key_fields, upsert_filter
 from langgraph.checkpoint.mongo._metadata import DELTA_COUNTERS
 from langgraph.checkpoint.mongo._schema import CheckpointKey, ChunkKey, Field, Joined
 
 # Writes.
-
-
-def upsert_filter(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """An upsert's filter: the `_id`, and the shard key `thread_id` for sharded clusters."""
-    return {Field.ID: doc[Field.ID], Field.THREAD_ID: doc[Field.THREAD_ID]}
 
 
 # Checkpoint fields stored only where they are needed (see `_documents`).

@@ -30,8 +30,8 @@ from pymongo import AsyncMongoClient
 
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._base import MongoDBSaverBase, arun_listing, arun_plan
-from langgraph.checkpoint.mongo._commands import Command, Plan
-from langgraph.checkpoint.mongo._drivers import close_client, execute_async, open_cursor, plan_name
+from langgraph.checkpoint.mongo._commands import Command, NextDocument, OpenCursor, Plan
+from langgraph.checkpoint.mongo._drivers import close_client, execute_async, open_cursor
 
 if TYPE_CHECKING:
     from motor.motor_asyncio import AsyncIOMotorClient
@@ -126,9 +126,10 @@ class AsyncMongoDBSaver(
         self._closing = running.create_task(self.aclose())
         return self._closing
 
-    async def _run(self, plan: Plan[T]) -> T:
+    async def _run(self, operation: str, plan: Plan[T]) -> T:
+        """Run the plan of `operation` (its name in the log) on this saver's collections."""
         self._bind_loop()
-        return await arun_plan(plan, self._executor(plan_name(plan)))
+        return await arun_plan(plan, self._executor(operation))
 
     def _executor(self, operation: str) -> Callable[[Command], Awaitable[Any]]:
         """Runs one command of `operation` on this saver's collections."""
@@ -143,10 +144,10 @@ class AsyncMongoDBSaver(
         `create_indexes=False` creates none. See "MongoDB-compatible services":
         https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/operations/#mongodb-compatible-services
         """
-        await self._run(self._setup_plan(create_indexes, skip_indexes))
+        await self._run("setup", self._setup_plan(create_indexes, skip_indexes))
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await self._run(ops.get_tuple(self.storage, config))
+        return await self._run("get_tuple", ops.get_tuple(self.storage, config))
 
     async def alist(
         self,
@@ -160,11 +161,11 @@ class AsyncMongoDBSaver(
         async with AsyncExitStack() as cursors:
 
             async def answer(request: Any) -> Any:
-                if isinstance(request, ops.OpenCursor):
+                if isinstance(request, OpenCursor):
                     command = request.command
                     opened = open_cursor("list", self._collection(command), command)
                     return await cursors.enter_async_context(opened)
-                if isinstance(request, ops.NextDocument):
+                if isinstance(request, NextDocument):
                     return await anext(request.cursor, None)
                 return await self._executor("list")(request)
 
@@ -181,7 +182,9 @@ class AsyncMongoDBSaver(
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return await self._run(ops.put(self.storage, config, checkpoint, metadata, new_versions))
+        return await self._run(
+            "put", ops.put(self.storage, config, checkpoint, metadata, new_versions)
+        )
 
     async def aput_writes(
         self,
@@ -190,25 +193,31 @@ class AsyncMongoDBSaver(
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await self._run(ops.put_writes(self.storage, config, writes, task_id, task_path))
+        await self._run(
+            "put_writes", ops.put_writes(self.storage, config, writes, task_id, task_path)
+        )
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await self._run(ops.delete_thread(self.storage, thread_id))
+        await self._run("delete_thread", ops.delete_thread(self.storage, thread_id))
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await self._run(ops.delete_for_runs(self.storage, run_ids))
+        await self._run("delete_for_runs", ops.delete_for_runs(self.storage, run_ids))
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await self._run(ops.copy_thread(self.storage, source_thread_id, target_thread_id))
+        await self._run(
+            "copy_thread", ops.copy_thread(self.storage, source_thread_id, target_thread_id)
+        )
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        await self._run(ops.prune(self.storage, thread_ids, strategy))
+        await self._run("prune", ops.prune(self.storage, thread_ids, strategy))
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """Writes and seed of `DeltaChannel`s along the parent chain, in two round trips."""
-        return await self._run(ops.delta_history(self.storage, config, channels))
+        return await self._run(
+            "get_delta_channel_history", ops.delta_history(self.storage, config, channels)
+        )
 
     # Sync access from other threads, run on the saver's own event loop.
 

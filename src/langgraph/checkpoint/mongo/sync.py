@@ -19,12 +19,11 @@ from pymongo import MongoClient
 
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._base import MongoDBSaverBase, run_listing, run_plan
-from langgraph.checkpoint.mongo._commands import Command, Plan
+from langgraph.checkpoint.mongo._commands import Command, NextDocument, OpenCursor, Plan
 from langgraph.checkpoint.mongo._drivers import (
     execute_sync,
     in_worker_thread,
     open_cursor_sync,
-    plan_name,
 )
 
 T = TypeVar("T")
@@ -73,8 +72,9 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         """`close`, in a worker thread."""
         await asyncio.to_thread(self.close)
 
-    def _run(self, plan: Plan[T]) -> T:
-        return run_plan(plan, self._executor(plan_name(plan)))
+    def _run(self, operation: str, plan: Plan[T]) -> T:
+        """Run the plan of `operation` (its name in the log) on this saver's collections."""
+        return run_plan(plan, self._executor(operation))
 
     def _executor(self, operation: str) -> Callable[[Command], Any]:
         """Runs one command of `operation` on this saver's collections."""
@@ -87,10 +87,10 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         `create_indexes=False` creates none. See "MongoDB-compatible services":
         https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/operations/#mongodb-compatible-services
         """
-        self._run(self._setup_plan(create_indexes, skip_indexes))
+        self._run("setup", self._setup_plan(create_indexes, skip_indexes))
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self._run(ops.get_tuple(self.storage, config))
+        return self._run("get_tuple", ops.get_tuple(self.storage, config))
 
     def list(
         self,
@@ -103,11 +103,11 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         with ExitStack() as cursors:
 
             def answer(request: Any) -> Any:
-                if isinstance(request, ops.OpenCursor):
+                if isinstance(request, OpenCursor):
                     command = request.command
                     opened = open_cursor_sync("list", self._collection(command), command)
                     return cursors.enter_context(opened)
-                if isinstance(request, ops.NextDocument):
+                if isinstance(request, NextDocument):
                     return next(request.cursor, None)
                 return self._executor("list")(request)
 
@@ -123,7 +123,7 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        return self._run(ops.put(self.storage, config, checkpoint, metadata, new_versions))
+        return self._run("put", ops.put(self.storage, config, checkpoint, metadata, new_versions))
 
     def put_writes(
         self,
@@ -132,25 +132,27 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         task_id: str,
         task_path: str = "",
     ) -> None:
-        self._run(ops.put_writes(self.storage, config, writes, task_id, task_path))
+        self._run("put_writes", ops.put_writes(self.storage, config, writes, task_id, task_path))
 
     def delete_thread(self, thread_id: str) -> None:
-        self._run(ops.delete_thread(self.storage, thread_id))
+        self._run("delete_thread", ops.delete_thread(self.storage, thread_id))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self._run(ops.delete_for_runs(self.storage, run_ids))
+        self._run("delete_for_runs", ops.delete_for_runs(self.storage, run_ids))
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self._run(ops.copy_thread(self.storage, source_thread_id, target_thread_id))
+        self._run("copy_thread", ops.copy_thread(self.storage, source_thread_id, target_thread_id))
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        self._run(ops.prune(self.storage, thread_ids, strategy))
+        self._run("prune", ops.prune(self.storage, thread_ids, strategy))
 
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
         """Writes and seed of `DeltaChannel`s along the parent chain, in two round trips."""
-        return self._run(ops.delta_history(self.storage, config, channels))
+        return self._run(
+            "get_delta_channel_history", ops.delta_history(self.storage, config, channels)
+        )
 
     # Async access for graphs run with `ainvoke`: the sync calls, in a worker thread (for
     # writes, one that stops when the caller is cancelled, as `AsyncMongoDBSaver` does).

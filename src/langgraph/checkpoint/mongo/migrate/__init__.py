@@ -33,7 +33,6 @@ from langgraph.checkpoint.mongo._drivers import (
     execute_async,
     execute_sync,
     in_worker_thread,
-    plan_name,
 )
 from langgraph.checkpoint.mongo._keys import str_list
 from langgraph.checkpoint.mongo.aio import AsyncMongoDBSaver
@@ -44,7 +43,6 @@ from langgraph.checkpoint.mongo.migrate._plans import (
     CopyReport,
     MigrationPlan,
     SourceRead,
-    SourceRequest,
     TargetSaver,
     ThreadCopy,
     ThreadStatus,
@@ -144,11 +142,12 @@ def _thread_list(thread_ids: Sequence[str] | None) -> list[str] | None:
     return list(dict.fromkeys(str_list(thread_ids, "thread_ids")))
 
 
-def _run(plan: MigrationPlan[T], requests: Requests, target: MongoDBSaver) -> T:
-    operation = plan_name(plan)
+def _run(operation: str, plan: MigrationPlan[T], requests: Requests, target: MongoDBSaver) -> T:
+    """Run the plan of `operation` (its name in the log): source reads from `requests`,
+    commands on `target`."""
 
     def execute(request: Command | SourceRead) -> Any:
-        if isinstance(request, SourceRequest):
+        if isinstance(request, SourceRead):
             return requests.answer(request)
         return execute_sync(operation, command_collection(target, request), request)
 
@@ -174,14 +173,16 @@ def _command_executor(
 
 
 async def _arun(
+    operation: str,
     plan: MigrationPlan[T],
     requests: AsyncRequests | ThreadedRequests,
     target: AsyncMongoDBSaver | MongoDBSaver,
 ) -> T:
-    execute_command = _command_executor(target, plan_name(plan))
+    """`_run` for asyncio."""
+    execute_command = _command_executor(target, operation)
 
     async def execute(request: Command | SourceRead) -> Any:
-        if isinstance(request, SourceRequest):
+        if isinstance(request, SourceRead):
             return await requests.answer(request)
         return await execute_command(request)
 
@@ -235,7 +236,7 @@ def copy_threads(
     saver = _sync_target(target, "copy_threads")
     options = CopyOptions(overwrite, dry_run, _batch_size(batch_size), on_progress, on_thread)
     plan = plans.copy_threads(_plan_target(saver), _thread_list(thread_ids), options)
-    return _run(plan, Requests(_reader(source, fast_path)), saver)
+    return _run("copy_threads", plan, Requests(_reader(source, fast_path)), saver)
 
 
 async def acopy_threads(
@@ -255,7 +256,7 @@ async def acopy_threads(
     saver = _async_target(target, "acopy_threads")
     options = CopyOptions(overwrite, dry_run, _batch_size(batch_size), on_progress, on_thread)
     plan = plans.copy_threads(_plan_target(saver), _thread_list(thread_ids), options)
-    return await _arun(plan, _async_requests(source, fast_path), saver)
+    return await _arun("copy_threads", plan, _async_requests(source, fast_path), saver)
 
 
 def verify_threads(
@@ -274,7 +275,7 @@ def verify_threads(
     plan = plans.verify_threads(
         _plan_target(saver), _thread_list(thread_ids), _batch_size(batch_size), on_thread
     )
-    return _run(plan, Requests(_reader(source, fast_path)), saver)
+    return _run("verify_threads", plan, Requests(_reader(source, fast_path)), saver)
 
 
 async def averify_threads(
@@ -291,4 +292,4 @@ async def averify_threads(
     plan = plans.verify_threads(
         _plan_target(saver), _thread_list(thread_ids), _batch_size(batch_size), on_thread
     )
-    return await _arun(plan, _async_requests(source, fast_path), saver)
+    return await _arun("verify_threads", plan, _async_requests(source, fast_path), saver)

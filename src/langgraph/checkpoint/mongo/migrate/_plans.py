@@ -92,8 +92,8 @@ class ReadThreadIds:
     """Every thread id the source holds."""
 
 
+# A request the source answers (`isinstance(request, SourceRead)` tells it from a `Command`).
 SourceRead = ReadThreadIds | ReadCheckpoints | ReadCheckpointsByKey | ReadLatest
-SourceRequest = (ReadThreadIds, ReadCheckpoints, ReadCheckpointsByKey, ReadLatest)
 # A plan that also reads the source.
 MigrationPlan = Generator[Command | SourceRead, Any, T]
 
