@@ -79,19 +79,6 @@ def chunk_key(owner: CheckpointKey, value_id: str, part: int) -> ChunkKey:
     return {Field.CHECKPOINT: owner, Field.CHUNK: value_id, Field.PART: part}
 
 
-def is_chunk(doc: Mapping[str, Any]) -> bool:
-    """Whether a document of the writes collection is a chunk (not a pending write)."""
-    return Field.CHUNK in doc[Field.ID]
-
-
-def _payload(value: Any) -> int:
-    if isinstance(value, bytes):
-        return len(value)
-    if isinstance(value, Mapping) and Field.DATA in value:
-        return len(value[Field.DATA])
-    return 0
-
-
 def _to_chunks(
     value: StoredValue, owner: CheckpointKey, stamp: datetime | None
 ) -> tuple[StoredValue, list[ChunkDocument]]:
@@ -114,10 +101,10 @@ def _to_chunks(
 
 def split_checkpoint(
     doc: Any, size: int, limit: int, stamp: datetime | None
-) -> tuple[Any, list[ChunkDocument], int]:
+) -> tuple[Any, list[ChunkDocument]]:
     """A checkpoint document of `size` bytes over `limit`, with its largest channel values
-    moved to chunks until it is at most `limit` (estimated; the caller measures again):
-    `(document, chunks, estimated size)`. Values are moved only while it is too large."""
+    moved to chunks until it is at most `limit` (estimated; the caller measures again).
+    Values are moved only while it is too large."""
     owner: CheckpointKey = doc[Field.ID]
     entries = list(doc[Field.CHANNEL_VALUES])
     chunks: list[ChunkDocument] = []
@@ -129,7 +116,7 @@ def split_checkpoint(
         entries[index], parts = _to_chunks(entries[index], owner, stamp)
         chunks += parts
         size -= moved - _REF_SIZE
-    return {**doc, Field.CHANNEL_VALUES: entries}, chunks, size
+    return {**doc, Field.CHANNEL_VALUES: entries}, chunks
 
 
 def split_write(doc: Any, stamp: datetime | None) -> tuple[Any, list[ChunkDocument]]:

@@ -318,7 +318,7 @@ def _split_if_too_large(
 ) -> tuple[CheckpointDocument, list[ChunkDocument]]:
     if size <= MAX_DOCUMENT_SIZE:
         return doc, []
-    doc, chunks, _ = split_checkpoint(doc, size, MAX_DOCUMENT_SIZE, touched_at)
+    doc, chunks = split_checkpoint(doc, size, MAX_DOCUMENT_SIZE, touched_at)
     _measured(doc, "Checkpoint without its chunked values", stored_as, MAX_DOCUMENT_SIZE)
     return doc, chunks
 
