@@ -16,8 +16,12 @@ without a new collection, option, index or `setup()` step:
 - the thread's TTL stamp moves with its writes (`touch_thread`), so chunks expire with
   the thread, never before it;
 - each delete of a checkpoint's writes (`delete_thread`, `delete_for_runs`, `prune`)
-  deletes its chunks in the same command, and `copy_thread` copies them with the writes;
-- the reads that join a checkpoint's writes find its chunks in the same join.
+  deletes its chunks in the same command, and `copy_thread` copies them with the writes.
+
+The reads' targeted join of pending writes leaves chunks out (`_id.chunk` unset), so a
+checkpoint with chunks comes back with its writes and its chunks follow in one `find`
+(`resolve`); the plain join (`targeted_joins=False`) takes them in, and a join over 16 MiB
+is read apart, as any other.
 
 A collection of its own would need all of that again: a third name to configure, an
 operator to shard it (unsharded, it lives on one shard), its own TTL index, its own

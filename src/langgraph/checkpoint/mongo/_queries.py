@@ -168,7 +168,8 @@ class WritesJoin:
 
     `by_thread`: with the thread known, also match `thread_id` (MongoDB 5.0's concise
     correlated form), so on a `checkpoint_writes` collection sharded on `thread_id`
-    (MongoDB 5.1+ joins sharded collections) each join reads one shard instead of all.
+    (MongoDB 5.1+ joins sharded collections) each join reads one shard instead of all,
+    and leave chunk documents out. The plain join returns them with the writes.
     Services without that form (Azure Cosmos DB for MongoDB) take the plain join:
     `targeted_joins=False`.
     """
@@ -184,7 +185,11 @@ class WritesJoin:
             "as": Field.JOINED_WRITES,
         }
         if self.by_thread and thread_id is not None:
-            lookup["pipeline"] = [{"$match": {Field.THREAD_ID: thread_id}}]
+            # Chunk documents stay out of the join (see `_chunks`): a checkpoint with
+            # chunks is then returned with its writes, and its chunks read next, instead
+            # of a join over 16 MiB the server would build and refuse.
+            match = {Field.THREAD_ID: thread_id, CHUNK_ID: {"$exists": False}}
+            lookup["pipeline"] = [{"$match": match}]
         return {"$lookup": lookup}
 
 
