@@ -49,15 +49,16 @@ def sent_commands(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """Every `Command` a saver (async or sync) sends from now on, in order (as the core
     built it: filters and pipelines whole, where the wire shows only command names).
 
-    Every executor and cursor of `_drivers` makes its driver call through `_drivers.call`."""
-    from langgraph.checkpoint.mongo import _drivers
+    Every executor and cursor of `_executors` makes its driver call through
+    `_executors.call`."""
+    from langgraph.checkpoint.mongo import _executors
 
     commands: list[Any] = []
-    call = _drivers.call
+    call = _executors.call
 
     def recorded(collection: Any, command: Any) -> Any:
         commands.append(command)
         return call(collection, command)
 
-    monkeypatch.setattr(_drivers, "call", recorded)
+    monkeypatch.setattr(_executors, "call", recorded)
     return commands

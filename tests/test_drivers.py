@@ -14,7 +14,8 @@ from pymongo.driver_info import DriverInfo
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 from langgraph.checkpoint.mongo._commands import Command, Method, Target
-from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, execute_async, open_cursor
+from langgraph.checkpoint.mongo._drivers import DRIVER_INFO
+from langgraph.checkpoint.mongo._executors import execute_async, open_cursor
 from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
 from support.backends import Backend
 from support.helpers import call, config, listed, new_thread, put
@@ -204,3 +205,21 @@ async def test_user_clients_are_identified(backend: Backend) -> None:
         pymongo_client = vars(client).get("delegate", client)
         metadata = pymongo_client.options.pool_options.metadata["driver"]
         assert metadata["name"].endswith("|" + DRIVER_INFO.name)
+
+
+def test_every_method_is_a_driver_method_of_its_kind() -> None:
+    """Each `Method` names a method of PyMongo's collections (`command`: of its databases),
+    sync and async, and a read's name is one of PyMongo's reads: a misspelt or misfiled
+    method fails here, not on the first cancelled call."""
+    from pymongo.asynchronous.collection import AsyncCollection
+    from pymongo.asynchronous.database import AsyncDatabase
+    from pymongo.collection import Collection
+    from pymongo.database import Database
+
+    reads = {"aggregate", "count_documents", "find", "index_information", "options"}
+    for database, collection in ((Database, Collection), (AsyncDatabase, AsyncCollection)):
+        for method in Method:
+            owner = database if method is Method.COMMAND else collection
+            assert callable(getattr(owner, method.value, None)), method
+            assert method.reads == (method.value in reads), method
+            assert method.returns_cursor == (method.value in {"aggregate", "find"}), method

@@ -133,3 +133,30 @@ async def test_a_huge_non_string_id_is_not_echoed_whole(saver: Any) -> None:
     with pytest.raises(TypeError, match=r"thread_id'\] must be a str, got list") as e:
         await call(saver, "get_tuple", {"configurable": {"thread_id": huge}})
     assert len(str(e.value)) < 500
+
+
+@pytest.mark.parametrize(
+    ("argument", "bad", "named"),
+    [
+        ("checkpoint", None, "checkpoint must be a dict, got NoneType"),
+        ("metadata", ["step"], "metadata must be a dict, got list"),
+        ("new_versions", None, "new_versions must be a dict, got NoneType"),
+    ],
+)
+async def test_put_refuses_a_non_mapping_by_name_before_anything_is_sent(
+    saver: Any, argument: str, bad: Any, named: str
+) -> None:
+    """As `InMemorySaver` fails on them (it reads each as a dict), but by name."""
+    cp = checkpoint({"a": 1})
+    arguments = {"checkpoint": cp, "metadata": {}, "new_versions": cp["channel_versions"]}
+    arguments[argument] = bad
+    with pytest.raises(TypeError, match=named):
+        await call(
+            saver,
+            "put",
+            config(new_thread()),
+            arguments["checkpoint"],
+            arguments["metadata"],
+            arguments["new_versions"],
+        )
+    assert await stored_count(saver) == 0

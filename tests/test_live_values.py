@@ -19,11 +19,11 @@ from langgraph.graph import START, StateGraph
 from typing_extensions import TypedDict
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._base import run_plan
 from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES, RecentValues
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command
 from langgraph.checkpoint.mongo._queries import WritesJoin
+from langgraph.checkpoint.mongo._runners import run_plan
 from support.backends import Backend, CommandLog
 from support.graphs import Driver
 from support.helpers import call, checkpoint, config, new_thread

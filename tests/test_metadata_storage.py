@@ -450,12 +450,12 @@ def test_the_core_checks_each_document_and_stops_after_the_limit() -> None:
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
     from langgraph.checkpoint.mongo import _operations as ops
-    from langgraph.checkpoint.mongo._base import run_listing
     from langgraph.checkpoint.mongo._channel_values import RecentValues
     from langgraph.checkpoint.mongo._codec import Codec
     from langgraph.checkpoint.mongo._documents import checkpoint_document
     from langgraph.checkpoint.mongo._keys import CheckpointRef
     from langgraph.checkpoint.mongo._queries import WritesJoin
+    from langgraph.checkpoint.mongo._runners import run_listing
     from support.helpers import checkpoint
 
     codec = Codec(JsonPlusSerializer())

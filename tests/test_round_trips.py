@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from langgraph.checkpoint.mongo import MongoDBSaver
+from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend, CommandLog
 from support.helpers import call, config, listed, new_thread, put
 
@@ -97,3 +98,37 @@ async def test_early_stop_closes_the_server_cursor(counting: Backend) -> None:
                 break
             await stream.aclose()
         assert log.names == ["aggregate", "killCursors"]
+
+
+async def test_requests_riding_with_a_checkpoint_share_its_command(counting: Backend) -> None:
+    """`store_checkpoint(document, also=[...])`: an `UpdateMany` on the thread goes in the
+    checkpoint's one `update` command, after the upsert, and both land."""
+    from pymongo import UpdateMany
+
+    from langgraph.checkpoint.mongo import _operations as ops
+    from langgraph.checkpoint.mongo._documents import build_checkpoint, new_checkpoint
+    from langgraph.checkpoint.mongo._keys import ref_from_config
+    from support.helpers import checkpoint
+
+    log = CommandLog()
+    async with counting.saver(log) as saver:
+        thread = new_thread()
+        first = await put(saver, thread)
+        cp = checkpoint({"x": 2})
+        parent = config(thread, "", first["configurable"]["checkpoint_id"])
+        new = new_checkpoint(ref_from_config(parent), cp, {"step": 2}, parent, {})
+        document = build_checkpoint(saver.storage.codec, new).document
+        older = {"thread_id": thread, "_id.checkpoint_id": {"$ne": cp["id"]}}
+        mark = UpdateMany(older, {"$set": {"marked": True}})
+
+        def plan() -> Any:
+            yield ops.store_checkpoint(document, also=[mark])
+
+        log.reset()
+        await maybe_await(saver._run("put", plan()))
+        assert log.names == ["update"]
+        stored = await maybe_await(
+            saver.checkpoint_collection.find({"thread_id": thread}).to_list()
+        )
+        marked = {doc["_id"]["checkpoint_id"]: doc.get("marked") for doc in stored}
+        assert marked == {first["configurable"]["checkpoint_id"]: True, cp["id"]: None}

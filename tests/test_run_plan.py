@@ -1,4 +1,4 @@
-"""How a saver drives a plan (`_base.run_plan` / `arun_plan`): each command's result or
+"""How a saver drives a plan (`_runners.run_plan` / `arun_plan`): each command's result or
 error goes back into the plan, which may handle an error and go on, return, or let it
 propagate; what is no `Exception` (cancellation, KeyboardInterrupt) is not handed in."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from langgraph.checkpoint.mongo._base import arun_plan, run_plan
+from langgraph.checkpoint.mongo._runners import arun_plan, run_plan
 
 
 def recovering() -> Generator[str, Any, list[Any]]:

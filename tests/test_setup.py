@@ -9,12 +9,12 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph.checkpoint.mongo import IndexCreationError
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._base import run_plan
 from langgraph.checkpoint.mongo._channel_values import RecentValues
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command, Target
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._queries import WritesJoin
+from langgraph.checkpoint.mongo._runners import run_plan
 from support.backends import Backend
 from support.helpers import config, listed, new_thread, put
 

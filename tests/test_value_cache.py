@@ -17,10 +17,10 @@ from mongomock_motor import AsyncMongoMockClient
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._base import run_plan
 from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES, RecentValues
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._queries import WritesJoin
+from langgraph.checkpoint.mongo._runners import run_plan
 from support.backends import Backend
 from support.graphs import Run, chat_graph, human, in_memory, linear_graph, run_on
 from support.helpers import checkpoint, config

@@ -1,4 +1,5 @@
-"""What the async and the sync saver share: options, collections, plan stepping."""
+"""What the async and the sync saver share: the base class (options, collections, the
+plans' `Storage`) and the check of `from_conn_string`'s keywords against PyMongo's."""
 
 from __future__ import annotations
 
@@ -6,18 +7,11 @@ import dataclasses
 import difflib
 import inspect
 import random
-from collections.abc import (
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Collection,
-    Generator,
-    Iterator,
-)
+from collections.abc import Callable, Collection
 from datetime import timedelta
 from typing import Any, ClassVar, Generic, TypeVar
 
-from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from pymongo import MongoClient
 from pymongo.common import VALIDATORS
@@ -36,8 +30,6 @@ from langgraph.checkpoint.mongo._keys import require_str
 from langgraph.checkpoint.mongo._queries import WritesJoin
 from langgraph.checkpoint.mongo._ttl import ThreadExpiry, as_timedelta
 
-T = TypeVar("T")
-Y = TypeVar("Y")
 # A saver's client type, and what its `from_conn_string` returns (a context manager of
 # the saver: sync for `MongoDBSaver`, async for `AsyncMongoDBSaver`).
 ClientT = TypeVar("ClientT")
@@ -47,75 +39,6 @@ SaverT = TypeVar("SaverT", bound="MongoDBSaverBase[Any, Any]")
 DEFAULT_DB_NAME = "checkpointing_db"
 DEFAULT_CHECKPOINT_COLLECTION = "checkpoints"
 DEFAULT_WRITES_COLLECTION = "checkpoint_writes"
-
-
-def step_plan(
-    plan: Generator[Y, Any, T], result: Any = None, error: BaseException | None = None
-) -> tuple[Y | None, T | None]:
-    """Hand a plan the last command's result (or error): `(next command, None)` or
-    `(None, its return value)`. Sending `None` to a fresh generator starts it."""
-    try:
-        return (plan.throw(error) if error is not None else plan.send(result)), None
-    except StopIteration as done:
-        return None, done.value
-
-
-def run_plan(plan: Generator[Y, Any, T], execute: Callable[[Y], Any]) -> T:
-    """Run a plan to its end, each request answered by `execute`; an error it raises
-    goes back into the plan, which handles it or lets it propagate."""
-    request, value = step_plan(plan)
-    while request is not None:
-        try:
-            result = execute(request)
-        except Exception as error:
-            request, value = step_plan(plan, error=error)
-        else:
-            request, value = step_plan(plan, result)
-    return value  # type: ignore[return-value]
-
-
-async def arun_plan(plan: Generator[Y, Any, T], execute: Callable[[Y], Awaitable[Any]]) -> T:
-    """`run_plan` with an async `execute`."""
-    request, value = step_plan(plan)
-    while request is not None:
-        try:
-            result = await execute(request)
-        except Exception as error:
-            request, value = step_plan(plan, error=error)
-        else:
-            request, value = step_plan(plan, result)
-    return value  # type: ignore[return-value]
-
-
-def run_listing(listing: ops.Listing, answer: Callable[[Any], Any]) -> Iterator[CheckpointTuple]:
-    """Run a `list` (`ops.list_checkpoints`): yield its tuples, answer its requests with
-    `answer`; an error `answer` raises goes back into it."""
-    outcome: tuple[Any, Exception | None] = (None, None)
-    while (request := step_plan(listing, *outcome)[0]) is not None:
-        if isinstance(request, CheckpointTuple):
-            yield request
-            outcome = (None, None)
-            continue
-        try:
-            outcome = (answer(request), None)
-        except Exception as error:
-            outcome = (None, error)
-
-
-async def arun_listing(
-    listing: ops.Listing, answer: Callable[[Any], Awaitable[Any]]
-) -> AsyncIterator[CheckpointTuple]:
-    """`run_listing` with an async `answer`."""
-    outcome: tuple[Any, Exception | None] = (None, None)
-    while (request := step_plan(listing, *outcome)[0]) is not None:
-        if isinstance(request, CheckpointTuple):
-            yield request
-            outcome = (None, None)
-            continue
-        try:
-            outcome = (await answer(request), None)
-        except Exception as error:
-            outcome = (None, error)
 
 
 class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
@@ -371,6 +294,6 @@ def _unknown_options(saver: type[MongoDBSaverBase[Any, Any]], unknown: list[str]
 
 def command_collection(saver: MongoDBSaverBase[Any, Any], command: Command) -> Any:
     """The collection (or database) of `saver` that `command` runs on: with
-    `_drivers.execute_sync`/`execute_async`, a plan that also waits on other I/O (copying
+    `_executors.execute_sync`/`execute_async`, a plan that also waits on other I/O (copying
     threads in from another saver) runs its commands on a saver."""
     return saver._collection(command)

@@ -20,6 +20,8 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any, NamedTuple, TypeVar
 
+from langgraph.checkpoint.base import CheckpointTuple
+
 T = TypeVar("T")
 
 
@@ -88,6 +90,10 @@ class NextDocument(NamedTuple):
 
 # What a saver answers: every request of the core's plans.
 Request = Command | OpenCursor | NextDocument
+
+# What `list` yields: a request for the saver, or a tuple for the caller.
+ListStep = Request | CheckpointTuple
+Listing = Generator[ListStep, Any, None]
 
 Plan = Generator[Command, Any, T]
 """What each saver method sends, step by step, without doing any I/O.

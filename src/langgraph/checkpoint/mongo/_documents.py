@@ -240,11 +240,10 @@ def new_checkpoint(
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
     config: Mapping[str, Any],
-    new_versions: ChannelVersions | None,
+    new_versions: ChannelVersions,
 ) -> NewCheckpoint:
     """Validate what `put` was handed (`ref` from its config; `ref.checkpoint_id` is the
-    parent, if any). `new_versions=None` keeps no channel from a parent: every value is
-    serialized (a copy of already-stored data)."""
+    parent, if any)."""
     _require_mapping(checkpoint, "checkpoint")
     _require_mapping(metadata, "metadata")
     checkpoint_id = require_str(checkpoint.get("id"), "checkpoint['id']")
@@ -252,10 +251,7 @@ def new_checkpoint(
     versions = _require_mapping(
         checkpoint.get("channel_versions", {}), "checkpoint['channel_versions']"
     )
-    unchanged: frozenset[str] = frozenset()
-    if new_versions is not None:
-        changed = _require_mapping(new_versions, "new_versions")
-        unchanged = frozenset(channel for channel in values if channel not in changed)
+    changed = _require_mapping(new_versions, "new_versions")
     return NewCheckpoint(
         CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
         checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
@@ -264,7 +260,7 @@ def new_checkpoint(
         values,
         dict(versions),
         get_checkpoint_metadata(cast(Any, config), metadata),
-        unchanged,
+        frozenset([channel for channel in values if channel not in changed]),
     )
 
 
@@ -405,7 +401,8 @@ def checkpoint_document(
     threads in: `stored_form` splits it as `put` does), refused over `max_bytes` (a
     saver's `state_max_bytes`; None: what one document holds); `ref.checkpoint_id` is
     the parent, if any."""
-    new = new_checkpoint(ref, checkpoint, metadata, config, None)
+    new = new_checkpoint(ref, checkpoint, metadata, config, {})
+    # No parent entries to keep: every value is serialized.
     doc, _ = _build_document(codec, new, None, touched_at)
     _measured(doc, "Checkpoint", new.ref, *_limit(max_bytes))
     return doc

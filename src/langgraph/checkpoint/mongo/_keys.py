@@ -53,6 +53,11 @@ def namespace_label(thread_id: str, checkpoint_ns: str) -> str:
     return f"thread {short_repr(thread_id)}, namespace {short_repr(checkpoint_ns)}"
 
 
+def checkpoint_label(checkpoint_ns: str, checkpoint_id: Any) -> str:
+    """A checkpoint, as messages name it."""
+    return f"checkpoint {short_repr(checkpoint_id)} (namespace {short_repr(checkpoint_ns)})"
+
+
 def require_str(value: Any, what: str) -> str:
     """A string the server can store and match: valid UTF-8 and of a sane length. `what`
     names it in an error. An ASCII `str` (every id LangGraph makes) is answered without

@@ -8,7 +8,6 @@ operation is written exactly once.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,11 +33,12 @@ from langgraph.checkpoint.mongo._channel_values import (
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import (
     Command,
+    Listing,
+    ListStep,
     Method,
     NextDocument,
     OpenCursor,
     Plan,
-    Request,
     Target,
 )
 from langgraph.checkpoint.mongo._documents import (
@@ -67,6 +67,7 @@ from langgraph.checkpoint.mongo._keys import (
     short_repr,
     str_list,
 )
+from langgraph.checkpoint.mongo._logging import logger
 from langgraph.checkpoint.mongo._metadata import metadata_filter
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
@@ -83,8 +84,6 @@ from langgraph.checkpoint.mongo._ttl import ThreadExpiry
 from langgraph.checkpoint.mongo.errors import IndexCreationError, ThreadChangedError
 
 T = TypeVar("T")
-
-logger = logging.getLogger("langgraph.checkpoint.mongo")
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +125,7 @@ def setup(
     # Read once: the TTL step below looks at the same indexes (creating the others does
     # not change the TTL index).
     checkpoint_indexes = yield Command(Target.CHECKPOINTS, Method.INDEX_INFORMATION)
-    _refuse_foreign_checkpoints(names[Target.CHECKPOINTS], checkpoint_indexes)
+    _refuse_foreign_index(names[Target.CHECKPOINTS], checkpoint_indexes)
     if not create_indexes:
         return
     for target, index in _queries.indexes(storage.join):
@@ -156,7 +155,7 @@ def _refuse_collation(collection: str, target: Target) -> Plan[None]:
         )
 
 
-def _refuse_foreign_checkpoints(collection: str, existing: Mapping[str, Any]) -> None:
+def _refuse_foreign_index(collection: str, existing: Mapping[str, Any]) -> None:
     """Refuse collections that `langgraph-checkpoint-mongodb` writes to (it uses the same
     default names; `existing` is the checkpoints collection's `index_information()`):
     reads of one namespace match `_id.checkpoint_ns`, which its documents lack, so without
@@ -212,19 +211,21 @@ def _set_thread_ttl(
         )
 
 
-def _upserts(
+def upsert_command(
     target: Target, docs: Sequence[tuple[bool, Mapping[str, Any]]], *, ordered: bool = False
 ) -> Command:
-    """`(keep_existing, document)` upserts in one command: a bulk write (unordered unless
-    `ordered`: each stops at its first failure, in order), or for a single document an
-    `update_one`, which the driver dispatches for less client CPU."""
+    """`(keep_existing, document)` upserts (`_queries.upsert`) in one command: a bulk
+    write (unordered unless `ordered`: then in order, stopping at the first failure), or
+    for a single document an `update_one`, which the driver dispatches for less client
+    CPU."""
     if len(docs) == 1:
         [(keep, doc)] = docs
         return Command(
             target, Method.UPDATE_ONE, _queries.upsert(doc, keep_existing=keep), _queries.UPSERT
         )
+    requests = [_queries.upsert_request(doc, keep_existing=keep) for keep, doc in docs]
     options = _queries.ORDERED if ordered else _queries.UNORDERED
-    return Command(target, Method.BULK_WRITE, (_queries.upserts(docs),), options)
+    return Command(target, Method.BULK_WRITE, (requests,), options)
 
 
 def touch_thread(
@@ -276,11 +277,9 @@ def store_checkpoint(
     costs a round trip of its own.
     """
     if not also:
-        return Command(
-            Target.CHECKPOINTS, Method.UPDATE_ONE, _queries.upsert(document), _queries.UPSERT
-        )
-    upsert = UpdateOne(*_queries.upsert(document), upsert=True)
-    return Command(Target.CHECKPOINTS, Method.BULK_WRITE, ([upsert, *also],))
+        return upsert_command(Target.CHECKPOINTS, [(False, document)])
+    requests = [_queries.upsert_request(document), *also]
+    return Command(Target.CHECKPOINTS, Method.BULK_WRITE, (requests,))
 
 
 def put(
@@ -312,7 +311,9 @@ def put(
     built = build_checkpoint(storage.codec, new, parent, stamp, max_bytes=storage.max_bytes)
     if built.chunks:
         # Before the document that refers to them (see `_chunks`).
-        yield _upserts(Target.WRITES, [(False, chunk) for chunk in built.chunks], ordered=True)
+        yield upsert_command(
+            Target.WRITES, [(False, chunk) for chunk in built.chunks], ordered=True
+        )
     yield store_checkpoint(built.document)
     storage.recent.remember(new.key, built.values)
     yield from touch_thread(expiry, new.ref.thread_id, stamp)
@@ -338,7 +339,7 @@ def put_writes(
         # come first, in the same ordered bulk write (see `_chunks`).
         upserts: list[tuple[bool, Mapping[str, Any]]] = [(False, chunk) for chunk in chunks]
         upserts += [(not replace, doc) for replace, doc in documents]
-        yield _upserts(Target.WRITES, upserts, ordered=bool(chunks))
+        yield upsert_command(Target.WRITES, upserts, ordered=bool(chunks))
         yield from touch_thread(expiry, ref.thread_id, stamp)
 
 
@@ -414,11 +415,6 @@ MAX_LIMIT = 2**63 - 1
 
 # Checkpoints per page once a `list` reads apart: each may be near 16 MiB.
 LIST_APART_PAGE = 25
-
-
-# What `list_checkpoints` yields: a request for the saver, or a tuple for the caller.
-ListStep = Request | CheckpointTuple
-Listing = Generator[ListStep, Any, None]
 
 
 class _ListedDocuments:
@@ -642,9 +638,9 @@ def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) 
         if key_fields(doc[Field.ID][Field.CHECKPOINT]) in copied_ids
     ]
     if copied_writes:
-        yield _upserts(Target.WRITES, copied_writes)
+        yield upsert_command(Target.WRITES, copied_writes)
     copied = [(False, moved_checkpoint(doc, target, stamp)) for doc in checkpoints]
-    yield _upserts(Target.CHECKPOINTS, copied)
+    yield upsert_command(Target.CHECKPOINTS, copied)
     yield from touch_thread(expiry, target, stamp)
 
 
@@ -696,9 +692,10 @@ def store_documents(target: Target, docs: Sequence[Mapping[str, Any]]) -> Plan[N
         stored.append(doc)
     upserts = [(False, doc) for doc in chunks]
     if target is Target.CHECKPOINTS and chunks:
-        yield _upserts(Target.WRITES, upserts, ordered=True)
+        yield upsert_command(Target.WRITES, upserts, ordered=True)
         upserts = []
-    yield _upserts(target, [*upserts, *((False, doc) for doc in stored)], ordered=bool(upserts))
+    rest = [*upserts, *((False, doc) for doc in stored)]
+    yield upsert_command(target, rest, ordered=bool(upserts))
 
 
 def thread_document_counts(thread_id: str) -> Plan[tuple[int, int]]:
@@ -720,10 +717,10 @@ def stored_documents(keys: list[CheckpointKey]) -> Plan[tuple[list[Any], list[An
     return checkpoints, writes
 
 
-def refuse_foreign_checkpoints(thread_id: str) -> Plan[None]:
+def refuse_foreign_documents(thread_id: str) -> Plan[None]:
     """Raise `ValueError`, saying what to do, if another package's checkpoint documents
     share the thread's collection."""
-    query = _queries.foreign_checkpoints_of(thread_id)
+    query = _queries.foreign_documents_of(thread_id)
     for doc in (yield Command(Target.CHECKPOINTS, Method.FIND, (query,), {"limit": 1})):
         written_by_us(doc)
 

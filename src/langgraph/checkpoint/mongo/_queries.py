@@ -58,9 +58,9 @@ def upsert(
 UPSERT = {"upsert": True}
 
 
-def upserts(docs: Sequence[tuple[bool, Mapping[str, Any]]]) -> list[UpdateOne]:
-    """The requests of one bulk write of `(keep_existing, document)` upserts."""
-    return [UpdateOne(*upsert(doc, keep_existing=keep), upsert=True) for keep, doc in docs]
+def upsert_request(doc: Mapping[str, Any], *, keep_existing: bool = False) -> UpdateOne:
+    """`upsert` as a request of a bulk write."""
+    return UpdateOne(*upsert(doc, keep_existing=keep_existing), upsert=True)
 
 
 # Options of a bulk write: one failed request does not stop the others; or, ordered, the
@@ -450,7 +450,7 @@ def touch_thread(thread_id: str, now: datetime) -> tuple[dict[str, Any], dict[st
 # Copying threads in from another saver (`migrate`).
 
 
-def foreign_checkpoints_of(thread_id: str) -> dict[str, Any]:
+def foreign_documents_of(thread_id: str) -> dict[str, Any]:
     """A thread's checkpoint documents that this package did not write (they have no
     channel entries: `langgraph-checkpoint-mongodb` shares our default names)."""
     return {Field.THREAD_ID: thread_id, Field.CHANNEL_VALUES: {"$exists": False}}

@@ -29,9 +29,11 @@ from langgraph.checkpoint.base import (
 from pymongo import AsyncMongoClient
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._base import MongoDBSaverBase, arun_listing, arun_plan
+from langgraph.checkpoint.mongo._base import MongoDBSaverBase
 from langgraph.checkpoint.mongo._commands import Command, NextDocument, OpenCursor, Plan
-from langgraph.checkpoint.mongo._drivers import close_client, execute_async, open_cursor
+from langgraph.checkpoint.mongo._drivers import close_client
+from langgraph.checkpoint.mongo._executors import execute_async, open_cursor
+from langgraph.checkpoint.mongo._runners import arun_listing, arun_plan
 
 if TYPE_CHECKING:
     from motor.motor_asyncio import AsyncIOMotorClient

@@ -18,13 +18,11 @@ from langgraph.checkpoint.base import (
 from pymongo import MongoClient
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._base import MongoDBSaverBase, run_listing, run_plan
+from langgraph.checkpoint.mongo._base import MongoDBSaverBase
+from langgraph.checkpoint.mongo._cancellation import in_worker_thread
 from langgraph.checkpoint.mongo._commands import Command, NextDocument, OpenCursor, Plan
-from langgraph.checkpoint.mongo._drivers import (
-    execute_sync,
-    in_worker_thread,
-    open_cursor_sync,
-)
+from langgraph.checkpoint.mongo._executors import execute_sync, open_cursor_sync
+from langgraph.checkpoint.mongo._runners import run_listing, run_plan
 
 T = TypeVar("T")
 

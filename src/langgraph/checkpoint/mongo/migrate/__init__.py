@@ -26,15 +26,14 @@ from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from langgraph.checkpoint.mongo._base import arun_plan, command_collection, run_plan
+from langgraph.checkpoint.mongo._base import command_collection
+from langgraph.checkpoint.mongo._cancellation import in_worker_thread
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command
-from langgraph.checkpoint.mongo._drivers import (
-    execute_async,
-    execute_sync,
-    in_worker_thread,
-)
+from langgraph.checkpoint.mongo._executors import execute_async, execute_sync
 from langgraph.checkpoint.mongo._keys import str_list
+from langgraph.checkpoint.mongo._operations import Storage
+from langgraph.checkpoint.mongo._runners import arun_plan, run_plan
 from langgraph.checkpoint.mongo.aio import AsyncMongoDBSaver
 from langgraph.checkpoint.mongo.migrate import _plans as plans
 from langgraph.checkpoint.mongo.migrate._decoding import ExactSerializer
@@ -43,7 +42,6 @@ from langgraph.checkpoint.mongo.migrate._plans import (
     CopyReport,
     MigrationPlan,
     SourceRead,
-    TargetSaver,
     ThreadCopy,
     ThreadStatus,
     ThreadVerification,
@@ -122,7 +120,7 @@ def _async_target(target: Any, name: str) -> AsyncMongoDBSaver | MongoDBSaver:
     return target
 
 
-def _plan_target(saver: AsyncMongoDBSaver | MongoDBSaver) -> TargetSaver:
+def _plan_target(saver: AsyncMongoDBSaver | MongoDBSaver) -> Storage:
     """The target as the plans see it, decoding what it stores exactly (comparisons)."""
     return dataclasses.replace(
         saver.storage, codec=Codec(ExactSerializer(saver.serde), saver.compression)

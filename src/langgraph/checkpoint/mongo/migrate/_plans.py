@@ -47,7 +47,12 @@ from langgraph.checkpoint.mongo._documents import (
     write_documents,
     written_by_us,
 )
-from langgraph.checkpoint.mongo._keys import CheckpointRef, checkpoint_key, key_fields
+from langgraph.checkpoint.mongo._keys import (
+    CheckpointRef,
+    checkpoint_key,
+    checkpoint_label,
+    key_fields,
+)
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
     CheckpointKey,
@@ -266,10 +271,6 @@ class CopyOptions:
     on_thread: OnThread | None = None  # a finished thread's `ThreadCopy`
 
 
-# What the plans need of the target saver: its codec, join, expiry and cache.
-TargetSaver = ops.Storage
-
-
 # Source tuples -> our documents.
 
 
@@ -341,11 +342,11 @@ def documents(
     return checkpoint, [_write_document(codec, ref, w, stamp, max_bytes) for w in item.writes]
 
 
-def _checkpoint_label(item: SourceCheckpoint) -> str:
+def _source_label(item: SourceCheckpoint) -> str:
+    """The source checkpoint, as messages name it (from its config as the source gave it)."""
     configurable = item.tuple.config["configurable"]
-    return (
-        f"checkpoint {configurable.get('checkpoint_id')!r} "
-        f"(namespace {configurable.get('checkpoint_ns', '')!r})"
+    return checkpoint_label(
+        configurable.get("checkpoint_ns", ""), configurable.get("checkpoint_id")
     )
 
 
@@ -354,7 +355,7 @@ class _BadCheckpointError(Exception):
 
 
 def _target_documents(
-    target: TargetSaver, thread_id: str, batch: Sequence[SourceItem], stamp: datetime | None
+    target: ops.Storage, thread_id: str, batch: Sequence[SourceItem], stamp: datetime | None
 ) -> list[tuple[CheckpointDocument, list[WriteDocument]]]:
     """Our documents of a batch; the first checkpoint that cannot become them raises
     `_BadCheckpointError` naming the thread, the checkpoint and why."""
@@ -365,7 +366,7 @@ def _target_documents(
         try:
             built.append(documents(target.codec, thread_id, item, stamp, target.max_bytes))
         except (TypeError, ValueError) as exc:
-            raise _BadCheckpointError(f"{_checkpoint_label(item)}: {exc}") from exc
+            raise _BadCheckpointError(f"{_source_label(item)}: {exc}") from exc
     return built
 
 
@@ -471,7 +472,7 @@ def _parents_first(checkpoints: list[tuple[str, str, str | None]]) -> list[Sourc
 
 
 def _check(
-    target: TargetSaver, thread_id: str, held: tuple[int, int], batch_size: int
+    target: ops.Storage, thread_id: str, held: tuple[int, int], batch_size: int
 ) -> MigrationPlan[_Check]:
     """Read the whole source thread, turning every checkpoint into our documents (a
     checkpoint that cannot be raises `_BadCheckpointError`), and compare them with the
@@ -496,7 +497,7 @@ def _check(
     if extra[0]:
         # Documents another package wrote (the official saver shares our default names)
         # stop the copy with a message that says so.
-        yield from ops.refuse_foreign_checkpoints(thread_id)
+        yield from ops.refuse_foreign_documents(thread_id)
     if extra != (0, 0) and check.difference is None:
         check.difference = (
             f"the target holds {extra[0]} checkpoint(s) and {extra[1]} pending write(s) of "
@@ -520,7 +521,7 @@ def _compare_batch(
         if old is not None:
             if _checkpoint_differs(codec, written_by_us(old), checkpoint):
                 check.difference = (
-                    check.difference or f"{_checkpoint_label(item)} differs in the target"
+                    check.difference or f"{_source_label(item)} differs in the target"
                 )
             else:
                 check.matched_checkpoints += 1
@@ -531,7 +532,7 @@ def _compare_batch(
             if _write_differs(codec, old, write):
                 check.difference = check.difference or (
                     f"a pending write of task {write[Field.ID][Field.TASK_ID]!r} (channel "
-                    f"{write[Field.CHANNEL]!r}) of {_checkpoint_label(item)} differs in the target"
+                    f"{write[Field.CHANNEL]!r}) of {_source_label(item)} differs in the target"
                 )
             else:
                 check.matched_writes += 1
@@ -541,7 +542,7 @@ def _compare_batch(
 
 
 def copy_thread(
-    target: TargetSaver, thread_id: str, options: CopyOptions
+    target: ops.Storage, thread_id: str, options: CopyOptions
 ) -> MigrationPlan[ThreadCopy]:
     """Check the whole thread first (nothing is written for a thread that cannot be
     copied exactly), then write it parents first, a batch at a time."""
@@ -585,7 +586,7 @@ def copy_thread(
 
 
 def _write_thread(
-    target: TargetSaver,
+    target: ops.Storage,
     thread_id: str,
     order: list[SourceKey],
     options: CopyOptions,
@@ -615,7 +616,7 @@ def _write_thread(
 
 
 def copy_threads(
-    target: TargetSaver,
+    target: ops.Storage,
     thread_ids: Iterable[str] | None,
     options: CopyOptions,
 ) -> MigrationPlan[CopyReport]:
@@ -720,12 +721,12 @@ def _source_refs(
         try:
             refs.append((item, _ids(item, thread_id)))
         except (TypeError, ValueError) as exc:
-            differences.append(f"{_checkpoint_label(item)}: {exc}")
+            differences.append(f"{_source_label(item)}: {exc}")
     return refs
 
 
 def verify_thread(
-    target: TargetSaver, thread_id: str, batch_size: int
+    target: ops.Storage, thread_id: str, batch_size: int
 ) -> MigrationPlan[ThreadVerification]:
     """Both sides are decoded exactly (see `_decoding`): a value either side cannot
     restore is a difference, never two stand-ins that compare equal."""
@@ -739,7 +740,7 @@ def verify_thread(
         stored = yield from _target_tuples(target.codec, thread_id, keys)
         for item, (ns, cid, _) in refs:
             seen.add((ns, cid))
-            where = f"checkpoint {cid!r} (namespace {ns!r})"
+            where = checkpoint_label(ns, cid)
             ours = stored.get((thread_id, ns, cid))
             if ours is None:
                 differences.append(f"{where}: missing from the target")
@@ -750,7 +751,7 @@ def verify_thread(
     for key in (yield from ops.checkpoint_keys_of_thread(thread_id)):
         _, ns, cid = key_fields(key)
         if (ns, cid) not in seen:
-            differences.append(f"checkpoint {cid!r} (namespace {ns!r}): in the target only")
+            differences.append(f"{checkpoint_label(ns, cid)}: in the target only")
     theirs = yield ReadLatest(thread_id)
     root = CheckpointRef(thread_id, "", None).config()
     try:
@@ -775,7 +776,7 @@ def verify_thread(
 
 
 def verify_threads(
-    target: TargetSaver,
+    target: ops.Storage,
     thread_ids: Iterable[str] | None,
     batch_size: int,
     on_thread: OnThread | None,

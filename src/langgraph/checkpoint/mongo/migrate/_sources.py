@@ -24,6 +24,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, writ
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from langgraph.checkpoint.mongo._keys import checkpoint_label
 from langgraph.checkpoint.mongo.migrate._decoding import ExactSerializer, UnrestorableValueError
 from langgraph.checkpoint.mongo.migrate._plans import (
     ReadCheckpointsByKey,
@@ -56,15 +57,11 @@ def _checkpoint_config(thread_id: str, key: tuple[str, str]) -> Any:
     }
 
 
-def _checkpoint_label(key: tuple[str, str]) -> str:
-    return f"checkpoint {key[1]!r} (namespace {key[0]!r})"
-
-
 def _listed_after(last: CheckpointTuple | None) -> str:
     """The checkpoint a stream failed on, which a saver's `list` does not name."""
     if last is None:
         return "the first checkpoint the source lists"
-    return f"the checkpoint the source lists after {_checkpoint_label(_key(last))}"
+    return f"the checkpoint the source lists after {checkpoint_label(*_key(last))}"
 
 
 def _key(checkpoint: CheckpointTuple) -> tuple[str, str]:
@@ -81,7 +78,7 @@ def _inexact(where: str, reason: object) -> UnreadableCheckpoint:
 
 
 def _missing(key: tuple[str, str]) -> UnreadableCheckpoint:
-    return UnreadableCheckpoint(_checkpoint_label(key), "the source no longer holds it")
+    return UnreadableCheckpoint(checkpoint_label(*key), "the source no longer holds it")
 
 
 class _ExactSaver:
@@ -99,7 +96,7 @@ class _ExactSaver:
         """The checkpoint just returned, or why it holds a value that is not exact."""
         reason = self.serde.take_failure()
         if reason is not None:
-            return _inexact(_checkpoint_label(_key(checkpoint)), reason)
+            return _inexact(checkpoint_label(*_key(checkpoint)), reason)
         return _from_tuple(checkpoint)
 
     def latest(
@@ -181,7 +178,7 @@ class SaverReader:
             try:
                 checkpoint = self.saver.get_tuple(_checkpoint_config(thread_id, key))
             except UnrestorableValueError as exc:
-                found.append(_inexact(_checkpoint_label(key), exc))
+                found.append(_inexact(checkpoint_label(*key), exc))
             else:
                 found.append(_missing(key) if checkpoint is None else self.exact.item(checkpoint))
         return found
@@ -229,7 +226,7 @@ class AsyncSaverReader:
             try:
                 checkpoint = await self.saver.aget_tuple(_checkpoint_config(thread_id, key))
             except UnrestorableValueError as exc:
-                found.append(_inexact(_checkpoint_label(key), exc))
+                found.append(_inexact(checkpoint_label(*key), exc))
             else:
                 found.append(_missing(key) if checkpoint is None else self.exact.item(checkpoint))
         return found
@@ -354,7 +351,7 @@ class OfficialMongoDBSource:
             checkpoint = self.serde.loads_typed((doc["type"], bytes(doc["checkpoint"])))
             metadata = _loads_metadata(self.serde, doc.get("metadata", {}))
         except UnrestorableValueError as exc:
-            return _inexact(_checkpoint_label((ids["checkpoint_ns"], ids["checkpoint_id"])), exc)
+            return _inexact(checkpoint_label(ids["checkpoint_ns"], ids["checkpoint_id"]), exc)
         writes.sort(key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx))
         parent_id = doc.get("parent_checkpoint_id")
         return SourceCheckpoint(

@@ -1,0 +1,117 @@
+"""Cancellation that never leaves a write in flight: an async caller cancelled while a
+write command runs waits for it before `CancelledError` propagates, natively
+(`finished_before_cancelling`) or for a sync call in a worker thread
+(`in_worker_thread`, whose thread stops before its next command)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from typing import Any, NoReturn, TypeVar
+
+from langgraph.checkpoint.mongo._commands import Command
+
+T = TypeVar("T")
+
+
+async def finished_before_cancelling(pending: Awaitable[T]) -> T:
+    """Await a write to its end even when the awaiting task is cancelled meanwhile, and
+    only then let the cancellation propagate.
+
+    Cancelling the await of a command already handed to the driver stops only the
+    waiting: the server still runs the command, and the write would land after the
+    caller saw `CancelledError`. `InMemorySaver` promises that once a method raised
+    `CancelledError` none of its writes is still in flight, and so do we: the cancelled
+    task waits for the command (as long as the client's `timeoutMS` and socket timeouts
+    let it run), and its plan stops before the next command. A cancellation that reaches
+    the task before the command is handed over still cancels at once.
+    """
+    running = asyncio.ensure_future(pending)
+    try:
+        return await asyncio.shield(running)
+    except asyncio.CancelledError as cancelled:
+        await _outlive(running, cancelled)
+
+
+async def _outlive(running: asyncio.Future[Any], cancelled: asyncio.CancelledError) -> NoReturn:
+    """Wait for `running` to end, through any further cancellation, then raise
+    `cancelled` (caused by `running`'s failure, if it failed). A `running` that was
+    cancelled itself (the event loop is closing) ends the wait at once."""
+    while not running.done():
+        try:
+            await asyncio.wait([running])
+        except asyncio.CancelledError:
+            continue  # cancelled again: the write is still in flight
+    failure = None if running.cancelled() else running.exception()
+    raise cancelled from failure
+
+
+class _CallerGoneError(BaseException):
+    """Raised in a worker thread before a command of a call whose async caller was
+    cancelled: the call stops there. A `BaseException`, so plans do not catch it."""
+
+
+class WorkerCall:
+    """A sync call running in a worker thread for a cancellable async caller (see
+    `in_worker_thread`): whether the caller was cancelled, and whether the thread is
+    running a write command now."""
+
+    __slots__ = ("cancelled", "lock", "writing")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.cancelled = False
+        self.writing = False
+
+    def starting(self, command: Command) -> None:
+        with self.lock:
+            if self.cancelled:
+                raise _CallerGoneError
+            self.writing = not command.method.reads
+
+    def finished(self) -> None:
+        with self.lock:
+            self.writing = False
+
+    def cancel(self) -> bool:
+        """Stop before the next command; whether a write command is running now."""
+        with self.lock:
+            self.cancelled = True
+            return self.writing
+
+
+# The call the current worker thread runs for a cancellable async caller, if any; read
+# by `_executors.execute_sync` (asyncio.to_thread runs the function in a copy of our
+# context).
+current_worker_call: ContextVar[WorkerCall | None] = ContextVar("current_worker_call", default=None)
+
+
+async def in_worker_thread(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """`asyncio.to_thread(function, ...)` for a sync saver method that writes, cancelled
+    like a native async one (`finished_before_cancelling`): a cancellation stops the call
+    before its next command; when a write command is running, it waits for that command
+    first. (A thread cannot be interrupted: cancelling `to_thread` alone would leave the
+    call running, and its writes landing, after the caller saw `CancelledError`.)
+    """
+    call = WorkerCall()
+    token = current_worker_call.set(call)
+    try:
+        running = asyncio.ensure_future(asyncio.to_thread(function, *args, **kwargs))
+    finally:
+        current_worker_call.reset(token)
+    try:
+        return await asyncio.shield(running)
+    except asyncio.CancelledError as cancelled:
+        if call.cancel():
+            await _outlive(running, cancelled)
+        # Only a read is running: the thread stops before its next command; its
+        # outcome (`_CallerGoneError`, a read's error) is no one's to handle.
+        running.add_done_callback(_ignore_outcome)
+        raise
+
+
+def _ignore_outcome(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()

@@ -1,0 +1,65 @@
+"""The package's logger, and how each command is logged: at DEBUG, with the saver
+operation it serves and its duration, or its failure."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from langgraph.checkpoint.mongo._commands import Command
+
+logger = logging.getLogger("langgraph.checkpoint.mongo")
+
+
+class Timed:
+    """Log a command at DEBUG with the saver operation it serves and its duration; name
+    both when it fails (the exception itself propagates untouched).
+
+    A class, not `@contextmanager`: it runs around every command, and a generator-based
+    one costs more with DEBUG off (`benchmarks/` measures the command path).
+    """
+
+    __slots__ = ("command", "operation", "started")
+
+    def __init__(self, operation: str, command: Command) -> None:
+        self.operation = operation
+        self.command = command
+
+    def __enter__(self) -> None:
+        self.started = time.perf_counter()
+
+    def __exit__(self, error_type: type[BaseException] | None, *_: object) -> None:
+        if error_type is None:
+            if not logger.isEnabledFor(logging.DEBUG):
+                return
+            outcome = "took"
+        elif issubclass(error_type, Exception):
+            outcome = "failed after"
+        else:
+            return
+        logger.debug(
+            "%s: %s.%s %s %.2f ms",
+            self.operation,
+            self.command.target.value,
+            self.command.method.value,
+            outcome,
+            (time.perf_counter() - self.started) * 1000,
+            exc_info=error_type is not None,
+        )
+
+
+@contextmanager
+def failures_logged(operation: str, command: Command) -> Iterator[None]:
+    try:
+        yield
+    except Exception:
+        logger.debug(
+            "%s: %s.%s failed while reading more results",
+            operation,
+            command.target.value,
+            command.method.value,
+            exc_info=True,
+        )
+        raise

@@ -1,0 +1,84 @@
+"""Running plans: the loops that hand a plan (`_commands.Plan`) or a `list`
+(`_commands.Listing`) each answer and take its next request, sync and async. The
+requests themselves are answered by the savers' executors (`_executors`)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from typing import Any, TypeVar
+
+from langgraph.checkpoint.base import CheckpointTuple
+
+from langgraph.checkpoint.mongo._commands import Listing
+
+T = TypeVar("T")
+Y = TypeVar("Y")
+
+
+def step_plan(
+    plan: Generator[Y, Any, T], result: Any = None, error: BaseException | None = None
+) -> tuple[Y | None, T | None]:
+    """Hand a plan the last command's result (or error): `(next command, None)` or
+    `(None, its return value)`. Sending `None` to a fresh generator starts it."""
+    try:
+        return (plan.throw(error) if error is not None else plan.send(result)), None
+    except StopIteration as done:
+        return None, done.value
+
+
+def run_plan(plan: Generator[Y, Any, T], execute: Callable[[Y], Any]) -> T:
+    """Run a plan to its end, each request answered by `execute`; an error it raises
+    goes back into the plan, which handles it or lets it propagate."""
+    request, value = step_plan(plan)
+    while request is not None:
+        try:
+            result = execute(request)
+        except Exception as error:
+            request, value = step_plan(plan, error=error)
+        else:
+            request, value = step_plan(plan, result)
+    return value  # type: ignore[return-value]
+
+
+async def arun_plan(plan: Generator[Y, Any, T], execute: Callable[[Y], Awaitable[Any]]) -> T:
+    """`run_plan` with an async `execute`."""
+    request, value = step_plan(plan)
+    while request is not None:
+        try:
+            result = await execute(request)
+        except Exception as error:
+            request, value = step_plan(plan, error=error)
+        else:
+            request, value = step_plan(plan, result)
+    return value  # type: ignore[return-value]
+
+
+def run_listing(listing: Listing, answer: Callable[[Any], Any]) -> Iterator[CheckpointTuple]:
+    """Run a `list` (`_operations.list_checkpoints`): yield its tuples, answer its requests with
+    `answer`; an error `answer` raises goes back into it."""
+    outcome: tuple[Any, Exception | None] = (None, None)
+    while (request := step_plan(listing, *outcome)[0]) is not None:
+        if isinstance(request, CheckpointTuple):
+            yield request
+            outcome = (None, None)
+            continue
+        try:
+            outcome = (answer(request), None)
+        except Exception as error:
+            outcome = (None, error)
+
+
+async def arun_listing(
+    listing: Listing, answer: Callable[[Any], Awaitable[Any]]
+) -> AsyncIterator[CheckpointTuple]:
+    """`run_listing` with an async `answer`."""
+    outcome: tuple[Any, Exception | None] = (None, None)
+    while (request := step_plan(listing, *outcome)[0]) is not None:
+        if isinstance(request, CheckpointTuple):
+            yield request
+            outcome = (None, None)
+            continue
+        try:
+            outcome = (await answer(request), None)
+        except Exception as error:
+            outcome = (None, error)
