@@ -127,9 +127,9 @@ def _measured(
 ) -> int:
     """The size of the upsert that stores `doc`, refused over `limit` before anything is
     sent (`option` names the saver option the limit is, if any): the upsert repeats the
-    document's key in its filter, so that counts too. The
-    filter holds fields of the document, so it is never the larger: a document of at most
-    half of 16 MiB is measured without the filter being encoded."""
+    document's key in its filter, so that counts too. The filter holds fields of the
+    document, so it is never the larger: a document of at most half of 16 MiB is
+    measured without the filter being encoded."""
     size = bson_size(doc)
     if size > MAX_DOCUMENT_SIZE // 2:
         size += len(bson.encode(upsert_filter(doc)))
@@ -312,6 +312,8 @@ def build_checkpoint(
 def _split_if_too_large(
     doc: CheckpointDocument, stored_as: CheckpointRef, size: int, touched_at: datetime | None
 ) -> tuple[CheckpointDocument, list[ChunkDocument]]:
+    """`doc` (measured at `size`) as stored: with its largest values in chunks when it
+    does not fit one document; what cannot move must fit."""
     if size <= MAX_DOCUMENT_SIZE:
         return doc, []
     doc, chunks = split_checkpoint(doc, size, MAX_DOCUMENT_SIZE, touched_at)
