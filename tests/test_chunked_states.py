@@ -373,3 +373,17 @@ async def test_chunks_carry_the_thread_ttl_stamp(backend: Backend) -> None:
         chunks = await _chunks_of(saver, thread)
         assert len(chunks) == 6
         assert {c["thread_touched_at"] for c in chunks} == {doc["thread_touched_at"]}
+
+
+async def test_delta_history_reads_a_chunked_seed_and_a_chunked_write(backend: Backend) -> None:
+    memory = InMemorySaver()
+    async with backend.saver() as saver:
+        thread = new_thread()
+        seed, write = os.urandom(17 * MIB), os.urandom(17 * MIB)
+        root = await _put([saver, memory], thread, {"a": seed})
+        for s in (saver, memory):
+            await call(s, "put_writes", root, [("a", write), ("b", "small")], "t")
+        leaf = await _put([saver, memory], thread, {}, parent=root["configurable"]["checkpoint_id"])
+        ours = await call(saver, "get_delta_channel_history", config=leaf, channels=["a"])
+        theirs = await call(memory, "get_delta_channel_history", config=leaf, channels=["a"])
+        assert ours == theirs == {"a": {"writes": [("t", "a", write)], "seed": seed}}
