@@ -46,7 +46,7 @@ their checkpoint's writes, with the thread (`delete_thread`, TTL), or through
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -54,7 +54,7 @@ from bson import ObjectId
 
 from langgraph.checkpoint.mongo import _queries
 from langgraph.checkpoint.mongo._commands import Command, Method, Plan, Target
-from langgraph.checkpoint.mongo._keys import key_fields
+from langgraph.checkpoint.mongo._keys import KeyFields, key_fields
 from langgraph.checkpoint.mongo._schema import (
     CheckpointKey,
     ChunkDocument,
@@ -230,6 +230,29 @@ def _fill(wanted: _Wanted, joined: list[ChunkDocument]) -> Plan[None]:
             )
         value[Field.DATA] = b"".join(parts)  # type: ignore[arg-type]
         del value[Field.CHUNKS]
+
+
+def referenced_chunks(
+    checkpoints: Iterable[Mapping[str, Any]], writes: Iterable[Mapping[str, Any]]
+) -> Iterator[Command]:
+    """For each checkpoint that owns chunks these documents (as stored) refer to, the
+    `find` of those chunks: a copy reads and writes one checkpoint's at a time."""
+    wanted: dict[KeyFields, list[ChunkKey]] = {}
+    for checkpoint in checkpoints:
+        for entry in checkpoint.get(Field.CHANNEL_VALUES) or ():
+            if Field.CHUNKS in entry:
+                _want(wanted, checkpoint[Field.ID], entry[Field.CHUNKS])
+    for write in writes:
+        value = write[Field.VALUE]
+        if isinstance(value, Mapping) and Field.CHUNKS in value:
+            _want(wanted, write[Field.ID][Field.CHECKPOINT], value[Field.CHUNKS])
+    for keys in wanted.values():
+        yield Command(Target.WRITES, Method.FIND, (_queries.chunks_of(keys),))
+
+
+def _want(wanted: dict[KeyFields, list[ChunkKey]], owner: CheckpointKey, ref: ChunkRef) -> None:
+    keys = wanted.setdefault(key_fields(owner), [])
+    keys += [chunk_key(owner, ref[Field.REF_ID], part) for part in range(ref[Field.PARTS])]
 
 
 # Chunks that no document refers to.

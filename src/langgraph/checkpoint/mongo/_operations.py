@@ -624,7 +624,7 @@ def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) 
         return
     copied_ids = {key_fields(doc[Field.ID]) for doc in checkpoints}
     writes: list[WriteDocument] = yield Command(
-        Target.WRITES, Method.FIND, (_queries.of_thread(source),)
+        Target.WRITES, Method.FIND, (_queries.writes_of_thread(source),)
     )
     expiry = storage.expiry
     stamp = expiry.stamp() if expiry else None
@@ -632,11 +632,14 @@ def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) 
     # and upserting by `_id` makes running the copy again converge. Only the writes of
     # the copied checkpoints: a write no checkpoint joins (left by an interrupted
     # delete) must not land in the target thread.
-    copied_writes = [
-        (False, moved_write(doc, target, stamp))
-        for doc in writes
-        if key_fields(doc[Field.ID][Field.CHECKPOINT]) in copied_ids
-    ]
+    kept = [doc for doc in writes if key_fields(doc[Field.ID][Field.CHECKPOINT]) in copied_ids]
+    # Before both, the chunks they refer to, one checkpoint's at a time (see `_chunks`).
+    for read in _chunks.referenced_chunks(checkpoints, kept):
+        found: list[WriteDocument] = yield read
+        moved = [(False, moved_write(chunk, target, stamp)) for chunk in found]
+        if moved:  # none when a concurrent delete took the source's checkpoint
+            yield upsert_command(Target.WRITES, moved, ordered=True)
+    copied_writes = [(False, moved_write(doc, target, stamp)) for doc in kept]
     if copied_writes:
         yield upsert_command(Target.WRITES, copied_writes)
     copied = [(False, moved_checkpoint(doc, target, stamp)) for doc in checkpoints]

@@ -123,6 +123,11 @@ def writes_of(
 CHUNK_ID = f"{Field.ID}.{Field.CHUNK}"
 
 
+def writes_of_thread(thread_id: str) -> dict[str, Any]:
+    """Every pending write of a thread, its chunk documents aside."""
+    return {**of_thread(thread_id), CHUNK_ID: {"$exists": False}}
+
+
 def chunks_of(keys: list[ChunkKey]) -> dict[str, Any]:
     """These chunks (`_id`s), in their threads' shards."""
     threads = sorted({key[Field.CHECKPOINT][Field.THREAD_ID] for key in keys})
