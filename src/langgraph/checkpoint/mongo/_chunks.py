@@ -3,7 +3,7 @@
 MongoDB refuses a document over 16 MiB. A checkpoint (or a pending write) whose document
 would exceed it keeps its largest values' bytes in chunk documents instead, `CHUNK_SIZE`
 bytes each (after compression, when the saver compresses), largest values first until the
-document fits; such a value keeps its `type` and `compression` in the document, empty
+document fits; such a value keeps its `type` and `compression` in the document, no
 `data`, and a `ChunkRef` (`{"id", "parts"}`) in `chunks`. A state that fits one document is
 stored exactly as before this module existed.
 
@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, cast
 
 from bson import ObjectId
 
@@ -100,7 +100,11 @@ def _to_chunks(
             chunk[Field.TOUCHED_AT] = stamp
         chunks.append(chunk)
     ref: ChunkRef = {Field.REF_ID: value_id, Field.PARTS: len(chunks)}
-    return {**value, Field.DATA: b"", Field.CHUNKS: ref}, chunks
+    # Without `data`: a reader that does not know chunks (0.1.0) fails on the value
+    # instead of reading empty bytes (which a `bytes` value would silently become).
+    moved: dict[str, Any] = {key: part for key, part in value.items() if key != Field.DATA}
+    moved[Field.CHUNKS] = ref
+    return cast(StoredValue, moved), chunks
 
 
 def split_checkpoint(

@@ -106,7 +106,7 @@ def bson_size(doc: Mapping[str, Any]) -> int:
     entries = doc.get(Field.CHANNEL_VALUES) or ()
     payload = _payload_size(doc.get(Field.CHECKPOINT)) + _payload_size(doc.get(Field.VALUE))
     for entry in entries:
-        payload += len(entry[Field.DATA])
+        payload += len(entry.get(Field.DATA, b""))  # none once moved to chunks
     if payload < _COUNT_PAYLOADS_FROM:
         return len(bson.encode(doc))
     light = {**doc, Field.CHANNEL_VALUES: [_with_empty_payload(entry) for entry in entries]}

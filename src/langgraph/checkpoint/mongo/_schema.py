@@ -47,7 +47,7 @@ class Field:
     DATA: Final = "data"
     COMPRESSION: Final = "compression"
     # A stored value too large for its document: its bytes are in chunk documents (see
-    # `_chunks`), which this `ChunkRef` names; its `data` is then empty.
+    # `_chunks`), which this `ChunkRef` names; it then has no `data`.
     CHUNKS: Final = "chunks"
     # Chunk documents (in the writes collection): in `_id`, beside the owning checkpoint's
     # key, the id of the value the chunk is a part of and its position; `DATA` its bytes.
@@ -105,7 +105,8 @@ class _Chunked(TypedDict, total=False):
 
 class StoredValue(_TypedCompressed, _Chunked):
     """A serialized value: the serializer's type and bytes, maybe compressed; with
-    `chunks`, the bytes are in chunk documents and `data` is empty."""
+    `chunks` (as stored, never once read), the bytes are in chunk documents and `data`
+    is absent."""
 
     data: bytes
 
