@@ -145,6 +145,8 @@ async def test_from_conn_string_sets_up_identifies_and_closes(backend: Backend) 
         "compression": "zlib",
         "ttl": 3600,
         "targeted_joins": False,
+        "cache_max_bytes": 1024,
+        "state_max_bytes": 20 * 1024 * 1024,
     }
     # A client option we also set (the application's own driver metadata) is theirs to give.
     options["driver"] = DriverInfo(name="my-app")
@@ -178,6 +180,8 @@ async def _check_ready(saver: Any, options: dict[str, Any]) -> None:
     assert saver.compression == options["compression"]
     assert saver.ttl == timedelta(seconds=options["ttl"])
     assert saver.storage.join.by_thread is options["targeted_joins"]
+    assert saver.storage.recent.max_bytes == options["cache_max_bytes"]
+    assert saver.storage.max_bytes == options["state_max_bytes"]
     indexes = await _maybe(saver.checkpoint_collection.index_information())
     assert "thread_ns_checkpoint" in indexes
     assert indexes[TTL_INDEX_NAME]["expireAfterSeconds"] == options["ttl"]

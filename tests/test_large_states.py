@@ -20,33 +20,36 @@ from support.wire import cursors
 MIB = 1024 * 1024
 
 
-async def test_too_large_checkpoint_fails_cleanly(saver: Any) -> None:
-    thread = new_thread()
-    previous = await put(saver, thread, values={"small": "ok"})
-    with pytest.raises(CheckpointTooLargeError) as caught:
-        await put(
-            saver,
-            thread,
-            parent=previous["configurable"]["checkpoint_id"],
-            values={"blob": os.urandom(17 * MIB)},
-        )
-    error = caught.value
-    assert isinstance(error, ValueError)
-    assert error.thread_id == thread
-    assert error.checkpoint_ns == ""
-    assert error.size > error.limit == 16 * MIB
-    assert thread in str(error)
-    assert str(error.limit) in str(error)
-    latest = await call(saver, "get_tuple", config(thread))
-    assert latest.config == previous
-    assert len(await listed(saver, config(thread))) == 1
+async def test_a_checkpoint_over_state_max_bytes_fails_cleanly(backend: Backend) -> None:
+    async with backend.saver(state_max_bytes=16 * MIB) as saver:
+        thread = new_thread()
+        previous = await put(saver, thread, values={"small": "ok"})
+        with pytest.raises(CheckpointTooLargeError) as caught:
+            await put(
+                saver,
+                thread,
+                parent=previous["configurable"]["checkpoint_id"],
+                values={"blob": os.urandom(17 * MIB)},
+            )
+        error = caught.value
+        assert isinstance(error, ValueError)
+        assert error.thread_id == thread
+        assert error.checkpoint_ns == ""
+        assert error.size > error.limit == 16 * MIB
+        assert thread in str(error)
+        assert f"state_max_bytes={16 * MIB}" in str(error)
+        latest = await call(saver, "get_tuple", config(thread))
+        assert latest.config == previous
+        assert len(await listed(saver, config(thread))) == 1
+        # Nothing of it was written: no chunk either.
+        assert await _chunk_count(saver, thread) == 0
 
 
 @pytest.mark.parametrize("compression", [None, "zstd", "zlib"])
 async def test_too_large_advises_compression_only_to_a_saver_without_it(
     backend: Backend, compression: Any
 ) -> None:
-    async with backend.saver(compression=compression) as saver:
+    async with backend.saver(compression=compression, state_max_bytes=16 * MIB) as saver:
         with pytest.raises(CheckpointTooLargeError) as caught:
             await put(saver, new_thread(), values={"blob": os.urandom(17 * MIB)})
     message = str(caught.value)
@@ -58,14 +61,31 @@ async def test_too_large_advises_compression_only_to_a_saver_without_it(
     assert "keep large payloads out of the graph state" in message
 
 
-async def test_too_large_write_fails_and_writes_nothing(saver: Any) -> None:
-    thread = new_thread()
-    stored = await put(saver, thread)
-    writes = [("small", 1), ("huge", os.urandom(17 * MIB))]
-    named = r"^Write 1 \(channel 'huge', task 'task'\) of thread"
-    with pytest.raises(CheckpointTooLargeError, match=named):
-        await call(saver, "put_writes", stored, writes, "task")
-    assert (await call(saver, "get_tuple", stored)).pending_writes == []
+async def test_a_write_over_state_max_bytes_fails_and_writes_nothing(backend: Backend) -> None:
+    async with backend.saver(state_max_bytes=16 * MIB) as saver:
+        thread = new_thread()
+        stored = await put(saver, thread)
+        writes = [("small", 1), ("huge", os.urandom(17 * MIB))]
+        named = r"^Write 1 \(channel 'huge', task 'task'\) of thread"
+        with pytest.raises(CheckpointTooLargeError, match=named):
+            await call(saver, "put_writes", stored, writes, "task")
+        assert (await call(saver, "get_tuple", stored)).pending_writes == []
+        assert await _chunk_count(saver, thread) == 0
+
+
+def test_state_max_bytes_is_checked() -> None:
+    from langgraph.checkpoint.mongo import MongoDBSaver
+    from langgraph.checkpoint.mongo.testing import client
+
+    with pytest.raises(ValueError, match="state_max_bytes must be at least 16777216"):
+        MongoDBSaver(client(), state_max_bytes=MIB)
+    with pytest.raises(TypeError, match="state_max_bytes must be an int"):
+        MongoDBSaver(client(), state_max_bytes=20.0 * MIB)  # type: ignore[arg-type]
+
+
+async def _chunk_count(saver: Any, thread: str) -> int:
+    query = {"thread_id": thread, "_id.chunk": {"$exists": True}}
+    return int(await maybe_await(saver.writes_collection.count_documents(query)))
 
 
 class BlobState(TypedDict, total=False):
@@ -95,8 +115,9 @@ def blob_graph() -> StateGraph:
 async def test_a_refused_checkpoint_leaves_its_steps_writes_pending(backend: Backend) -> None:
     """What docs/reliability.md says of a step whose checkpoint is refused: its writes stay
     pending on the checkpoint before it, `invoke(None)` applies them and is refused every
-    time, and only new input moves the thread on, without that step's writes."""
-    async with backend.saver() as saver:
+    time, and only new input moves the thread on, without that step's writes. (A bound of
+    16 MiB: the writes of the step fit, the checkpoint holding them all does not.)"""
+    async with backend.saver(state_max_bytes=16 * MIB) as saver:
         graph = Driver(blob_graph().compile(checkpointer=saver), backend.is_sync)
         thread = config(new_thread())
         for run_input in ({"big": True}, None, None):
@@ -121,9 +142,7 @@ async def test_a_checkpoint_too_large_to_return_with_its_writes_is_read_apart(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """9 MiB of state and 2 x 5 MiB of writes each fit a document, but joined they do not:
-    a server refuses the joined read (the in-process mock has no limit to refuse it)."""
-    if backend.name == "mock":
-        pytest.skip("mongomock has no document size limit")
+    a server refuses the joined read (and so does the in-process mock)."""
     monkeypatch.setattr(ops, "LIST_APART_PAGE", 1)  # the rest of a list comes in pages
     async with backend.saver() as saver:
         thread = new_thread()
@@ -190,8 +209,6 @@ async def test_a_join_refused_with_any_too_large_code_is_read_apart(
 async def test_delta_history_reads_a_seed_too_large_for_its_writes_apart(
     backend: Backend,
 ) -> None:
-    if backend.name == "mock":
-        pytest.skip("mongomock has no document size limit")
     async with backend.saver() as saver:
         thread = new_thread()
         seed = os.urandom(9 * MIB)

@@ -306,18 +306,39 @@ async def test_a_dry_run_writes_nothing(backend: Backend, saver: Any) -> None:
     assert await stored(saver) == (0, 0)
 
 
-async def test_a_checkpoint_too_large_fails_its_thread_only(backend: Backend, saver: Any) -> None:
+async def test_a_checkpoint_too_large_fails_its_thread_only(backend: Backend) -> None:
     memory = InMemorySaver()
     big = checkpoint({"blob": os.urandom(17 * 1024 * 1024)})
     memory.put(config("big", ""), big, {"source": "input", "step": -1}, {"blob": 1})
     await chat(memory, "small", range(1))
+    async with backend.saver(state_max_bytes=16 * 1024 * 1024) as saver:
+        report = await copy(backend, memory_source(memory), saver)
+        found = {t.thread_id: t for t in report.threads}
+        assert found["small"].status is ThreadStatus.COPIED
+        assert found["big"].status is ThreadStatus.FAILED
+        assert big["id"] in str(found["big"].detail)
+        assert "state_max_bytes=16777216" in str(found["big"].detail)
+        assert await count(saver.checkpoint_collection, {"thread_id": "big"}) == 0
+        assert await count(saver.writes_collection, {"thread_id": "big"}) == 0
+
+
+async def test_states_beyond_16_mib_are_copied_in_chunks_and_verify(
+    backend: Backend, saver: Any
+) -> None:
+    memory = InMemorySaver()
+    blob, write = os.urandom(17 * 1024 * 1024), os.urandom(20 * 1024 * 1024)
+    big = checkpoint({"blob": blob})
+    stored_config = memory.put(config("big", ""), big, {"source": "input", "step": -1}, {"blob": 1})
+    memory.put_writes(stored_config, [("w", write)], "task")
     report = await copy(backend, memory_source(memory), saver)
-    found = {t.thread_id: t for t in report.threads}
-    assert found["small"].status is ThreadStatus.COPIED
-    assert found["big"].status is ThreadStatus.FAILED
-    assert big["id"] in str(found["big"].detail)
-    assert "over MongoDB's limit" in str(found["big"].detail)
-    assert await count(saver.checkpoint_collection, {"thread_id": "big"}) == 0
+    [thread] = report.threads
+    assert (thread.status, thread.checkpoints, thread.writes) == (ThreadStatus.COPIED, 1, 1)
+    got = await call(saver, "get_tuple", config("big", ""))
+    assert got.checkpoint["channel_values"]["blob"] == blob
+    assert got.pending_writes == [("task", "w", write)]
+    assert (await verify(backend, memory_source(memory), saver)).ok
+    [again] = (await copy(backend, memory_source(memory), saver)).threads
+    assert again.status is ThreadStatus.UNCHANGED
 
 
 async def test_copied_threads_get_the_target_ttl_stamp(backend: Backend) -> None:

@@ -191,3 +191,30 @@ def test_a_list_read_apart_resumes_exactly_where_it_stopped() -> None:
                 collection.aggregate(_queries.without_join(pipeline, everything[read], page))
             )
             assert [d["_id"] for d in rest] == [d["_id"] for d in everything[read + 1 :]]
+
+
+async def test_chunked_states_name_their_thread(sent_commands: list[Command]) -> None:
+    """Chunk documents carry the shard key: writing, reading, sweeping and deleting them
+    names the thread, and a copy writes them to the target thread."""
+    import os
+
+    from langgraph.checkpoint.mongo.testing import async_client
+
+    big = os.urandom(17 * 1024 * 1024)
+    saver = AsyncMongoDBSaver(async_client(), ttl=3600, cache_max_bytes=0)
+    await saver.setup()
+    thread, copy = new_thread(), new_thread()
+    sent_commands.clear()
+    first = await put(saver, thread, values={"blob": big})
+    second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
+    await call(saver, "put_writes", second, [("a", big)], "task")
+    await call(saver, "get_tuple", config(thread))
+    await listed(saver, config(thread))
+    await call(saver, "get_delta_channel_history", config=second, channels=["a"])
+    await call(saver, "prune", [thread], strategy="keep_latest")
+    assert [c for c in sent_commands if not _targets(c, thread)] == []
+    sent_commands.clear()
+    await call(saver, "copy_thread", thread, copy)
+    assert all(_targets(c, copy) for c in sent_commands if c.method != "find")
+    assert (await call(saver, "get_tuple", config(copy))).pending_writes == [("task", "a", big)]
+    await call(saver, "delete_thread", thread)

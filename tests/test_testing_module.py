@@ -10,6 +10,7 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -93,3 +94,28 @@ def test_a_nan_read_back_is_a_new_float_as_from_a_server() -> None:
         each.put(config("t"), stored, {"k": [nan]}, {})  # type: ignore[typeddict-unknown-key]
     assert list(memory.list(None, filter={"k": [nan]})) == []
     assert list(saver.list(None, filter={"k": [nan]})) == []
+
+
+def test_the_mock_refuses_documents_over_16_mib_as_a_server_does() -> None:
+    """A backend that stores what a server would refuse hides defects: the mock refuses
+    each kind of write with mongod's code and keeps nothing of it, and refuses an
+    aggregation result over the limit as a server refuses a `$lookup` joining too much."""
+    from pymongo.errors import OperationFailure, WriteError
+
+    mib = 1024 * 1024
+    coll = testing.client().db.limits
+    coll.insert_one({"_id": "grown", "a": b"a" * (9 * mib), "k": 1})
+    with pytest.raises(WriteError) as inserted:
+        coll.insert_one({"_id": "new", "blob": b"i" * (17 * mib)})
+    with pytest.raises(WriteError) as updated:
+        coll.update_one({"_id": "grown"}, {"$set": {"b": b"b" * (9 * mib)}})
+    with pytest.raises(WriteError) as upserted:
+        coll.update_one({"_id": "up"}, {"$set": {"blob": b"u" * (17 * mib)}}, upsert=True)
+    assert (inserted.value.code, updated.value.code, upserted.value.code) == (2, 17419, 17420)
+    assert [d["_id"] for d in coll.find({}, {"_id": 1})] == ["grown"]
+    assert "b" not in coll.find_one({"_id": "grown"})  # rolled back
+    coll.insert_one({"_id": "other", "a": b"o" * (9 * mib), "k": 1})
+    join = {"from": "limits", "localField": "k", "foreignField": "k", "as": "all"}
+    with pytest.raises(OperationFailure) as joined:
+        list(coll.aggregate([{"$match": {"_id": "grown"}}, {"$lookup": join}]))
+    assert joined.value.code == 4568

@@ -549,3 +549,55 @@ async def test_async_fifty_clients_concurrently(srv: WireServer) -> None:
     assert srv.mock.db.many.count_documents({}) == 50
     assert srv.count() == 100
     assert elapsed < 4.0  # 100 commands x 0.05 s = 5 s if serialised
+
+
+MIB = 1024 * 1024
+
+
+def test_writes_over_16_mib_are_refused_as_mongod_refuses_them(
+    srv: WireServer, client: MongoClient[Any]
+) -> None:
+    """What PyMongo does not refuse itself (acknowledged bulk writes), the server refuses
+    with mongod 7.0's codes, per statement, and stores nothing of it: an insert with 2
+    (BadValue), an update with 17419, an upsert that inserts with 17420."""
+    coll = client.db.limits
+    coll.insert_one({"_id": "grown", "a": b"a" * (9 * MIB)})
+    requests = [
+        InsertOne({"_id": "inserted", "blob": b"i" * (17 * MIB)}),
+        UpdateOne({"_id": "grown"}, {"$set": {"b": b"b" * (9 * MIB)}}),
+        UpdateOne({"_id": "upserted"}, {"$set": {"blob": b"u" * (17 * MIB)}}, upsert=True),
+        ReplaceOne({"_id": "grown"}, {"c": b"c" * (17 * MIB)}),
+        InsertOne({"_id": "small"}),
+    ]
+    with pytest.raises(BulkWriteError) as refused:
+        coll.bulk_write(requests, ordered=False)
+    errors = refused.value.details["writeErrors"]
+    assert [(e["index"], e["code"]) for e in errors] == [(0, 2), (1, 17419), (2, 17420), (3, 17419)]
+    assert errors[0]["errmsg"].startswith("object to insert too large. size in bytes: ")
+    assert errors[1]["errmsg"] == f"Resulting document after update is larger than {16 * MIB}"
+    assert errors[2]["errmsg"] == f"Document to upsert is larger than {16 * MIB}"
+    assert sorted(d["_id"] for d in coll.find({}, {"_id": 1})) == ["grown", "small"]
+    assert list(coll.find({"_id": "grown"}, {"a": 0})) == [{"_id": "grown"}]  # unchanged
+    # The same on single writes whose statement PyMongo lets through (under 16 MiB + 16 KiB).
+    with pytest.raises(OperationFailure) as grown:
+        coll.update_one({"_id": "grown"}, {"$set": {"b": b"b" * (8 * MIB)}})
+    assert grown.value.code == 17419
+    # What PyMongo refuses itself is never sent.
+    srv.reset()
+    with pytest.raises(DocumentTooLarge):
+        coll.update_one({"_id": "x"}, {"$set": {"blob": b"x" * (17 * MIB)}}, upsert=True)
+    assert srv.count() == 0
+
+
+@pytest.mark.parametrize("driver", ASYNC_DRIVERS)
+async def test_async_bulk_write_over_16_mib_is_refused(srv: WireServer, driver: str) -> None:
+    async with async_client(driver, srv.uri) as c:
+        coll = c.adb.limits
+        requests = [
+            UpdateOne({"_id": 1}, {"$set": {"blob": b"u" * (17 * MIB)}}, upsert=True),
+            UpdateOne({"_id": 2}, {"$set": {"blob": b"s"}}, upsert=True),
+        ]
+        with pytest.raises(BulkWriteError) as refused:
+            await coll.bulk_write(requests, ordered=False)
+        assert [e["code"] for e in refused.value.details["writeErrors"]] == [17420]
+        assert [d["_id"] async for d in coll.find({}, {"_id": 1})] == [2]

@@ -24,6 +24,7 @@ from langgraph.checkpoint.mongo import _options
 from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES, RecentValues
 from langgraph.checkpoint.mongo._codec import Codec, Compression
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
+from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES
 from langgraph.checkpoint.mongo._drivers import client_options, identify, require_client
 from langgraph.checkpoint.mongo._logging import logger
 from langgraph.checkpoint.mongo._queries import WritesJoin
@@ -133,7 +134,6 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             it off. See
             [the value cache](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/reliability/#the-value-cache-and-its-bound)
             for what it counts and how to size it.
-
         keep_last: each thread keeps its `keep_last` newest checkpoints per namespace
             (and the ancestors their `DeltaChannel`s rebuild from), trimmed as it is
             written: once this process knows more than `2 * keep_last` of them, the
@@ -143,6 +143,13 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         refresh_ttl_on_read: with `ttl`, a read of a thread (`get_tuple`, `list` of one
             thread) also moves its expiry stamp, at most once per `ttl / 16` and process,
             in the background: the read does not wait for it. Needs `ttl`.
+        state_max_bytes: the largest checkpoint, and the largest pending write, the saver
+            stores, in bytes as stored (serialized, then compressed when `compression` is
+            set); at least 16 MiB. A larger one raises `CheckpointTooLargeError` and nothing
+            is written. What does not fit one MongoDB document goes to
+            [chunk documents](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/stored-format/#chunk-documents-values-too-large-for-one-document);
+            this bound keeps a runaway state from filling the database and the process's
+            memory.
 
     Attributes:
         client: the client the saver was built on.
@@ -193,6 +200,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
         keep_last: int | None = None,
         refresh_ttl_on_read: bool = False,
+        state_max_bytes: int = DEFAULT_STATE_MAX_BYTES,
     ) -> None:
         require_client(client, asynchronous=self.asynchronous)
         super().__init__(serde=serde)
@@ -222,6 +230,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             recent=RecentValues(cache_bound),
             keep_last=KeepLast(self.keep_last) if self.keep_last is not None else None,
             refresh_on_read=self.refresh_ttl_on_read,
+            max_bytes=_options.state_max_bytes(state_max_bytes),
         )
         self._setup_state: SetupState[Any] = SetupState(
             asyncio.Lock() if self.asynchronous else threading.Lock()
@@ -242,6 +251,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES,
         keep_last: int | None = None,
         refresh_ttl_on_read: bool = False,
+        state_max_bytes: int = DEFAULT_STATE_MAX_BYTES,
         **client_kwargs: Any,
     ) -> OpenedT:
         """A saver on a client of its own: `with MongoDBSaver.from_conn_string(...) as
@@ -265,6 +275,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             cache_max_bytes: as in the constructor.
             keep_last: as in the constructor.
             refresh_ttl_on_read: as in the constructor.
+            state_max_bytes: as in the constructor.
             **client_kwargs: PyMongo client options, passed to the client
                 (`timeoutMS`, `serverSelectionTimeoutMS`, TLS options, `w`, `driver`, ...).
 
@@ -298,6 +309,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
                 cache_max_bytes=cache_max_bytes,
                 keep_last=keep_last,
                 refresh_ttl_on_read=refresh_ttl_on_read,
+                state_max_bytes=state_max_bytes,
             ),
         )
         opener = AsyncSaverContextManager if cls.asynchronous else SaverContextManager

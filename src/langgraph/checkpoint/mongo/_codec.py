@@ -84,6 +84,10 @@ class Codec(NamedTuple):
             stored = _NULL
         if isinstance(stored, bytes):
             return self.serde.loads_typed((IMPLIED_TYPE, stored))
+        if Field.CHUNKS in stored:
+            raise ValueError(
+                f"stored value refers to chunks {stored[Field.CHUNKS]!r} that were not read"
+            )
         data = bytes(stored[Field.DATA])
         compression = stored.get(Field.COMPRESSION)
         if compression is not None:

@@ -29,6 +29,7 @@ from langgraph.checkpoint.mongo._channel_values import (
     decode_channel_values,
     encode_channel_values,
 )
+from langgraph.checkpoint.mongo._chunks import split_checkpoint, split_write
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._keys import (
     CheckpointRef,
@@ -47,8 +48,11 @@ from langgraph.checkpoint.mongo._metadata import (
     readable_metadata,
 )
 from langgraph.checkpoint.mongo._schema import (
+    MAX_DOCUMENT_SIZE,
+    ChannelValue,
     CheckpointDocument,
     CheckpointKey,
+    ChunkDocument,
     Field,
     JoinedCheckpoint,
     ThreadDocument,
@@ -69,10 +73,6 @@ class Label(NamedTuple):
 
     def __str__(self) -> str:
         return self.template.format(*map(short_repr, self.quoted))
-
-
-# MongoDB's maxBsonObjectSize, the same on every current server and on Atlas.
-MAX_DOCUMENT_SIZE = 16 * 1024 * 1024
 
 
 def _payload_size(stored: Any) -> int:
@@ -105,7 +105,7 @@ def bson_size(doc: Mapping[str, Any]) -> int:
     entries = doc.get(Field.CHANNEL_VALUES) or ()
     payload = _payload_size(doc.get(Field.CHECKPOINT)) + _payload_size(doc.get(Field.VALUE))
     for entry in entries:
-        payload += len(entry[Field.DATA])
+        payload += len(entry.get(Field.DATA, b""))  # none once moved to chunks
     if payload < _COUNT_PAYLOADS_FROM:
         return len(bson.encode(doc))
     light = {**doc, Field.CHANNEL_VALUES: [_with_empty_payload(entry) for entry in entries]}
@@ -117,26 +117,41 @@ def bson_size(doc: Mapping[str, Any]) -> int:
     return len(bson.encode(light)) + payload
 
 
-def _within_size_limit(doc: D, what: str | Label, ref: CheckpointRef, codec: Codec) -> D:
-    """Refuse a document the server would refuse, before anything is sent: the upsert
-    that carries it repeats its key in the filter, so that counts too. The filter holds
-    fields of the document, so it is never the larger: a document of at most half the
-    limit passes without the filter being encoded. (`codec`: the error's advice depends
-    on its compression.)"""
+def _measured(
+    doc: Mapping[str, Any],
+    what: str | Label,
+    ref: CheckpointRef,
+    limit: int,
+    option: str | None = None,
+    compression: str | None = None,
+) -> int:
+    """The size of the upsert that stores `doc`, refused over `limit` before anything is
+    sent (`option` names the saver option the limit is, if any; `compression`, the
+    saver's, decides the error's advice): the upsert repeats the
+    document's key in its filter, so that counts too. The filter holds fields of the
+    document, so it is never the larger: a document of at most half of 16 MiB is
+    measured without the filter being encoded."""
     size = bson_size(doc)
     if size > MAX_DOCUMENT_SIZE // 2:
         size += len(bson.encode(upsert_filter(doc)))
-    if size > MAX_DOCUMENT_SIZE:
+    if size > limit:
         raise CheckpointTooLargeError(
             str(what),
             thread_id=ref.thread_id,
             checkpoint_ns=ref.checkpoint_ns,
             checkpoint_id=str(ref.checkpoint_id),
             size=size,
-            limit=MAX_DOCUMENT_SIZE,
-            compression=codec.compression,
+            limit=limit,
+            option=option,
+            compression=compression,
         )
-    return doc
+    return size
+
+
+# The option that bounds what a saver stores (`state_max_bytes`), and its default: room
+# for a 40 MiB state with its overhead, and a bound on a put's memory.
+STATE_MAX_BYTES = "state_max_bytes"
+DEFAULT_STATE_MAX_BYTES = 64 * 1024 * 1024
 
 
 def _encode_or_refuse(
@@ -250,11 +265,14 @@ def _checkpoint_blob(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class BuiltCheckpoint(NamedTuple):
-    """A checkpoint's document and its stored channel entries (the value cache's entry
-    for it: the same entry objects as the document's `channel_values`)."""
+    """A checkpoint's document, its stored channel entries (the value cache's entry for
+    it: the same entry objects as the document's `channel_values`, with their bytes), and
+    the chunk documents that hold the values too large for one document (see `_chunks`;
+    the document's entries for those then refer to them)."""
 
     document: CheckpointDocument
     values: StoredValues
+    chunks: list[ChunkDocument]
 
 
 def build_checkpoint(
@@ -262,13 +280,52 @@ def build_checkpoint(
     new: NewCheckpoint,
     parent: StoredValues | None = None,
     touched_at: datetime | None = None,
+    *,
+    max_bytes: int = DEFAULT_STATE_MAX_BYTES,
 ) -> BuiltCheckpoint:
-    """The document `put` stores, and its channel entries, in one pass.
+    """What `put` stores, and its channel entries, in one pass.
 
     Channels in `new.unchanged` keep the `parent`'s stored entries (see
-    `_channel_values`); every other value is serialized. A document the server would
-    refuse (over 16 MiB) raises `CheckpointTooLargeError` before anything is sent.
+    `_channel_values`); every other value is serialized. A document over 16 MiB has its
+    largest values moved to chunks; one over `max_bytes` (the saver's `state_max_bytes`)
+    in all, or whose parts that cannot move to chunks exceed 16 MiB, raises
+    `CheckpointTooLargeError` before anything is sent.
     """
+    doc, entries = _build_document(codec, new, parent, touched_at)
+    size = _measured(doc, "Checkpoint", new.ref, max_bytes, STATE_MAX_BYTES, codec.compression)
+    stored, chunks = _split_if_too_large(doc, new.ref, size, touched_at)
+    return BuiltCheckpoint(stored, StoredValues(entries, new.versions), chunks)
+
+
+def _split_if_too_large(
+    doc: CheckpointDocument, stored_as: CheckpointRef, size: int, touched_at: datetime | None
+) -> tuple[CheckpointDocument, list[ChunkDocument]]:
+    """`doc` (measured at `size`) as stored: with its largest values in chunks when it
+    does not fit one document; what cannot move must fit."""
+    if size <= MAX_DOCUMENT_SIZE:
+        return doc, []
+    doc, chunks = split_checkpoint(doc, size, MAX_DOCUMENT_SIZE, touched_at)
+    _measured(doc, "Checkpoint without its chunked values", stored_as, MAX_DOCUMENT_SIZE)
+    return doc, chunks
+
+
+def stored_form(doc: CheckpointDocument) -> tuple[CheckpointDocument, list[ChunkDocument]]:
+    """A whole checkpoint document (from `checkpoint_document` with a `max_bytes` over
+    16 MiB) as `put` stores it: with chunks when it does not fit one document."""
+    _, ns, checkpoint_id = key_fields(doc[Field.ID])
+    stored_as = CheckpointRef(doc[Field.THREAD_ID], ns, checkpoint_id)
+    size = _measured(doc, "Checkpoint", stored_as, MAX_STORED_SIZE)
+    return _split_if_too_large(doc, stored_as, size, doc.get(Field.TOUCHED_AT))
+
+
+# No bound: for documents already measured against one.
+MAX_STORED_SIZE = 2**63
+
+
+def _build_document(
+    codec: Codec, new: NewCheckpoint, parent: StoredValues | None, touched_at: datetime | None
+) -> tuple[CheckpointDocument, dict[str, ChannelValue]]:
+    """The whole checkpoint document, not measured, and its entries by channel."""
     full_metadata = new.metadata
     # Metadata of plain types reads back from its readable copy exactly as a serializer
     # round trip returns it, so it is not serialized at all (LangGraph's own `source`,
@@ -317,8 +374,7 @@ def build_checkpoint(
         doc[Field.SERIALIZED_METADATA] = serialized_metadata
     if touched_at is not None:
         doc[Field.TOUCHED_AT] = touched_at
-    _within_size_limit(doc, "Checkpoint", new.ref, codec)
-    return BuiltCheckpoint(doc, StoredValues(entries, new.versions))
+    return doc, entries
 
 
 def checkpoint_document(
@@ -328,12 +384,24 @@ def checkpoint_document(
     metadata: CheckpointMetadata,
     config: Mapping[str, Any],
     touched_at: datetime | None = None,
+    *,
+    max_bytes: int | None = None,
 ) -> CheckpointDocument:
-    """The document of a checkpoint with every value serialized (copying threads in);
-    `ref.checkpoint_id` is the parent, if any."""
+    """The document of a checkpoint with every value serialized and in it (copying
+    threads in: `stored_form` splits it as `put` does), refused over `max_bytes` (a
+    saver's `state_max_bytes`; None: what one document holds); `ref.checkpoint_id` is
+    the parent, if any."""
     new = new_checkpoint(ref, checkpoint, metadata, config, {})
     # No parent entries to keep: every value is serialized.
-    return build_checkpoint(codec, new, None, touched_at).document
+    doc, _ = _build_document(codec, new, None, touched_at)
+    _measured(doc, "Checkpoint", new.ref, *_limit(max_bytes), codec.compression)
+    return doc
+
+
+def _limit(max_bytes: int | None) -> tuple[int, str | None]:
+    """A whole-document API's limit, and the option it is: `max_bytes` is the saver's
+    `state_max_bytes`; None is what one document holds."""
+    return (MAX_DOCUMENT_SIZE, None) if max_bytes is None else (max_bytes, STATE_MAX_BYTES)
 
 
 def write_documents(
@@ -343,13 +411,68 @@ def write_documents(
     task_id: str,
     task_path: str,
     touched_at: datetime | None = None,
+    *,
+    max_bytes: int | None = None,
 ) -> list[tuple[bool, WriteDocument]]:
-    """`(replace_on_conflict, document)` for each write, all serialized before any I/O.
+    """`(replace_on_conflict, document)` for each write, all serialized before any I/O,
+    each whole (see `stored_writes`) and refused over `max_bytes` (a saver's
+    `state_max_bytes`; None: what one document holds).
 
     Special channels (errors, interrupts, resumes) have fixed negative indexes and a
     retry replaces them; a regular write keeps its first stored value, as in
     `InMemorySaver`.
     """
+    return [
+        (replace, doc)
+        for replace, doc, _ in _write_documents(
+            codec, ref, writes, task_id, task_path, touched_at, *_limit(max_bytes)
+        )
+    ]
+
+
+def stored_writes(
+    codec: Codec,
+    ref: CheckpointRef,
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+    touched_at: datetime | None = None,
+    *,
+    max_bytes: int = DEFAULT_STATE_MAX_BYTES,
+) -> tuple[list[tuple[bool, WriteDocument]], list[ChunkDocument]]:
+    """What `put_writes` stores: `write_documents`, each value too large for its document
+    moved to chunk documents (see `_chunks`), and those chunks."""
+    documents: list[tuple[bool, WriteDocument]] = []
+    chunks: list[ChunkDocument] = []
+    for replace, doc, size in _write_documents(
+        codec, ref, writes, task_id, task_path, touched_at, max_bytes, STATE_MAX_BYTES
+    ):
+        if size > MAX_DOCUMENT_SIZE:
+            doc, parts = split_write(doc, touched_at)
+            chunks += parts
+        documents.append((replace, doc))
+    return documents, chunks
+
+
+def stored_write_form(doc: WriteDocument) -> tuple[WriteDocument, list[ChunkDocument]]:
+    """A whole write document (from `write_documents` with a `max_bytes` over 16 MiB) as
+    `put_writes` would store it."""
+    if bson_size(doc) + len(bson.encode(upsert_filter(doc))) <= MAX_DOCUMENT_SIZE:
+        return doc, []
+    return split_write(doc, doc.get(Field.TOUCHED_AT))
+
+
+def _write_documents(
+    codec: Codec,
+    ref: CheckpointRef,
+    writes: Sequence[tuple[str, Any]],
+    task_id: str,
+    task_path: str,
+    touched_at: datetime | None,
+    max_bytes: int,
+    option: str | None,
+) -> list[tuple[bool, WriteDocument, int]]:
+    """`(replace_on_conflict, document, size)` for each write."""
     if ref.checkpoint_id is None:
         raise ValueError(
             "put_writes needs config['configurable']['checkpoint_id']: writes belong to a "
@@ -386,7 +509,8 @@ def write_documents(
         if touched_at is not None:
             document[Field.TOUCHED_AT] = touched_at
         what = Label("Write {} (channel {}, task {})", (position, channel, task_id))
-        documents.append((idx < 0, _within_size_limit(document, what, ref, codec)))
+        size = _measured(document, what, ref, max_bytes, option, codec.compression)
+        documents.append((idx < 0, document, size))
     return documents
 
 
@@ -505,14 +629,15 @@ def moved_checkpoint(
 
 
 def moved_write(doc: WriteDocument, thread_id: str, touched_at: datetime | None) -> WriteDocument:
-    """A copy of a pending-write document that belongs to another thread."""
-    key, checkpoint = doc[Field.ID], doc[Field.ID][Field.CHECKPOINT]
+    """A copy of a pending-write (or chunk) document that belongs to another thread: its
+    key names the moved checkpoint, the rest of the key kept in its order."""
+    checkpoint = doc[Field.ID][Field.CHECKPOINT]
     moved_key = checkpoint_key(
         thread_id, checkpoint[Field.CHECKPOINT_NS], checkpoint[Field.CHECKPOINT_ID]
     )
     moved: WriteDocument = {
         **doc,
-        Field.ID: write_key(moved_key, key[Field.TASK_ID], key[Field.IDX]),
+        Field.ID: {**doc[Field.ID], Field.CHECKPOINT: moved_key},
         Field.THREAD_ID: thread_id,
     }
     if touched_at is not None:

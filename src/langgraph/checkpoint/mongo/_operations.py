@@ -25,7 +25,7 @@ from langgraph.checkpoint.base import (
 from pymongo import DeleteMany, IndexModel, UpdateMany, UpdateOne
 from pymongo.errors import OperationFailure
 
-from langgraph.checkpoint.mongo import _delta, _options, _queries
+from langgraph.checkpoint.mongo import _chunks, _delta, _options, _queries
 from langgraph.checkpoint.mongo._channel_values import (
     RecentValues,
     StoredValues,
@@ -43,6 +43,7 @@ from langgraph.checkpoint.mongo._commands import (
     Target,
 )
 from langgraph.checkpoint.mongo._documents import (
+    DEFAULT_STATE_MAX_BYTES,
     NewCheckpoint,
     ThreadInfo,
     build_checkpoint,
@@ -50,9 +51,11 @@ from langgraph.checkpoint.mongo._documents import (
     moved_checkpoint,
     moved_write,
     new_checkpoint,
+    stored_form,
     stored_metadata,
+    stored_write_form,
+    stored_writes,
     thread_info,
-    write_documents,
     written_by_us,
 )
 from langgraph.checkpoint.mongo._keys import (
@@ -103,6 +106,7 @@ class Storage:
             `None` when threads keep every checkpoint.
         refresh_on_read: the saver's `refresh_ttl_on_read`: a read of a thread moves
             its expiry stamp too (see `refresh_on_read`).
+        max_bytes: the largest checkpoint or pending write stored (`state_max_bytes`).
     """
 
     codec: Codec
@@ -111,6 +115,7 @@ class Storage:
     recent: RecentValues
     keep_last: KeepLast | None = None
     refresh_on_read: bool = False
+    max_bytes: int = DEFAULT_STATE_MAX_BYTES
 
     def forget_threads(self, thread_ids: Sequence[str]) -> None:
         """A delete changed these threads: drop what this process remembers of them."""
@@ -228,18 +233,21 @@ def upsert_command(
     target: Target,
     docs: Sequence[tuple[bool, Mapping[str, Any]]],
     first: Sequence[UpdateMany] = (),
+    *,
+    ordered: bool = False,
 ) -> Command:
-    """`(keep_existing, document)` upserts (`_queries.upsert`) in one command: an
-    unordered bulk write, or for a single document an `update_one`, which the driver
-    dispatches for less client CPU. `first`: updates of the same collection sent before
-    them in that command."""
+    """`(keep_existing, document)` upserts (`_queries.upsert`) in one command: a bulk
+    write (unordered unless `ordered`: then in order, stopping at the first failure), or
+    for a single document an `update_one`, which the driver dispatches for less client
+    CPU. `first`: updates of the same collection sent before them in that command."""
     if len(docs) == 1 and not first:
         [(keep, doc)] = docs
         return Command(
             target, Method.UPDATE_ONE, _queries.upsert(doc, keep_existing=keep), _queries.UPSERT
         )
     upserts = (_queries.upsert_request(doc, keep_existing=keep) for keep, doc in docs)
-    return Command(target, Method.BULK_WRITE, ([*first, *upserts],), _queries.UNORDERED)
+    options = _queries.ORDERED if ordered else _queries.UNORDERED
+    return Command(target, Method.BULK_WRITE, ([*first, *upserts],), options)
 
 
 def touch_thread(
@@ -342,6 +350,7 @@ def _parent_values(storage: Storage, new: NewCheckpoint) -> Plan[StoredValues | 
         docs = yield Command(Target.CHECKPOINTS, Method.FIND, _queries.channel_values_of(key))
         if not docs:
             return None
+        yield from _chunks.resolve_entries(key, docs[0][Field.CHANNEL_VALUES])
         versions = storage.codec.decode(docs[0][Field.CHECKPOINT]).get("channel_versions", {})
         values = stored_values(docs[0][Field.CHANNEL_VALUES], versions)
         storage.recent.remember(key, values)
@@ -395,7 +404,12 @@ def put(
     parent = yield from _parent_values(storage, new)
     expiry = storage.expiry
     stamp = expiry.stamp() if expiry else None
-    built = build_checkpoint(storage.codec, new, parent, stamp)
+    built = build_checkpoint(storage.codec, new, parent, stamp, max_bytes=storage.max_bytes)
+    if built.chunks:
+        # Before the document that refers to them (see `_chunks`).
+        yield upsert_command(
+            Target.WRITES, [(False, chunk) for chunk in built.chunks], ordered=True
+        )
     send = partial(store_checkpoint, built.document)
     yield from _stamped_write(expiry, new.ref.thread_id, stamp, Target.CHECKPOINTS, send)
     storage.recent.remember(new.key, built.values)
@@ -415,12 +429,16 @@ def put_writes(
     ref = ref_from_config(config)
     expiry = storage.expiry
     stamp = expiry.stamp() if expiry else None
-    documents = write_documents(storage.codec, ref, writes, task_id, task_path, stamp)
+    documents, chunks = stored_writes(
+        storage.codec, ref, writes, task_id, task_path, stamp, max_bytes=storage.max_bytes
+    )
     if documents:
         # A regular write keeps its first stored value, a special one is replaced; a
-        # retried write still keeps the thread alive (its stamp moves forward).
-        upserts = [(not replace, doc) for replace, doc in documents]
-        send = partial(upsert_command, Target.WRITES, upserts)
+        # retried write still keeps the thread alive (its stamp moves forward). Chunks
+        # come first, in the same ordered bulk write (see `_chunks`).
+        upserts: list[tuple[bool, Mapping[str, Any]]] = [(False, chunk) for chunk in chunks]
+        upserts += [(not replace, doc) for replace, doc in documents]
+        send = partial(upsert_command, Target.WRITES, upserts, ordered=bool(chunks))
         yield from _stamped_write(expiry, ref.thread_id, stamp, Target.WRITES, send)
 
 
@@ -469,7 +487,9 @@ def _read_apart(
     trips instead of one, for checkpoints too large to return with their writes."""
     docs: list[Joined] = yield Command(Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,))
     if docs:
-        query = _queries.writes_of([d[Field.ID] for d in docs], channels)
+        # A single checkpoint's chunks come with its writes; a page's are read one
+        # checkpoint at a time, as it is returned (see `_chunks.resolve`).
+        query = _queries.writes_of([d[Field.ID] for d in docs], channels, chunks=len(docs) == 1)
         writes: list[WriteDocument] = yield Command(Target.WRITES, Method.FIND, (query,))
         joined: dict[KeyFields, list[WriteDocument]] = {}
         for write in writes:
@@ -502,6 +522,7 @@ def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple 
     docs: list[JoinedCheckpoint] = yield from _read_joined(pipeline)
     if not docs:
         return None
+    yield from _chunks.resolve(docs)
     found = checkpoint_tuple(storage.codec, docs[0])
     if storage.keep_last is not None:
         storage.keep_last.saw(docs)
@@ -597,6 +618,7 @@ def list_checkpoints(
         doc = yield from documents.next(page_size)
         if doc is None:
             return
+        yield from _chunks.resolve([doc])
         found = checkpoint_tuple(storage.codec, doc)
         if metadata.exact or metadata.matches(found.metadata):
             yield found
@@ -717,6 +739,7 @@ def delta_history(
             seeds = found.seed_at.values()
             pipeline = _queries.history_pipeline(ref, found.chain, seeds, wanted, storage.join)
             docs = yield from _read_joined(pipeline, _queries.HISTORY_OPTIONS, wanted)
+            yield from _chunks.resolve(docs)
         if {doc[Field.ID][Field.CHECKPOINT_ID] for doc in docs} == set(found.chain):
             return _delta.assemble(storage.codec, found, docs, wanted)
     raise ThreadChangedError(
@@ -807,7 +830,7 @@ def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) 
         return
     copied_ids = {key_fields(doc[Field.ID]) for doc in checkpoints}
     writes: list[WriteDocument] = yield Command(
-        Target.WRITES, Method.FIND, (_queries.of_thread(source),)
+        Target.WRITES, Method.FIND, (_queries.writes_of_thread(source),)
     )
     expiry = storage.expiry
     stamp = expiry.stamp() if expiry else None
@@ -815,11 +838,14 @@ def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) 
     # and upserting by `_id` makes running the copy again converge. Only the writes of
     # the copied checkpoints: a write no checkpoint joins (left by an interrupted
     # delete) must not land in the target thread.
-    copied_writes = [
-        (False, moved_write(doc, target, stamp))
-        for doc in writes
-        if key_fields(doc[Field.ID][Field.CHECKPOINT]) in copied_ids
-    ]
+    kept = [doc for doc in writes if key_fields(doc[Field.ID][Field.CHECKPOINT]) in copied_ids]
+    # Before both, the chunks they refer to, one checkpoint's at a time (see `_chunks`).
+    for read in _chunks.referenced_chunks(checkpoints, kept):
+        found: list[WriteDocument] = yield read
+        moved = [(False, moved_write(chunk, target, stamp)) for chunk in found]
+        if moved:  # none when a concurrent delete took the source's checkpoint
+            yield upsert_command(Target.WRITES, moved, ordered=True)
+    copied_writes = [(False, moved_write(doc, target, stamp)) for doc in kept]
     if copied_writes:
         yield upsert_command(Target.WRITES, copied_writes)
     copied = [(False, moved_checkpoint(doc, target, stamp)) for doc in checkpoints]
@@ -866,24 +892,52 @@ def prune(
         return
     lineage = yield _find_lineage(in_threads)
     yield from _delete_checkpoints(_delta.prunable(lineage, 1 if keep is None else keep))
+    # The deleted checkpoints' chunks went with their writes; what a crash or a checkpoint
+    # stored again left unreferenced goes now.
+    yield from _chunks.remove_unreferenced_chunks(threads)
 
 
 # What `migrate` (copying threads in from another saver) runs on the target.
 
 
+def store_documents(target: Target, docs: Sequence[Mapping[str, Any]]) -> Plan[None]:
+    """Insert these whole documents (checkpoints, or writes: see `checkpoint_document`) or
+    replace the stored ones under their keys: one command, after one for the chunks of
+    those too large for one document (in the writes collection, in one ordered bulk write
+    with the writes themselves)."""
+    chunks: list[Mapping[str, Any]] = []
+    stored: list[Mapping[str, Any]] = []
+    for doc in docs:
+        if target is Target.CHECKPOINTS:
+            doc, parts = stored_form(doc)  # type: ignore[arg-type]
+        else:
+            doc, parts = stored_write_form(doc)  # type: ignore[arg-type]
+        chunks += parts
+        stored.append(doc)
+    upserts = [(False, doc) for doc in chunks]
+    if target is Target.CHECKPOINTS and chunks:
+        yield upsert_command(Target.WRITES, upserts, ordered=True)
+        upserts = []
+    rest = [*upserts, *((False, doc) for doc in stored)]
+    yield upsert_command(target, rest, ordered=bool(upserts))
+
+
 def thread_document_counts(thread_id: str) -> Plan[tuple[int, int]]:
-    """How many checkpoint and pending-write documents the thread has."""
+    """How many checkpoint and pending-write documents the thread has (chunks aside)."""
     query = _queries.of_thread(thread_id)
     checkpoints = yield Command(Target.CHECKPOINTS, Method.COUNT_DOCUMENTS, (query,))
-    writes = yield Command(Target.WRITES, Method.COUNT_DOCUMENTS, (query,))
+    writes_query = {**query, _queries.CHUNK_ID: {"$exists": False}}
+    writes = yield Command(Target.WRITES, Method.COUNT_DOCUMENTS, (writes_query,))
     return checkpoints, writes
 
 
 def stored_documents(keys: list[CheckpointKey]) -> Plan[tuple[list[Any], list[Any]]]:
-    """The documents of these checkpoints, as stored, and every write stored for them
-    (also writes whose checkpoint is not there: an interrupted copy leaves those)."""
+    """The documents of these checkpoints, as stored but with every chunked value whole
+    (see `_chunks`), and every write stored for them (also writes whose checkpoint is not
+    there: an interrupted copy leaves those)."""
     checkpoints = yield Command(Target.CHECKPOINTS, Method.FIND, (_queries.checkpoints_of(keys),))
     writes = yield Command(Target.WRITES, Method.FIND, (_queries.writes_of(keys),))
+    writes = yield from _chunks.resolve_documents(checkpoints, writes)
     return checkpoints, writes
 
 

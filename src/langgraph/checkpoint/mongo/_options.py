@@ -16,6 +16,7 @@ from typing import Any
 
 from langgraph.checkpoint.mongo._codec import COMPRESSIONS, Compression
 from langgraph.checkpoint.mongo._keys import require_str
+from langgraph.checkpoint.mongo._schema import MAX_DOCUMENT_SIZE
 
 # The largest `expireAfterSeconds` MongoDB accepts for a TTL index (a 32-bit int): above
 # it the server refuses the index, so `setup()` would fail after the client connected.
@@ -134,6 +135,17 @@ def refresh_ttl_on_read(
         raise OptionValueError(
             option,
             "must be False without a ttl: threads never expire, so there is no stamp to move",
+        )
+    return value
+
+
+def state_max_bytes(value: Any, option: str = "state_max_bytes") -> int:
+    """`state_max_bytes`: an int of at least one MongoDB document (16 MiB)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise OptionTypeError(option, f"must be an int (bytes), got {_shown(value)}")
+    if value < MAX_DOCUMENT_SIZE:
+        raise OptionValueError(
+            option, f"must be at least {MAX_DOCUMENT_SIZE} (one MongoDB document), got {value}"
         )
     return value
 

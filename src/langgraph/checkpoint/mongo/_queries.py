@@ -20,7 +20,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
 from langgraph.checkpoint.mongo._commands import Target
 from langgraph.checkpoint.mongo._keys import CheckpointRef, key_fields, upsert_filter
 from langgraph.checkpoint.mongo._metadata import DELTA_COUNTERS
-from langgraph.checkpoint.mongo._schema import CheckpointKey, Field, Joined
+from langgraph.checkpoint.mongo._schema import CheckpointKey, ChunkKey, Field, Joined
 
 # Writes.
 
@@ -63,8 +63,10 @@ def upsert_request(doc: Mapping[str, Any], *, keep_existing: bool = False) -> Up
     return UpdateOne(*upsert(doc, keep_existing=keep_existing), upsert=True)
 
 
-# Options of a bulk write: one failed request does not stop the others.
+# Options of a bulk write: one failed request does not stop the others; or, ordered, the
+# requests run in order and the first failure stops the rest.
 UNORDERED = {"ordered": False}
+ORDERED = {"ordered": True}
 
 
 # Threads, and checkpoints by key.
@@ -120,13 +122,55 @@ def channel_values_of(key: CheckpointKey) -> tuple[dict[str, Any], dict[str, Any
     return {Field.ID: key, Field.THREAD_ID: key[Field.THREAD_ID]}, projection
 
 
-def writes_of(keys: list[CheckpointKey], channels: list[str] | None = None) -> dict[str, Any]:
+def writes_of(
+    keys: list[CheckpointKey], channels: list[str] | None = None, *, chunks: bool = True
+) -> dict[str, Any]:
     """The pending writes of these checkpoints (`_id`s; to these channels), in the
-    threads' shards."""
+    threads' shards; with their chunk documents (see `_chunks`) unless `chunks` is false
+    (a write to a channel is never a chunk)."""
     query: dict[str, Any] = {**_threads_of(keys), Field.WRITE_CHECKPOINT: {"$in": keys}}
     if channels is not None:
         query[Field.CHANNEL] = {"$in": channels}
+    elif not chunks:
+        query[CHUNK_ID] = {"$exists": False}
     return query
+
+
+# Chunk documents (see `_chunks`): in the writes collection, `_id.chunk` set.
+
+CHUNK_ID = f"{Field.ID}.{Field.CHUNK}"
+
+
+def writes_of_thread(thread_id: str) -> dict[str, Any]:
+    """Every pending write of a thread, its chunk documents aside."""
+    return {**of_thread(thread_id), CHUNK_ID: {"$exists": False}}
+
+
+def chunks_of(keys: list[ChunkKey]) -> dict[str, Any]:
+    """These chunks (`_id`s), in their threads' shards."""
+    threads = sorted({key[Field.CHECKPOINT][Field.THREAD_ID] for key in keys})
+    return {Field.THREAD_ID: {"$in": threads}, Field.ID: {"$in": keys}}
+
+
+def chunk_keys_of_threads(thread_ids: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`find` filter and projection: the keys of every chunk of these threads."""
+    return {**of_threads(thread_ids), CHUNK_ID: {"$exists": True}}, {Field.ID: 1}
+
+
+def checkpoint_chunk_refs_of_threads(
+    thread_ids: Sequence[str],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`find` filter and projection: the chunk references of these threads' checkpoints."""
+    path = f"{Field.CHANNEL_VALUES}.{Field.CHUNKS}"
+    return {**of_threads(thread_ids), path: {"$exists": True}}, {Field.ID: 0, path: 1}
+
+
+def write_chunk_refs_of_threads(
+    thread_ids: Sequence[str],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`find` filter and projection: the chunk references of these threads' writes."""
+    path = f"{Field.VALUE}.{Field.CHUNKS}"
+    return {**of_threads(thread_ids), path: {"$exists": True}}, {Field.ID: 0, path: 1}
 
 
 # Reads.
@@ -147,7 +191,8 @@ class WritesJoin:
 
     `by_thread`: with the thread known, also match `thread_id` (MongoDB 5.0's concise
     correlated form), so on a `checkpoint_writes` collection sharded on `thread_id`
-    (MongoDB 5.1+ joins sharded collections) each join reads one shard instead of all.
+    (MongoDB 5.1+ joins sharded collections) each join reads one shard instead of all,
+    and leave chunk documents out. The plain join returns them with the writes.
     Services without that form (Azure Cosmos DB for MongoDB) take the plain join:
     `targeted_joins=False`.
     """
@@ -163,7 +208,11 @@ class WritesJoin:
             "as": Field.JOINED_WRITES,
         }
         if self.by_thread and thread_id is not None:
-            lookup["pipeline"] = [{"$match": {Field.THREAD_ID: thread_id}}]
+            # Chunk documents stay out of the join (see `_chunks`): a checkpoint with
+            # chunks is then returned with its writes, and its chunks read next, instead
+            # of a join over 16 MiB the server would build and refuse.
+            match = {Field.THREAD_ID: thread_id, CHUNK_ID: {"$exists": False}}
+            lookup["pipeline"] = [{"$match": match}]
         return {"$lookup": lookup}
 
 

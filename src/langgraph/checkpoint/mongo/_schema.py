@@ -12,6 +12,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Final, TypedDict
 
+# MongoDB's maxBsonObjectSize, the same on every current server and on Atlas.
+MAX_DOCUMENT_SIZE = 16 * 1024 * 1024
+
 
 class Field:
     """Stored field names (`Field`)."""
@@ -46,6 +49,16 @@ class Field:
     TYPE: Final = "type"
     DATA: Final = "data"
     COMPRESSION: Final = "compression"
+    # A stored value too large for its document: its bytes are in chunk documents (see
+    # `_chunks`), which this `ChunkRef` names; it then has no `data`.
+    CHUNKS: Final = "chunks"
+    # Chunk documents (in the writes collection): in `_id`, beside the owning checkpoint's
+    # key, the id of the value the chunk is a part of and its position; `DATA` its bytes.
+    CHUNK: Final = "chunk"
+    PART: Final = "part"
+    # A `ChunkRef`'s fields.
+    REF_ID: Final = "id"
+    PARTS: Final = "parts"
     # Paths into `_id`: a checkpoint's namespace and id, a write's checkpoint key.
     ID_CHECKPOINT_NS: Final = "_id.checkpoint_ns"
     ID_CHECKPOINT_ID: Final = "_id.checkpoint_id"
@@ -83,8 +96,22 @@ class _TypedCompressed(TypedDict, total=False):
     compression: str
 
 
-class StoredValue(_TypedCompressed):
-    """A serialized value: the serializer's type and bytes, maybe compressed."""
+class ChunkRef(TypedDict):
+    """Where a stored value's bytes are when they did not fit its document: `parts` chunk
+    documents under the value's `id` (see `_chunks`)."""
+
+    id: str
+    parts: int
+
+
+class _Chunked(TypedDict, total=False):
+    chunks: ChunkRef
+
+
+class StoredValue(_TypedCompressed, _Chunked):
+    """A serialized value: the serializer's type and bytes, maybe compressed; with
+    `chunks` (as stored, never once read), the bytes are in chunk documents and `data`
+    is absent."""
 
     data: bytes
 
@@ -103,6 +130,25 @@ class ChannelValue(StoredValue):
 
 class _Stamped(TypedDict, total=False):
     thread_touched_at: datetime
+
+
+class ChunkKey(TypedDict):
+    """`_id` of a chunk document (built only by `_chunks.chunk_key`): the key of the
+    checkpoint that owns it first, like a write's, so the reads that join a checkpoint's
+    writes and the deletes of its writes find its chunks too."""
+
+    checkpoint: CheckpointKey
+    chunk: str
+    part: int
+
+
+class ChunkDocument(_Stamped):
+    """A part of a stored value too large for its document, in the writes collection."""
+
+    _id: ChunkKey
+    # The shard key, as on every document of a thread.
+    thread_id: str
+    data: bytes
 
 
 class WriteDocument(_Stamped):

@@ -9,11 +9,13 @@ from langgraph.checkpoint.mongo._keys import namespace_label, short_repr
 
 
 class CheckpointTooLargeError(ValueError):
-    """A checkpoint or pending write would exceed MongoDB's 16 MiB document limit.
+    """A checkpoint or pending write is larger than the saver's `state_max_bytes`, or
+    what of it cannot move to chunk documents (metadata, ids, the checkpoint's own
+    fields) exceeds MongoDB's 16 MiB document limit.
 
     Raised before anything is sent, so the previous checkpoint stays the latest and
-    nothing is half-written. Opt-in compression (`compression="zstd"`) or keeping
-    large payloads out of the graph state are the usual fixes.
+    nothing is half-written. Opt-in compression (`compression="zstd"`), a larger
+    `state_max_bytes`, or keeping large payloads out of the graph state are the fixes.
     """
 
     def __init__(
@@ -26,20 +28,30 @@ class CheckpointTooLargeError(ValueError):
         size: int,
         limit: int,
         compression: str | None = None,
+        option: str | None = None,
     ) -> None:
         self.thread_id, self.checkpoint_ns = thread_id, checkpoint_ns
         self.checkpoint_id, self.size, self.limit = checkpoint_id, size, limit
-        # The saver's compression: advise it only to a saver that does not compress.
-        fix = (
-            f"The saver already compresses (compression={compression!r}): keep"
-            if compression
-            else "Enable compression='zstd' or keep"
+        over = (
+            f"over this saver's {option}={limit}"
+            if option
+            else f"over MongoDB's limit of {limit} bytes per document"
         )
+        # Compression is advised only to a saver that does not compress already.
+        remedies = [] if compression else ["enable compression='zstd'"]
+        remedies += [f"raise {option}"] if option else []
+        remedies.append("keep large payloads out of the graph state")
+        fix = (
+            remedies[-1] if len(remedies) == 1 else f"{', '.join(remedies[:-1])} or {remedies[-1]}"
+        )
+        if compression:
+            fix = f"The saver already compresses (compression={compression!r}): {fix}"
+        else:
+            fix = fix[0].upper() + fix[1:]
         super().__init__(
             f"{what} of {namespace_label(thread_id, checkpoint_ns)}, checkpoint "
-            f"{short_repr(checkpoint_id)} "
-            f"encodes to {size} bytes, over MongoDB's limit of {limit} bytes per document; "
-            f"nothing was written. {fix} large payloads out of the graph state."
+            f"{short_repr(checkpoint_id)} encodes to {size} bytes, {over}; nothing was "
+            f"written. {fix}."
         )
 
 

@@ -41,6 +41,16 @@ classes, so they affect every mongomock client of the process, and nothing else)
    read back *is* the NaN that was written, and `[nan] == [nan]` holds by identity where
    it never holds for what a server returns (no upstream issue: mongomock does not claim
    to copy immutable values).
+6. The 16 MiB document limit, which mongomock does not enforce: it stores and returns
+   documents of any size, so code that works on it can fail on every server. A write
+   whose document would exceed 16 MiB fails as mongod 7.0 answers it, and nothing is
+   stored: an insert with a `WriteError` of code 2 ("object to insert too large"), an
+   update with 17419 ("Resulting document after update is larger than 16777216"), an
+   upsert that inserts with 17420 ("Document to upsert is larger than 16777216"), one
+   statement of a bulk write in its `BulkWriteError`. An aggregation result document over
+   the server's internal limit (16 MiB + 16 KiB: a `$lookup` that joins too much) fails
+   with `OperationFailure` code 4568, as mongod's classic engine answers such a `$lookup`.
+   (No upstream issue: mongomock does not claim to enforce server limits.)
 
 And two speed-ups, behaviour unchanged, so that a test suite with many threads stays fast:
 
@@ -61,6 +71,11 @@ import functools
 import struct
 import threading
 from typing import Any
+
+# mongod's maxBsonObjectSize, and the 16 KiB more it allows a document it builds itself
+# (BSONObjMaxInternalSize: an aggregation's result, for example).
+MAX_DOCUMENT_SIZE = 16 * 1024 * 1024
+MAX_INTERNAL_DOCUMENT_SIZE = MAX_DOCUMENT_SIZE + 16 * 1024
 
 __all__ = ["apply_mongomock_fixes", "async_client", "client"]
 
@@ -107,11 +122,14 @@ def apply_mongomock_fixes() -> None:
 
 
 def _patch_mongomock() -> None:
+    import bson
     from mongomock import aggregate as mongomock_aggregate
     from mongomock import collection as mongomock_collection
+    from mongomock import command_cursor as mongomock_command_cursor
     from mongomock import helpers
     from mongomock.collection import BulkOperationBuilder, Collection
     from mongomock.store import CollectionStore
+    from pymongo.errors import DuplicateKeyError, OperationFailure, WriteError
 
     # mongomock's stubs leave this untyped; the handlers below take and return its documents.
     process_pipeline: Any = mongomock_aggregate.process_pipeline
@@ -152,13 +170,70 @@ def _patch_mongomock() -> None:
 
         return wrapper
 
+    class TooLargeError(DuplicateKeyError):
+        # Raised where mongomock checks unique indexes, after it stored the document: it
+        # rolls a write back on a `DuplicateKeyError`, and the wrappers below turn this
+        # into the error a server answers before any caller sees it.
+        def __init__(self, size: int) -> None:
+            super().__init__(f"document of {size} bytes", 11000)
+            self.size = size
+
+    def within_size_limit(method: Any) -> Any:
+        @functools.wraps(method)
+        def wrapper(self: Any, new_data: Any) -> Any:
+            size = len(bson.encode(new_data))
+            if size > MAX_DOCUMENT_SIZE:
+                raise TooLargeError(size)
+            return method(self, new_data)
+
+        return wrapper
+
+    def refuse_large_insert(method: Any) -> Any:
+        @functools.wraps(method)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(self, *args, **kwargs)
+            except TooLargeError as exc:
+                message = (
+                    f"object to insert too large. size in bytes: {exc.size}, max size: "
+                    f"{MAX_DOCUMENT_SIZE}"
+                )
+                raise WriteError(message, 2) from None
+
+        return wrapper
+
+    def refuse_large_update(method: Any) -> Any:
+        @functools.wraps(method)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(self, *args, **kwargs)
+            except TooLargeError:
+                code, message = 17419, "Resulting document after update is larger than"
+            except WriteError as exc:
+                if exc.code != 2 or not str(exc).startswith("object to insert too large"):
+                    raise
+                code, message = 17420, "Document to upsert is larger than"
+            message = f"{message} {MAX_DOCUMENT_SIZE}"
+            raise WriteError(message, code) from None
+
+        return wrapper
+
     def aggregate_match_first(self: Any, pipeline: Any, session: Any = None, **_: Any) -> Any:
         if pipeline and "$match" in pipeline[0] and len(pipeline[0]) == 1:
             documents = list(self.find(pipeline[0]["$match"]))
             rest = pipeline[1:]
         else:
             documents, rest = list(self.find()), pipeline
-        return process_pipeline(documents, self.database, rest, session)
+        results = list(process_pipeline(documents, self.database, rest, session))
+        for result in results:
+            size = len(bson.encode(result))
+            if size > MAX_INTERNAL_DOCUMENT_SIZE:
+                raise OperationFailure(
+                    f"Total size of documents in the $lookup result ({size} bytes) exceeds "
+                    f"maximum document size {MAX_INTERNAL_DOCUMENT_SIZE}",
+                    4568,
+                )
+        return command_cursor(results)
 
     copy_field: Any = mongomock_collection._copy_field
 
@@ -172,12 +247,16 @@ def _patch_mongomock() -> None:
         with self._rwlock.reader():
             yield from dict.values(self._documents)
 
+    command_cursor: Any = mongomock_command_cursor.CommandCursor
     handlers = mongomock_aggregate._PIPELINE_HANDLERS
     setattr(mongomock_collection, "_copy_field", copy_field_with_new_floats)  # noqa: B010
     handlers["$lookup"] = concise_lookup(handlers["$lookup"])
     # setattr: these replace methods that mongomock's stubs declare (or lack).
     setattr(Collection, "options", no_options)  # noqa: B010
     setattr(Collection, "aggregate", aggregate_match_first)  # noqa: B010
+    setattr(Collection, "_ensure_uniques", within_size_limit(Collection._ensure_uniques))  # noqa: B010
+    setattr(Collection, "_insert", refuse_large_insert(Collection._insert))  # noqa: B010
+    setattr(Collection, "_update", refuse_large_update(Collection._update))  # noqa: B010
     for name in ("add_update", "add_replace"):
         setattr(BulkOperationBuilder, name, accept_sort(getattr(BulkOperationBuilder, name)))
     setattr(CollectionStore, "__delitem__", delete_by_hashable_id(CollectionStore.__delitem__))  # noqa: B010

@@ -40,6 +40,7 @@ from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import (
+    DEFAULT_STATE_MAX_BYTES,
     checkpoint_document,
     checkpoint_tuple,
     stored_metadata,
@@ -296,20 +297,33 @@ def _ids(item: SourceCheckpoint, thread_id: str) -> tuple[str, str, str | None]:
 
 
 def _write_document(
-    codec: Codec, ref: CheckpointRef, write: SourceWrite, stamp: datetime | None
+    codec: Codec, ref: CheckpointRef, write: SourceWrite, stamp: datetime | None, max_bytes: int
 ) -> WriteDocument:
-    """A write as `put_writes` stores it, under the source's own `idx`."""
+    """A write as `put_writes` builds it (whole: `ops.store_documents` splits it), under the
+    source's own `idx`."""
     [(_, doc)] = write_documents(
-        codec, ref, [(write.channel, write.value)], write.task_id, write.task_path, stamp
+        codec,
+        ref,
+        [(write.channel, write.value)],
+        write.task_id,
+        write.task_path,
+        stamp,
+        max_bytes=max_bytes,
     )
     doc["_id"]["idx"] = write.idx
     return doc
 
 
 def documents(
-    codec: Codec, thread_id: str, item: SourceCheckpoint, stamp: datetime | None = None
+    codec: Codec,
+    thread_id: str,
+    item: SourceCheckpoint,
+    stamp: datetime | None = None,
+    max_bytes: int = DEFAULT_STATE_MAX_BYTES,
 ) -> tuple[CheckpointDocument, list[WriteDocument]]:
-    """A source checkpoint as our checkpoint document and write documents.
+    """A source checkpoint as our checkpoint document and write documents, each whole
+    (values too large for one document are split into chunks when they are written: see
+    `ops.store_documents`), refused over the target's `state_max_bytes`.
 
     Every channel value is serialized from the tuple (no `new_versions` involved), and the
     metadata is the tuple's: `checkpoint_document` gets an empty config, so it adds no keys.
@@ -322,9 +336,10 @@ def documents(
         item.tuple.metadata,
         {},
         stamp,
+        max_bytes=max_bytes,
     )
     ref = CheckpointRef(thread_id, ns, checkpoint_id)
-    return checkpoint, [_write_document(codec, ref, w, stamp) for w in item.writes]
+    return checkpoint, [_write_document(codec, ref, w, stamp, max_bytes) for w in item.writes]
 
 
 def _source_label(item: SourceCheckpoint) -> str:
@@ -340,7 +355,7 @@ class _BadCheckpointError(Exception):
 
 
 def _target_documents(
-    codec: Codec, thread_id: str, batch: Sequence[SourceItem], stamp: datetime | None
+    target: ops.Storage, thread_id: str, batch: Sequence[SourceItem], stamp: datetime | None
 ) -> list[tuple[CheckpointDocument, list[WriteDocument]]]:
     """Our documents of a batch; the first checkpoint that cannot become them raises
     `_BadCheckpointError` naming the thread, the checkpoint and why."""
@@ -349,7 +364,7 @@ def _target_documents(
         if isinstance(item, UnreadableCheckpoint):
             raise _BadCheckpointError(f"{item.where}: {item.reason}")
         try:
-            built.append(documents(codec, thread_id, item, stamp))
+            built.append(documents(target.codec, thread_id, item, stamp, target.max_bytes))
         except (TypeError, ValueError) as exc:
             raise _BadCheckpointError(f"{_source_label(item)}: {exc}") from exc
     return built
@@ -457,7 +472,7 @@ def _parents_first(checkpoints: list[tuple[str, str, str | None]]) -> list[Sourc
 
 
 def _check(
-    codec: Codec, thread_id: str, held: tuple[int, int], batch_size: int
+    target: ops.Storage, thread_id: str, held: tuple[int, int], batch_size: int
 ) -> MigrationPlan[_Check]:
     """Read the whole source thread, turning every checkpoint into our documents (a
     checkpoint that cannot be raises `_BadCheckpointError`), and compare them with the
@@ -467,14 +482,14 @@ def _check(
     from_start = True
     while batch := (yield ReadCheckpoints(thread_id, batch_size, from_start)):
         from_start = False
-        built = _target_documents(codec, thread_id, batch, None)
+        built = _target_documents(target, thread_id, batch, None)
         for checkpoint, write_docs in built:
             _, ns, cid = key_fields(checkpoint[Field.ID])
             keys.append((ns, cid, checkpoint[Field.PARENT_CHECKPOINT_ID]))
             check.checkpoints += 1
             check.writes += len(write_docs)
         if held != (0, 0):
-            yield from _compare_batch(codec, thread_id, batch, built, check)
+            yield from _compare_batch(target.codec, thread_id, batch, built, check)
     check.order = _parents_first(keys)
     if held == (0, 0):
         return check
@@ -533,7 +548,7 @@ def copy_thread(
     copied exactly), then write it parents first, a batch at a time."""
     held = yield from ops.thread_document_counts(thread_id)
     try:
-        check = yield from _check(target.codec, thread_id, held, options.batch_size)
+        check = yield from _check(target, thread_id, held, options.batch_size)
     except _BadCheckpointError as bad:
         detail = f"{bad}; nothing of this thread was written"
         return ThreadCopy(thread_id, ThreadStatus.FAILED, detail=detail)
@@ -583,14 +598,14 @@ def _write_thread(
     for start in range(0, len(order), options.batch_size):
         keys = order[start : start + options.batch_size]
         batch = yield ReadCheckpointsByKey(thread_id, tuple(keys))
-        built = _target_documents(target.codec, thread_id, batch, stamp)
+        built = _target_documents(target, thread_id, batch, stamp)
         write_docs = [doc for _, docs in built for doc in docs]
         # The writes first: a copy stopped in between leaves writes that no checkpoint
         # joins yet, never a checkpoint without its writes. Upserts overwrite (the source
         # is the truth) and move TTL stamps only forward, as `put` does.
         if write_docs:
-            yield ops.upsert_command(Target.WRITES, [(False, doc) for doc in write_docs])
-        yield ops.upsert_command(Target.CHECKPOINTS, [(False, doc) for doc, _ in built])
+            yield from ops.store_documents(Target.WRITES, write_docs)
+        yield from ops.store_documents(Target.CHECKPOINTS, [doc for doc, _ in built])
         checkpoints += len(built)
         writes += len(write_docs)
         if options.on_progress is not None:
