@@ -101,8 +101,9 @@ async def test_early_stop_closes_the_server_cursor(counting: Backend) -> None:
 
 
 async def test_requests_riding_with_a_checkpoint_share_its_command(counting: Backend) -> None:
-    """`store_checkpoint(document, also=[...])`: an `UpdateMany` on the thread goes in the
-    checkpoint's one `update` command, after the upsert, and both land."""
+    """`store_checkpoint(document, first=[...])`: an `UpdateMany` on the thread (what the
+    expiry stamp's move is) goes in the checkpoint's one `update` command, before the
+    upsert, and both land."""
     from pymongo import UpdateMany
 
     from langgraph.checkpoint.mongo import _operations as ops
@@ -122,7 +123,7 @@ async def test_requests_riding_with_a_checkpoint_share_its_command(counting: Bac
         mark = UpdateMany(older, {"$set": {"marked": True}})
 
         def plan() -> Any:
-            yield ops.store_checkpoint(document, also=[mark])
+            yield ops.store_checkpoint(document, first=[mark])
 
         log.reset()
         await maybe_await(saver._run("put", plan()))

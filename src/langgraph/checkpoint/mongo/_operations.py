@@ -22,7 +22,7 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from pymongo import DeleteMany, IndexModel, UpdateMany, UpdateOne
+from pymongo import IndexModel, UpdateMany
 from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import _chunks, _delta, _options, _queries
@@ -357,23 +357,18 @@ def _parent_values(storage: Storage, new: NewCheckpoint) -> Plan[StoredValues | 
     return values
 
 
-def store_checkpoint(
-    document: CheckpointDocument,
-    first: Sequence[UpdateMany] = (),
-    also: Sequence[UpdateOne | UpdateMany | DeleteMany] = (),
-) -> Command:
+def store_checkpoint(document: CheckpointDocument, first: Sequence[UpdateMany] = ()) -> Command:
     """The one command that stores a checkpoint document: an upsert (`update_one`).
 
-    `first` and `also`: PyMongo write requests on the checkpoints collection sent in the
-    same command before and after the upsert (an ordered `bulk_write`, which stops at the
-    first failure): `first` for what the write must not land without (the thread's
-    expiry stamp moved), `also` for what must happen with the write and never without it.
-    PyMongo sends one wire command per kind of request: `UpdateOne`/`UpdateMany` share
-    the upsert's, a `DeleteMany` costs a round trip of its own.
+    `first`: updates of the checkpoints collection the write must not land without (the
+    thread's expiry stamp moved), sent before the upsert in the same command (an ordered
+    `bulk_write`, which stops at the first failure). PyMongo sends one wire command per
+    kind of request: an `UpdateMany` shares the upsert's, a `DeleteMany` would cost a
+    round trip of its own.
     """
-    if not first and not also:
+    if not first:
         return upsert_command(Target.CHECKPOINTS, [(False, document)])
-    requests = [*first, _queries.upsert_request(document), *also]
+    requests = [*first, _queries.upsert_request(document)]
     return Command(Target.CHECKPOINTS, Method.BULK_WRITE, (requests,))
 
 
@@ -391,10 +386,10 @@ def put(
 
     The seam for what a checkpoint write grows: commands that must land before the
     document (the pieces of a value too large for one document) are yielded between
-    `build_checkpoint` and `store_checkpoint`; requests that must ride with the document
-    in its one command (trimming the thread, moving its stamp) go in
-    `store_checkpoint(..., also=...)`. With `keep_last`, the trim it queues is the
-    saver's to send (`trim_after_put`).
+    `build_checkpoint` and `store_checkpoint` (`_chunks`); updates that must ride with
+    the document in its one command (moving the thread's stamp) go in
+    `store_checkpoint(..., first=...)` (`_stamped_write`). With `keep_last`, the trim it
+    queues is the saver's to send, in the background (`trim_after_put`).
     """
     new = new_checkpoint(ref_from_config(config), checkpoint, metadata, config, new_versions)
     # A config that already names the checkpoint (peers' suites and users' tests put them
