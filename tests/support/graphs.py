@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import set_config_context
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
@@ -251,15 +253,28 @@ class DeltaLogState(TypedDict, total=False):
     log: Annotated[list[str], DeltaChannel(concat, snapshot_frequency=3)]
 
 
+def interrupt_with_config(value: Any, config: RunnableConfig) -> Any:
+    """`interrupt(value)` from a node that takes `config`, in sync and async runs alike.
+
+    Before Python 3.11 asyncio cannot start a task in a given context, so in an async run
+    LangGraph's config never reaches the node's context and `interrupt` (which reads it
+    through `get_config`) raises `RuntimeError: Called get_config outside of a runnable
+    context`. The node gets its config as an argument instead, and runs `interrupt` in a
+    context holding it (docs/testing.md, "Python 3.10").
+    """
+    with set_config_context(config) as context:
+        return context.run(interrupt, value)
+
+
 def linear_graph(*names: str, ask: str | None = None, channel: str = "reducer") -> StateGraph:
     """`START -> names[0] -> ... -> END`, each node appending its name; the node named
     `ask` first `interrupt`s and appends the answer too."""
 
-    def node(name: str) -> Callable[[Any], dict[str, Any]]:
-        def run(state: Any) -> dict[str, Any]:
+    def node(name: str) -> Callable[[Any, RunnableConfig], dict[str, Any]]:
+        def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
             if name == ask:
-                answer = interrupt({"question": f"{name}?", "seen": len(state.get("log", []))})
-                return {"log": [f"{name}={answer}"]}
+                question = {"question": f"{name}?", "seen": len(state.get("log", []))}
+                return {"log": [f"{name}={interrupt_with_config(question, config)}"]}
             return {"log": [name]}
 
         return run
@@ -277,9 +292,9 @@ def linear_graph(*names: str, ask: str | None = None, channel: str = "reducer") 
 def parallel_interrupts_graph() -> StateGraph:
     """`left` and `right` both fanned out from START, both interrupting, then `join`."""
 
-    def asking(name: str) -> Callable[[LogState], dict[str, Any]]:
-        def run(state: LogState) -> dict[str, Any]:
-            return {"log": [f"{name}={interrupt(f'{name}?')}"]}
+    def asking(name: str) -> Callable[[LogState, RunnableConfig], dict[str, Any]]:
+        def run(state: LogState, config: RunnableConfig) -> dict[str, Any]:
+            return {"log": [f"{name}={interrupt_with_config(f'{name}?', config)}"]}
 
         return run
 
