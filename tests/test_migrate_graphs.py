@@ -145,7 +145,9 @@ async def test_parallel_interrupts_one_answered(
 
     log = await copied_and_continued(backend, kind, tmp_path, start, go_on)
     pending = [i["interrupt"] for i in log["right pending"]["interrupts"]]
-    assert pending == ["right?"] if LANGGRAPH_1_2_13 else "right?" in pending
+    assert "right?" in pending
+    if LANGGRAPH_1_2_13:
+        assert pending == ["right?"]
     assert log["right answered"]["log"] == ["left=L", "right=right!", "join(2)"]
 
 

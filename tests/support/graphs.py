@@ -276,7 +276,7 @@ def interrupt_with_config(value: Any, config: RunnableConfig) -> Any:
     LangGraph's config never reaches the node's context and `interrupt` (which reads it
     through `get_config`) raises `RuntimeError: Called get_config outside of a runnable
     context`. The node gets its config as an argument instead, and runs `interrupt` in a
-    context holding it (docs/testing.md, "Python 3.10").
+    context holding it (docs/compatibility.md, "Async graphs on Python 3.10").
     """
     with set_config_context(config) as context:
         return context.run(interrupt, value)
