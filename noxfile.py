@@ -37,6 +37,22 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *session.posargs, env={"MONGODB_URI": None})
 
 
+@nox.session(name="tests-lowest")
+def tests_lowest(session: nox.Session) -> None:
+    """The test suite with every direct dependency, every extra's and the test group's at
+    the lowest version pyproject.toml allows (`uv pip install --resolution lowest-direct`):
+    the floors users may have must pass it too."""
+    extras = ",".join(
+        nox.project.load_toml(ROOT / "pyproject.toml")["project"]["optional-dependencies"]
+    )
+    session.install("uv>=0.9")
+    python = str(Path(session.bin) / "python")
+    # Extras named on the project itself are direct requirements, hence at their floors too.
+    lowest = ("--resolution", "lowest-direct", "-e", f".[{extras}]", "--group", "test")
+    session.run("uv", "pip", "install", "--python", python, *lowest)
+    session.run("pytest", *session.posargs, env={"MONGODB_URI": None})
+
+
 @nox.session
 def lint(session: nox.Session) -> None:
     """Ruff: lint rules and formatting."""

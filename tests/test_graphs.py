@@ -18,6 +18,7 @@ from langgraph.types import Command
 from support.backends import Backend
 from support.graphs import (
     CHANNELS,
+    LANGGRAPH_1_2_13,
     FlakyWork,
     Run,
     chat_graph,
@@ -117,10 +118,11 @@ async def test_parallel_interrupts_resumed_by_id(backend: Backend) -> None:
         ("left", ["left?"]),
         ("right", ["right?"]),
     ]
-    pending = log["right pending"]
-    assert [i["interrupt"] for i in pending["interrupts"]] == ["right?"]
     right_id = next(i["id"] for i in interrupted["interrupts"] if i["interrupt"] == "right?")
-    assert pending["interrupts"][0]["id"] == right_id
+    pending = [(i["interrupt"], i["id"]) for i in log["right pending"]["interrupts"]]
+    assert ("right?", right_id) in pending
+    if LANGGRAPH_1_2_13:
+        assert pending == [("right?", right_id)]
     assert log["done"]["values"]["log"] == ["left=L", "right=right!", "join(2)"]
 
 
@@ -203,9 +205,10 @@ async def test_time_travel_replay_update_and_fork(backend: Backend, channel: str
     assert log["replay"]["log"] == ["start", "a", "b", "c"]
     assert log["fork state"]["next"] == ("c",)
     # before_c already has b's write; the update as b appends to it.
-    assert log["fork run"]["log"] == ["start", "a", "b", "B2", "c"]
     assert log["updated state"]["next"] == ("b",)
-    assert log["continue"]["log"] == ["start", "a", "b", "B2", "c", "manual", "b", "c"]
+    if LANGGRAPH_1_2_13 or channel == "reducer":
+        assert log["fork run"]["log"] == ["start", "a", "b", "B2", "c"]
+        assert log["continue"]["log"] == ["start", "a", "b", "B2", "c", "manual", "b", "c"]
     history = log["history 2"]
     assert len(history) == 5 + 3 + 2 + 3
     assert [s["metadata"]["source"] for s in log["updates"]] == ["update", "update"]

@@ -21,6 +21,7 @@ from langgraph.checkpoint.mongo.migrate import ThreadStatus
 from support.backends import Backend
 from support.graphs import (
     CHANNELS,
+    LANGGRAPH_1_2_13,
     Driver,
     FlakyWork,
     Run,
@@ -143,7 +144,10 @@ async def test_parallel_interrupts_one_answered(
         run.record("history", await graph.history(cfg))
 
     log = await copied_and_continued(backend, kind, tmp_path, start, go_on)
-    assert [i["interrupt"] for i in log["right pending"]["interrupts"]] == ["right?"]
+    pending = [i["interrupt"] for i in log["right pending"]["interrupts"]]
+    assert "right?" in pending
+    if LANGGRAPH_1_2_13:
+        assert pending == ["right?"]
     assert log["right answered"]["log"] == ["left=L", "right=right!", "join(2)"]
 
 

@@ -15,6 +15,8 @@ parent, or it was evicted) does `put` read them, in one extra round trip.
 
 from __future__ import annotations
 
+import struct
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -72,18 +74,49 @@ def decode_channel_values(codec: Codec, entries: Iterable[ChannelValue]) -> dict
 # The default bound of the cache, in bytes of process memory (`cache_max_bytes`).
 DEFAULT_CACHE_MAX_BYTES = 64 * 1024 * 1024
 
-# What a cached checkpoint takes besides its values' bytes, as CPython lays it out:
-# per checkpoint its key (a tuple and two id strings), the cache's ordered-dict slot,
-# the `StoredValues` with its two dicts; per channel its entry dict, the `bytes` object
-# around its data and its slot in the versions dict. Estimates on the generous side, so
-# that many tiny entries cannot hold many times the bound (values alone would count a
-# small checkpoint at a few bytes of the ~1 KB it occupies).
-CHECKPOINT_OVERHEAD_BYTES = 600
-CHANNEL_OVERHEAD_BYTES = 300
+
+def _per_key_dict_bytes() -> int:
+    """What one more key adds to a dict, on average over a dict's growth (its index and
+    entry slots, with the table's spare room)."""
+    many = 64
+    return (sys.getsizeof(dict.fromkeys(range(many))) - sys.getsizeof({0: None})) // (many - 1)
+
+
+def _layout_overheads() -> tuple[int, int]:
+    """What a cached checkpoint takes besides its values' bytes, per checkpoint and per
+    channel, as the running CPython lays the objects out (its dicts, for one, are larger
+    before 3.11, so constants right for one version let the cache outgrow its bound on
+    another). Per checkpoint: its key (a tuple, the thread and checkpoint ids), the cache's
+    slot (an ordered-dict key and list node, the `(values, size)` tuple), the `StoredValues`
+    and its two dicts. Per channel: its entry dict, the `bytes` object around its data, its
+    slot in those two dicts and its version. Ids and versions are sized as LangGraph makes
+    them (36- and 49-character strings). Values alone would count a small checkpoint at a
+    few bytes of the ~1 KB it occupies."""
+    an_id = "0" * 36
+    version = "0" * 49
+    entry: ChannelValue = {Field.CHANNEL: "channel", Field.DATA: b""}
+    values = StoredValues({"channel": entry}, {"channel": version})
+    key_slot = _per_key_dict_bytes()
+    pointer = struct.calcsize("P")
+    checkpoint = (
+        sys.getsizeof((an_id, "", an_id))
+        + 2 * sys.getsizeof(an_id)
+        + key_slot
+        + 4 * pointer
+        + sys.getsizeof((values, 0))
+        + sys.getsizeof(values)
+        + sys.getsizeof(values.entries)
+        + sys.getsizeof(values.versions)
+    )
+    channel = sys.getsizeof(entry) + sys.getsizeof(b"") + 2 * key_slot + sys.getsizeof(version)
+    return checkpoint, channel
+
+
+CHECKPOINT_OVERHEAD_BYTES, CHANNEL_OVERHEAD_BYTES = _layout_overheads()
 
 
 def cached_size(values: StoredValues) -> int:
-    """The memory a cached checkpoint takes, estimated (see `CHECKPOINT_OVERHEAD_BYTES`);
+    """The memory a cached checkpoint takes, estimated (see `_layout_overheads`);
     an entry shared with another cached checkpoint is counted in each."""
     entries = values.entries.values()
     return (

@@ -35,9 +35,10 @@ def client_options(options: Mapping[str, Any]) -> dict[str, Any]:
 def identify(client: Any) -> None:
     """Add our name to the driver metadata servers log (Atlas shows it per connection).
 
-    PyMongo >= 4.14 clients have `append_metadata`; Motor wraps one as `delegate`.
-    Clients without it (older PyMongo, mocks) are left as they are. Attributes are
-    looked up on the class: a client's `__getattr__` turns any name into a database.
+    PyMongo's clients have `append_metadata` (since 4.14, the floor of our dependency);
+    Motor wraps one as `delegate`. The in-process stand-ins (mongomock's clients), which
+    have no driver metadata, are left as they are. Attributes are looked up on the class:
+    a client's `__getattr__` turns any name into a database.
     """
     target = getattr(client, "__dict__", {}).get("delegate", client)
     append = getattr(type(target), "append_metadata", None)
