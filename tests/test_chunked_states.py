@@ -27,7 +27,7 @@ from pymongo.errors import ConnectionFailure
 from langgraph.checkpoint.mongo import _chunks
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend
-from support.helpers import call, checkpoint, config, listed, new_thread
+from support.helpers import checkpoint, config, either, listed, new_thread
 
 MIB = 1024 * 1024
 MAX_DOCUMENT = 16 * MIB
@@ -47,7 +47,7 @@ async def _put(
     results = []
     for saver in savers:
         md = {"source": "loop", "step": 0, "parents": {}}
-        results.append(await call(saver, "put", config(thread, "", parent), cp, md, new_versions))
+        results.append(await either(saver).put(config(thread, "", parent), cp, md, new_versions))
     assert all(r == results[0] for r in results)
     return results[0]
 
@@ -95,12 +95,12 @@ async def test_a_large_value_and_a_20_mib_write_read_back_whole(
         # A 20 MiB write beside the 17 MiB value (the 40 MiB case: a small one only).
         writes = [("w", os.urandom(20 * MIB if size_mib == 17 else MIB)), ("x", 1)]
         for s in (saver, memory):
-            await call(s, "put_writes", big, writes, "task")
+            await either(s).put_writes(big, writes, "task")
 
-        _same(await call(saver, "get_tuple", big), await call(memory, "get_tuple", big))
+        _same(await either(saver).get_tuple(big), await either(memory).get_tuple(big))
         _same(
-            await call(saver, "get_tuple", config(thread)),
-            await call(memory, "get_tuple", config(thread)),
+            await either(saver).get_tuple(config(thread)),
+            await either(memory).get_tuple(config(thread)),
         )
         ours, theirs = await listed(saver, config(thread)), await listed(memory, config(thread))
         assert len(ours) == len(theirs) == 2
@@ -119,7 +119,7 @@ async def test_several_medium_channels_adding_past_16_mib(backend: Backend) -> N
         thread = new_thread()
         values = {f"c{i}": os.urandom((3 + i) * MIB // 2) for i in range(6)}  # 1.5..4 MiB
         stored = await _put([saver, memory], thread, values)
-        _same(await call(saver, "get_tuple", stored), await call(memory, "get_tuple", stored))
+        _same(await either(saver).get_tuple(stored), await either(memory).get_tuple(stored))
         [doc] = await _raw(saver, saver.checkpoint_collection, {"thread_id": thread})
         moved = [e["channel"] for e in doc["channel_values"] if "chunks" in e]
         # Only the largest ones moved, just enough for the document to fit.
@@ -149,8 +149,8 @@ async def test_an_unchanged_large_channel_is_kept_by_each_checkpoint(
             parent=parent["configurable"]["checkpoint_id"],
             changed=["n"],
         )
-        _same(await call(saver, "get_tuple", child), await call(memory, "get_tuple", child))
-        await call(saver, "prune", [thread], strategy="keep_latest")
+        _same(await either(saver).get_tuple(child), await either(memory).get_tuple(child))
+        await either(saver).prune([thread], strategy="keep_latest")
         [only] = await listed(saver, config(thread))
         assert only.checkpoint["channel_values"]["blob"] == blob
         owners = {c["_id"]["checkpoint"]["checkpoint_id"] for c in await _chunks_of(saver, thread)}
@@ -165,35 +165,35 @@ async def test_every_delete_takes_the_chunks_with_it(backend: Backend) -> None:
         for run in ("run-a", "run-b", "run-c"):
             cp = checkpoint({"blob": os.urandom(17 * MIB)})
             md = {"source": "loop", "step": 0, "parents": {}, "run_id": run}
-            stored = await call(
-                saver, "put", config(thread, "", parent), cp, md, cp["channel_versions"]
+            stored = await either(saver).put(
+                config(thread, "", parent), cp, md, cp["channel_versions"]
             )
-            await call(saver, "put_writes", stored, [("w", os.urandom(17 * MIB))], "t")
+            await either(saver).put_writes(stored, [("w", os.urandom(17 * MIB))], "t")
             cps.append(stored)
             parent = stored["configurable"]["checkpoint_id"]
         await _put([saver], other, {"blob": os.urandom(17 * MIB)})
         owners = await _chunk_owners(saver, thread)
         assert owners == {c["configurable"]["checkpoint_id"] for c in cps}
 
-        await call(saver, "delete_for_runs", ["run-a"])
+        await either(saver).delete_for_runs(["run-a"])
         assert await _chunk_owners(saver, thread) == {
             c["configurable"]["checkpoint_id"] for c in cps[1:]
         }
-        await call(saver, "prune", [thread], strategy="keep_latest")
+        await either(saver).prune([thread], strategy="keep_latest")
         assert await _chunk_owners(saver, thread) == {cps[-1]["configurable"]["checkpoint_id"]}
-        latest = await call(saver, "get_tuple", config(thread))
+        latest = await either(saver).get_tuple(config(thread))
         assert len(latest.checkpoint["channel_values"]["blob"]) == 17 * MIB
         assert len(latest.pending_writes[0][2]) == 17 * MIB
 
         copy = new_thread()
-        await call(saver, "copy_thread", thread, copy)
-        await call(saver, "delete_thread", thread)
+        await either(saver).copy_thread(thread, copy)
+        await either(saver).delete_thread(thread)
         assert await _chunks_of(saver, thread) == []
-        copied = await call(saver, "get_tuple", config(copy))
+        copied = await either(saver).get_tuple(config(copy))
         assert copied.checkpoint["channel_values"] == latest.checkpoint["channel_values"]
         assert copied.pending_writes == latest.pending_writes
         assert {c["thread_id"] for c in await _chunks_of(saver, copy)} == {copy}
-        await call(saver, "prune", [copy], strategy="delete")
+        await either(saver).prune([copy], strategy="delete")
         assert await _chunks_of(saver, copy) == []
         assert len(await _chunks_of(saver, other)) == 3  # untouched
 
@@ -225,16 +225,16 @@ async def test_a_crash_between_chunks_and_document_leaves_only_harmless_chunks(
                 )
         finally:
             backend.wire.fault = None
-        assert (await call(saver, "get_tuple", config(thread))).config == first
+        assert (await either(saver).get_tuple(config(thread))).config == first
         assert [t.config for t in await listed(saver, config(thread))] == [first]
         assert len(await _chunks_of(saver, thread)) == 6  # 3 referenced, 3 orphaned
-        await call(saver, "prune", [thread], strategy="keep_latest")
+        await either(saver).prune([thread], strategy="keep_latest")
         assert len(await _chunks_of(saver, thread)) == 6  # too young to be sure
         monkeypatch.setattr(_chunks, "ORPHAN_GRACE", timedelta(0))
-        await call(saver, "prune", [thread], strategy="keep_latest")
+        await either(saver).prune([thread], strategy="keep_latest")
         assert await _chunk_owners(saver, thread) == {first["configurable"]["checkpoint_id"]}
         assert len(await _chunks_of(saver, thread)) == 3
-        assert len((await call(saver, "get_tuple", first)).checkpoint["channel_values"]["blob"])
+        assert len((await either(saver).get_tuple(first)).checkpoint["channel_values"]["blob"])
 
 
 async def test_a_200_mib_value(backend: Backend) -> None:
@@ -246,7 +246,7 @@ async def test_a_200_mib_value(backend: Backend) -> None:
         thread = new_thread()
         blob = random.Random(200).randbytes(200 * MIB)
         stored = await _put([saver], thread, {"blob": blob})
-        got = await call(saver, "get_tuple", stored)
+        got = await either(saver).get_tuple(stored)
         assert got.checkpoint["channel_values"]["blob"] == blob
         del got
         [listed_one] = await listed(saver, config(thread))
@@ -368,7 +368,7 @@ async def test_chunks_carry_the_thread_ttl_stamp(backend: Backend) -> None:
     async with backend.saver(ttl=3600) as saver:
         thread = new_thread()
         stored = await _put([saver], thread, {"blob": os.urandom(17 * MIB)})
-        await call(saver, "put_writes", stored, [("w", os.urandom(17 * MIB))], "t")
+        await either(saver).put_writes(stored, [("w", os.urandom(17 * MIB))], "t")
         [doc] = await _raw(saver, saver.checkpoint_collection, {"thread_id": thread})
         chunks = await _chunks_of(saver, thread)
         assert len(chunks) == 6
@@ -382,8 +382,8 @@ async def test_delta_history_reads_a_chunked_seed_and_a_chunked_write(backend: B
         seed, write = os.urandom(17 * MIB), os.urandom(17 * MIB)
         root = await _put([saver, memory], thread, {"a": seed})
         for s in (saver, memory):
-            await call(s, "put_writes", root, [("a", write), ("b", "small")], "t")
+            await either(s).put_writes(root, [("a", write), ("b", "small")], "t")
         leaf = await _put([saver, memory], thread, {}, parent=root["configurable"]["checkpoint_id"])
-        ours = await call(saver, "get_delta_channel_history", config=leaf, channels=["a"])
-        theirs = await call(memory, "get_delta_channel_history", config=leaf, channels=["a"])
+        ours = await either(saver).get_delta_channel_history(config=leaf, channels=["a"])
+        theirs = await either(memory).get_delta_channel_history(config=leaf, channels=["a"])
         assert ours == theirs == {"a": {"writes": [("t", "a", write)], "seed": seed}}

@@ -18,7 +18,7 @@ from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend
 from support.graphs import Driver
-from support.helpers import call, config, listed, new_thread, put
+from support.helpers import config, either, listed, new_thread, put
 
 
 def _append(left: list[str], right: list[str]) -> list[str]:
@@ -92,7 +92,7 @@ async def test_every_stored_document_is_valid_bson_under_the_limit(backend: Back
         else:
             await graph.ainvoke({"owner": owner, "log": []}, config(owner))
         stored = await put(saver, owner, metadata={"a.b": 1, "$x": {"y": (1, 2)}, "n": 2**62})
-        await call(saver, "put_writes", stored, [("c", {"nested": [1, "x"]})], "t")
+        await either(saver).put_writes(stored, [("c", {"nested": [1, "x"]})], "t")
         seen = 0
         for collection in (saver.checkpoint_collection, saver.writes_collection):
             docs = await maybe_await(collection.find({"thread_id": owner}).to_list(None))
@@ -123,10 +123,10 @@ async def test_driver_errors_propagate_and_are_logged(
         saver = AsyncMongoDBSaver(client, "unreachable")
     try:
         with pytest.raises(PyMongoError):  # the setup() before the first command
-            await call(saver, "get_tuple", config("t"))
+            await either(saver).get_tuple(config("t"))
         saver._setup_state.done = True  # from here, each operation's own commands
         with pytest.raises(PyMongoError):
-            await call(saver, "get_tuple", config("t"))
+            await either(saver).get_tuple(config("t"))
         with pytest.raises(PyMongoError):
             await put(saver, "t")
         with pytest.raises(PyMongoError):  # Motor sends it at the first fetch: still logged
@@ -148,7 +148,7 @@ async def test_each_command_is_logged_with_its_duration(
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="langgraph.checkpoint.mongo")
     stored = await put(saver, new_thread())
-    await call(saver, "get_tuple", stored)
+    await either(saver).get_tuple(stored)
     await listed(saver, stored)
     messages = [r.getMessage() for r in caplog.records if r.name == "langgraph.checkpoint.mongo"]
     assert any(

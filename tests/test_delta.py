@@ -14,7 +14,7 @@ from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.checkpoint.mongo import MongoDBSaver
 from support.backends import Backend, CommandLog
 from support.graphs import Driver, chat_graph
-from support.helpers import call, checkpoint, config, new_thread
+from support.helpers import checkpoint, config, either, new_thread
 
 _versions = itertools.count(1)
 
@@ -26,7 +26,7 @@ async def put_versioned(
     cp = checkpoint(values)
     cp["channel_versions"] = {k: next(_versions) for k in values or {}}
     md = {"source": "loop", "step": 0, "parents": {}}
-    stored = await call(saver, "put", config(thread, "", parent), cp, md, cp["channel_versions"])
+    stored = await either(saver).put(config(thread, "", parent), cp, md, cp["channel_versions"])
     return str(stored["configurable"]["checkpoint_id"])
 
 
@@ -41,7 +41,7 @@ async def build_tree(saver: Any, thread: str) -> dict[str, str]:
     ids["c4"] = await put_versioned(saver, thread, ids["c3"])
 
     async def write(at: str, writes: list[tuple[str, Any]], task: str, path: str = "") -> None:
-        await call(saver, "put_writes", config(thread, "", ids[at]), writes, task, path)
+        await either(saver).put_writes(config(thread, "", ids[at]), writes, task, path)
 
     await write("root", [("a", "r1")], "t0")
     # Within a checkpoint: task_path, then task_id, then idx decide the order.
@@ -56,7 +56,7 @@ async def build_tree(saver: Any, thread: str) -> dict[str, str]:
 
 
 async def delta(saver: Any, cfg: Any, channels: list[str]) -> Any:
-    return await call(saver, "get_delta_channel_history", config=cfg, channels=channels)
+    return await either(saver).get_delta_channel_history(config=cfg, channels=channels)
 
 
 async def base_delta(saver: Any, cfg: Any, channels: list[str]) -> Any:
@@ -133,7 +133,7 @@ async def test_history_costs_two_round_trips(backend: Backend) -> None:
         # Longer than a default first batch (101 documents): still no getMore.
         for i in range(120):
             parent = await put_versioned(saver, thread, parent)
-            await call(saver, "put_writes", config(thread, "", parent), [("a", i)], "t")
+            await either(saver).put_writes(config(thread, "", parent), [("a", i)], "t")
         log.reset()
         got = await delta(saver, config(thread), ["a"])
         assert log.names == ["find", "aggregate"]
@@ -148,9 +148,9 @@ async def test_history_follows_parents_whatever_their_ids(saver: Any) -> None:
     parent: str | None = None
     for checkpoint_id, values in (("z-root", {"a": ["seed"]}), ("m-mid", None), ("a-leaf", None)):
         cp = checkpoint(values, id=checkpoint_id)
-        await call(saver, "put", config(thread, "", parent), cp, md, {})
+        await either(saver).put(config(thread, "", parent), cp, md, {})
         if parent is not None:
-            await call(saver, "put_writes", config(thread, "", parent), [("a", parent)], "t")
+            await either(saver).put_writes(config(thread, "", parent), [("a", parent)], "t")
         parent = checkpoint_id
     got = await delta(saver, config(thread, "", "a-leaf"), ["a"])
     assert got == await base_delta(saver, config(thread, "", "a-leaf"), ["a"])
@@ -207,14 +207,14 @@ async def test_prune_delete_for_runs_and_copy_keep_delta_threads_whole(backend: 
         assert len(latest.values["messages"]) == 40
 
         copy = new_thread()
-        await call(saver, "copy_thread", thread, copy)
+        await either(saver).copy_thread(thread, copy)
         assert await states_by_id(graph, copy) == before
 
         # Delete the runs of turns 5..9: later checkpoints still rebuild from them.
         snapshots = await graph.history(config(thread))
         runs = sorted({s.metadata["run_id"] for s in snapshots})
         assert len(runs) == 20
-        await call(saver, "delete_for_runs", runs[5:10])
+        await either(saver).delete_for_runs(runs[5:10])
         after = await states_by_id(graph, thread)
         assert after, "nothing survived"
         for checkpoint_id, values in after.items():
@@ -222,7 +222,7 @@ async def test_prune_delete_for_runs_and_copy_keep_delta_threads_whole(backend: 
         # The last run's checkpoints survive; deleted runs' unneeded ones are gone.
         assert set(after) < set(before)
 
-        await call(saver, "prune", [copy], strategy="keep_latest")
+        await either(saver).prune([copy], strategy="keep_latest")
         pruned = await graph.state(config(copy))
         assert pruned.values == latest.values
         remaining = await graph.history(config(copy))

@@ -18,7 +18,7 @@ from langgraph.checkpoint.mongo._drivers import DRIVER_INFO
 from langgraph.checkpoint.mongo._executors import execute_async, open_cursor
 from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
 from support.backends import Backend
-from support.helpers import call, config, listed, new_thread, put
+from support.helpers import config, either, listed, new_thread, put
 
 
 class _Cursor:
@@ -188,7 +188,7 @@ async def _check_ready(saver: Any, options: dict[str, Any]) -> None:
     thread = new_thread()
     stored = await put(saver, thread)
     assert [t.config for t in await listed(saver, config(thread))] == [stored]
-    assert (await call(saver, "get_tuple", stored)).config == stored
+    assert (await either(saver).get_tuple(stored)).config == stored
 
 
 async def _maybe(value: Any) -> Any:

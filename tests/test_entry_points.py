@@ -24,7 +24,7 @@ from pymongo.errors import InvalidOperation
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend
-from support.helpers import call, config, listed, new_thread, put
+from support.helpers import config, either, listed, new_thread, put
 
 SAVERS = [MongoDBSaver, AsyncMongoDBSaver]
 # An address nothing listens on: the clients below are built, never used.
@@ -78,7 +78,7 @@ async def test_from_conn_string_takes_the_official_positional_order(backend: Bac
         assert saver.writes_collection.name == "cp_writes"
         assert saver.ttl == timedelta(hours=1)
         stored = await put(saver, new_thread())
-        assert (await call(saver, "get_tuple", stored)).config == stored
+        assert (await either(saver).get_tuple(stored)).config == stored
         await maybe_await(saver.client.drop_database(name))
 
 

@@ -23,7 +23,7 @@ from langgraph.checkpoint.mongo._keys import checkpoint_key
 from langgraph.checkpoint.mongo._schema import Field
 from langgraph.checkpoint.mongo.errors import ThreadChangedError
 from support.backends import Backend
-from support.helpers import call, config, ids, listed, new_thread, put
+from support.helpers import call_by_name, config, either, ids, listed, new_thread, put
 
 
 def hang_up_on(name: str, nth: int = 1) -> Callable[[str, dict[str, Any]], bool]:
@@ -48,7 +48,7 @@ async def three_checkpoints_with_writes(saver: Any, thread: str) -> list[str]:
     parent = None
     for i in range(3):
         stored = await put(saver, thread, parent=parent, metadata={"run_id": f"run-{i}"})
-        await call(saver, "put_writes", stored, [("a", i)], f"task-{i}")
+        await either(saver).put_writes(stored, [("a", i)], f"task-{i}")
         parent = stored["configurable"]["checkpoint_id"]
     return ids(await listed(saver, config(thread)))
 
@@ -80,9 +80,9 @@ async def test_a_retry_finishes_an_interrupted_delete(backend: Backend, operatio
         newest, *_ = await three_checkpoints_with_writes(saver, thread)
         backend.wire.fault = hang_up_on("delete", nth=2)
         with pytest.raises(PyMongoError):
-            await call(saver, name, *args(thread), **kwargs)
+            await call_by_name(saver, name, *args(thread), **kwargs)
         backend.wire.fault = None
-        await call(saver, name, *args(thread), **kwargs)
+        await call_by_name(saver, name, *args(thread), **kwargs)
         assert ids(await listed(saver, config(thread))) == [newest]
         await assert_every_write_has_its_checkpoint(saver, thread)
         assert len(await documents(saver.writes_collection, thread)) == 1
@@ -93,22 +93,22 @@ async def test_copy_thread_copies_only_the_writes_of_copied_checkpoints(saver: A
     behind, and never overwrites the target's own write with the same key."""
     source, target = new_thread(), new_thread()
     stored = await put(saver, source)
-    await call(saver, "put_writes", stored, [("a", "source")], "task")
+    await either(saver).put_writes(stored, [("a", "source")], "task")
     [write] = await documents(saver.writes_collection, source)
     orphan_checkpoint = {**write["_id"]["checkpoint"], "checkpoint_id": "deleted-checkpoint"}
     orphan = {**write, "_id": {**write["_id"], "checkpoint": orphan_checkpoint}}
     await maybe_await(saver.writes_collection.insert_one(orphan))
     # The target already has a live checkpoint with that id, and a write of its own.
     live = await put(saver, target, id="deleted-checkpoint")
-    await call(saver, "put_writes", live, [("a", "target")], "task")
+    await either(saver).put_writes(live, [("a", "target")], "task")
 
-    await call(saver, "copy_thread", source, target)
+    await either(saver).copy_thread(source, target)
 
-    copied = await call(
-        saver, "get_tuple", config(target, "", stored["configurable"]["checkpoint_id"])
+    copied = await either(saver).get_tuple(
+        config(target, "", stored["configurable"]["checkpoint_id"])
     )
     assert copied.pending_writes == [("task", "a", "source")]
-    kept = await call(saver, "get_tuple", live)
+    kept = await either(saver).get_tuple(live)
     assert kept.pending_writes == [("task", "a", "target")]
 
 
@@ -132,7 +132,7 @@ async def test_a_delete_between_the_reads_of_delta_history_rereads(saver: Any) -
     and answers for the thread as it is now, as the base class would."""
     thread = new_thread()
     first = await put(saver, thread, values={"a": "seed"})
-    await call(saver, "put_writes", first, [("a", "w")], "t")
+    await either(saver).put_writes(first, [("a", "w")], "t")
     second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
     history = ops.delta_history(saver.storage, second, ["a"])
     deleted = iter([ops.delete_thread(saver.storage, thread)])
@@ -168,20 +168,18 @@ async def test_stamps_never_move_back_on_a_retried_write(backend: Backend) -> No
     ):
         thread = new_thread()
         first = await put(ahead, thread, id=None)
-        await call(ahead, "put_writes", first, [("a", 1), ("__error__", "e")], "t")
+        await either(ahead).put_writes(first, [("a", 1), ("__error__", "e")], "t")
         stamp = ahead.storage.expiry.stamp()
         behind.storage.expiry.clock = lambda: ahead.storage.expiry.clock() - timedelta(hours=2)
         # The same checkpoint and writes again, from the lagging writer.
-        tuple_ = await call(ahead, "get_tuple", first)
-        await call(
-            behind,
-            "put",
+        tuple_ = await either(ahead).get_tuple(first)
+        await either(behind).put(
             {"configurable": {"thread_id": thread, "checkpoint_ns": ""}},
             tuple_.checkpoint,
             tuple_.metadata,
             tuple_.checkpoint["channel_versions"],
         )
-        await call(behind, "put_writes", first, [("a", 1), ("__error__", "e")], "t")
+        await either(behind).put_writes(first, [("a", 1), ("__error__", "e")], "t")
         for collection in (ahead.checkpoint_collection, ahead.writes_collection):
             for doc in await documents(collection, thread):
                 assert doc[Field.TOUCHED_AT].replace(tzinfo=timezone.utc) == stamp, collection.name

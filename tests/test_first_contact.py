@@ -19,7 +19,7 @@ from langgraph.types import Command as Resume
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 from support.backends import Backend
 from support.graphs import Driver, linear_graph
-from support.helpers import call, config, listed, new_thread, put
+from support.helpers import config, either, listed, new_thread, put
 from support.migration_sources import official_saver_class
 
 # What every refusal says: who wrote the collections, and where the way out is.
@@ -77,16 +77,16 @@ async def test_resuming_the_official_savers_interrupt_is_refused_by_name(
 
 # A first call of each kind, on thread `t`.
 FIRST_CALLS: dict[str, Callable[[Any, str], Awaitable[Any]]] = {
-    "get_tuple": lambda saver, t: call(saver, "get_tuple", config(t)),
+    "get_tuple": lambda saver, t: either(saver).get_tuple(config(t)),
     "list": lambda saver, t: listed(saver, None),
     "put": lambda saver, t: put(saver, t),
-    "put_writes": lambda saver, t: call(
-        saver, "put_writes", config(t, checkpoint_id="1"), [("c", 1)], "task"
+    "put_writes": lambda saver, t: either(saver).put_writes(
+        config(t, checkpoint_id="1"), [("c", 1)], "task"
     ),
-    "delete_thread": lambda saver, t: call(saver, "delete_thread", t),
-    "copy_thread": lambda saver, t: call(saver, "copy_thread", t, new_thread()),
-    "get_delta_channel_history": lambda saver, t: call(
-        saver, "get_delta_channel_history", config=config(t), channels=["log"]
+    "delete_thread": lambda saver, t: either(saver).delete_thread(t),
+    "copy_thread": lambda saver, t: either(saver).copy_thread(t, new_thread()),
+    "get_delta_channel_history": lambda saver, t: either(saver).get_delta_channel_history(
+        config=config(t), channels=["log"]
     ),
 }
 

@@ -14,7 +14,7 @@ import pytest
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._keys import MAX_ID_BYTES
 from langgraph.checkpoint.mongo.errors import CheckpointCycleError
-from support.helpers import call, checkpoint, config, listed, new_thread, put
+from support.helpers import call_by_name, checkpoint, config, either, listed, new_thread, put
 
 LONE_SURROGATE = json.loads('"thread-\\ud800"')
 
@@ -58,7 +58,7 @@ async def test_every_walk_stops_on_a_cycle_with_a_clear_error(saver: Any) -> Non
 
     async def bounded(method: str, *args: Any, **kwargs: Any) -> Any:
         # A hang would be the defect: bound it so the test fails instead.
-        return await asyncio.wait_for(call(saver, method, *args, **kwargs), timeout=30)
+        return await asyncio.wait_for(call_by_name(saver, method, *args, **kwargs), timeout=30)
 
     with pytest.raises(CheckpointCycleError, match=loop):
         await bounded("get_delta_channel_history", config=config(thread), channels=["d"])
@@ -95,15 +95,15 @@ async def test_a_lone_surrogate_in_an_id_is_named(saver: Any, field: str, build:
     the field, not BSON's `UnicodeEncodeError`."""
     cfg, cp = build(LONE_SURROGATE)
     with pytest.raises(ValueError, match=rf"{re.escape(field)}.*lone surrogate") as raised:
-        await call(saver, "put", cfg, cp, {}, {})
+        await either(saver).put(cfg, cp, {}, {})
     assert not isinstance(raised.value, UnicodeError)
     with pytest.raises(ValueError, match=r"thread_id.*lone surrogate"):
-        await call(saver, "get_tuple", config(LONE_SURROGATE))
+        await either(saver).get_tuple(config(LONE_SURROGATE))
     stored = await put(saver, new_thread())
     with pytest.raises(ValueError, match=r"task_id.*lone surrogate"):
-        await call(saver, "put_writes", stored, [("a", 1)], LONE_SURROGATE)
+        await either(saver).put_writes(stored, [("a", 1)], LONE_SURROGATE)
     with pytest.raises(ValueError, match=r"channel.*lone surrogate"):
-        await call(saver, "put_writes", stored, [(LONE_SURROGATE, 1)], "task")
+        await either(saver).put_writes(stored, [(LONE_SURROGATE, 1)], "task")
     assert await stored_count(saver) == 1
 
 
@@ -116,22 +116,22 @@ async def test_a_huge_thread_id_is_refused_before_anything_is_sent(saver: Any) -
         await put(saver, huge)
     assert len(str(e.value)) < 500
     with pytest.raises(ValueError, match="thread_id"):
-        await call(saver, "get_tuple", config(huge))
+        await either(saver).get_tuple(config(huge))
     assert await stored_count(saver) == 0
 
 
 async def test_an_id_at_the_limit_is_stored_and_read(saver: Any) -> None:
     longest = "t" * MAX_ID_BYTES
     stored = await put(saver, longest)
-    await call(saver, "put_writes", stored, [("a", 1)], "task")
-    got = await call(saver, "get_tuple", config(longest))
+    await either(saver).put_writes(stored, [("a", 1)], "task")
+    got = await either(saver).get_tuple(config(longest))
     assert got.pending_writes == [("task", "a", 1)]
 
 
 async def test_a_huge_non_string_id_is_not_echoed_whole(saver: Any) -> None:
     huge = list(range(1_000_000))
     with pytest.raises(TypeError, match=r"thread_id'\] must be a str, got list") as e:
-        await call(saver, "get_tuple", {"configurable": {"thread_id": huge}})
+        await either(saver).get_tuple({"configurable": {"thread_id": huge}})
     assert len(str(e.value)) < 500
 
 
@@ -151,9 +151,7 @@ async def test_put_refuses_a_non_mapping_by_name_before_anything_is_sent(
     arguments = {"checkpoint": cp, "metadata": {}, "new_versions": cp["channel_versions"]}
     arguments[argument] = bad
     with pytest.raises(TypeError, match=named):
-        await call(
-            saver,
-            "put",
+        await either(saver).put(
             config(new_thread()),
             arguments["checkpoint"],
             arguments["metadata"],

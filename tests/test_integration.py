@@ -25,7 +25,7 @@ from langgraph.checkpoint.mongo import AsyncMongoDBSaver, IndexCreationError, Mo
 from langgraph.checkpoint.mongo._commands import Command, Target
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import MONGODB_URI, Backend
-from support.helpers import call, config, listed, new_thread, put
+from support.helpers import config, either, listed, new_thread, put
 from support.real_server import INDEX_STAGES, INDEXED_JOINS, Plan, deployment
 
 pytestmark = pytest.mark.integration
@@ -89,18 +89,18 @@ async def test_every_query_uses_an_index(
         parent = None
         for i in range(30):  # enough documents that a planner would prefer an index
             stored = await put(saver, thread, parent=parent, metadata={"run_id": f"run-{i}"})
-            await call(saver, "put_writes", stored, [("c", i), ("__error__", "e")], "t")
+            await either(saver).put_writes(stored, [("c", i), ("__error__", "e")], "t")
             parent = stored["configurable"]["checkpoint_id"]
-        await call(saver, "get_tuple", config(thread))
-        await call(saver, "get_tuple", stored)
+        await either(saver).get_tuple(config(thread))
+        await either(saver).get_tuple(stored)
         await listed(saver, config(thread), limit=10)
         await listed(saver, config(thread), before=stored, limit=10)
-        await call(saver, "get_delta_channel_history", config=stored, channels=["c"])
-        await call(saver, "copy_thread", thread, copy_)
+        await either(saver).get_delta_channel_history(config=stored, channels=["c"])
+        await either(saver).copy_thread(thread, copy_)
         by_run_id = len(sent_commands)  # the one command of these that is not per thread
-        await call(saver, "delete_for_runs", ["run-3"])
-        await call(saver, "prune", [copy_], strategy="keep_latest")
-        await call(saver, "delete_thread", copy_)
+        await either(saver).delete_for_runs(["run-3"])
+        await either(saver).prune([copy_], strategy="keep_latest")
+        await either(saver).delete_thread(copy_)
         assert {c.method for c in sent_commands} >= {
             "find",
             "aggregate",
@@ -182,7 +182,7 @@ async def test_server_accepts_what_the_size_check_accepts(backend: Backend) -> N
         thread = new_thread()
         blob = os.urandom(16 * 1024 * 1024 - 64 * 1024)
         stored = await put(saver, thread, values={"blob": blob})
-        got = await call(saver, "get_tuple", config(thread))
+        got = await either(saver).get_tuple(config(thread))
         assert got.config == stored
         assert got.checkpoint["channel_values"]["blob"] == blob
 

@@ -14,7 +14,7 @@ from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend
 from support.graphs import Driver
-from support.helpers import call, config, listed, new_thread, put
+from support.helpers import config, either, listed, new_thread, put
 from support.wire import cursors
 
 MIB = 1024 * 1024
@@ -38,7 +38,7 @@ async def test_a_checkpoint_over_state_max_bytes_fails_cleanly(backend: Backend)
         assert error.size > error.limit == 16 * MIB
         assert thread in str(error)
         assert f"state_max_bytes={16 * MIB}" in str(error)
-        latest = await call(saver, "get_tuple", config(thread))
+        latest = await either(saver).get_tuple(config(thread))
         assert latest.config == previous
         assert len(await listed(saver, config(thread))) == 1
         # Nothing of it was written: no chunk either.
@@ -68,8 +68,8 @@ async def test_a_write_over_state_max_bytes_fails_and_writes_nothing(backend: Ba
         writes = [("small", 1), ("huge", os.urandom(17 * MIB))]
         named = r"^Write 1 \(channel 'huge', task 'task'\) of thread"
         with pytest.raises(CheckpointTooLargeError, match=named):
-            await call(saver, "put_writes", stored, writes, "task")
-        assert (await call(saver, "get_tuple", stored)).pending_writes == []
+            await either(saver).put_writes(stored, writes, "task")
+        assert (await either(saver).get_tuple(stored)).pending_writes == []
         assert await _chunk_count(saver, thread) == 0
 
 
@@ -123,7 +123,7 @@ async def test_a_refused_checkpoint_leaves_its_steps_writes_pending(backend: Bac
         for run_input in ({"big": True}, None, None):
             with pytest.raises(CheckpointTooLargeError):
                 await graph.invoke(run_input, thread)
-            latest = await call(saver, "get_tuple", thread)
+            latest = await either(saver).get_tuple(thread)
             assert latest.checkpoint["channel_values"]["log"] == ["a"]
             assert sorted({channel for _, channel, _ in latest.pending_writes}) == [
                 "blobs",
@@ -150,7 +150,7 @@ async def test_a_checkpoint_too_large_to_return_with_its_writes_is_read_apart(
         blob, first, second = os.urandom(9 * MIB), os.urandom(5 * MIB), os.urandom(5 * MIB)
         parent = oldest["configurable"]["checkpoint_id"]
         big = await put(saver, thread, parent=parent, values={"blob": blob})
-        await call(saver, "put_writes", big, [("a", first), ("b", second)], "t")
+        await either(saver).put_writes(big, [("a", first), ("b", second)], "t")
         # More newer checkpoints than a first batch holds (101): the failure comes in a
         # getMore, after part of the list was returned.
         newer = []
@@ -159,7 +159,7 @@ async def test_a_checkpoint_too_large_to_return_with_its_writes_is_read_apart(
             newer.append(await put(saver, thread, parent=parent))
             parent = newer[-1]["configurable"]["checkpoint_id"]
 
-        got = await call(saver, "get_tuple", big)
+        got = await either(saver).get_tuple(big)
         assert got.checkpoint["channel_values"]["blob"] == blob
         assert got.pending_writes == [("t", "a", first), ("t", "b", second)]
 
@@ -197,9 +197,9 @@ async def test_a_join_refused_with_any_too_large_code_is_read_apart(
         thread = new_thread()
         blob, first, second = os.urandom(40 * 1024), os.urandom(20 * 1024), os.urandom(20 * 1024)
         stored = await put(saver, thread, values={"blob": blob})
-        await call(saver, "put_writes", stored, [("a", first), ("b", second)], "t")
+        await either(saver).put_writes(stored, [("a", first), ("b", second)], "t")
 
-        got = await call(saver, "get_tuple", config(thread))
+        got = await either(saver).get_tuple(config(thread))
         assert got.checkpoint["channel_values"]["blob"] == blob
         assert got.pending_writes == [("t", "a", first), ("t", "b", second)]
         [listed_one] = await listed(saver, config(thread))
@@ -214,9 +214,9 @@ async def test_delta_history_reads_a_seed_too_large_for_its_writes_apart(
         seed = os.urandom(9 * MIB)
         root = await put(saver, thread, values={"a": seed})
         big_write, small_write = os.urandom(8 * MIB), "x"
-        await call(saver, "put_writes", root, [("a", big_write), ("b", small_write)], "t")
+        await either(saver).put_writes(root, [("a", big_write), ("b", small_write)], "t")
         leaf = await put(saver, thread, parent=root["configurable"]["checkpoint_id"])
-        history = await call(saver, "get_delta_channel_history", config=leaf, channels=["a"])
+        history = await either(saver).get_delta_channel_history(config=leaf, channels=["a"])
         assert history == {"a": {"writes": [("t", "a", big_write)], "seed": seed}}
 
 
@@ -228,8 +228,8 @@ async def test_compression_fits_a_compressible_17_mib_state(
     async with backend.saver(compression=compression) as saver:
         thread = new_thread()
         stored = await put(saver, thread, values=state)
-        await call(saver, "put_writes", stored, [("text", state["text"])], "t")
-        got = await call(saver, "get_tuple", stored)
+        await either(saver).put_writes(stored, [("text", state["text"])], "t")
+        got = await either(saver).get_tuple(stored)
         assert got.checkpoint["channel_values"] == state
         assert got.pending_writes == [("t", "text", state["text"])]
         raw = await maybe_await(saver.checkpoint_collection.find_one({"thread_id": thread}))
@@ -260,7 +260,7 @@ async def test_any_compression_setting_reads_any_other(backend: Backend) -> None
         ]
         for reader in (plain, zipped, zstd):
             for cfg in written:
-                got = await call(reader, "get_tuple", cfg)
+                got = await either(reader).get_tuple(cfg)
                 assert got.checkpoint["channel_values"] == big
         small = await put(zipped, new_thread(), values={"v": 1})
         raw = await maybe_await(
@@ -292,4 +292,4 @@ async def test_unknown_stored_compression_is_named(saver: Any) -> None:
         )
     )
     with pytest.raises(ValueError, match="brotli"):
-        await call(saver, "get_tuple", stored)
+        await either(saver).get_tuple(stored)

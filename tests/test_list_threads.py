@@ -25,16 +25,10 @@ from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._queries import WritesJoin
 from support.backends import MONGODB_URI, Backend, CommandLog
 from support.graphs import Run, chat_graph, human, in_memory, linear_graph, run_on, subgraph_parent
-from support.helpers import call, config, put
+from support.helpers import config, either, put
 
 # A value of metadata, not a clock: no test reads the time from it.
 AT = datetime(2026, 1, 1, tzinfo=timezone.utc)
-
-
-async def threads(saver: Any, **kwargs: Any) -> list[ThreadInfo]:
-    if isinstance(saver, MongoDBSaver):
-        return list(saver.list_threads(**kwargs))
-    return [t async for t in saver.alist_threads(**kwargs)]
 
 
 def reference_threads(
@@ -60,7 +54,7 @@ def reference_threads(
 async def listed_threads(checkpointer: Any, **kwargs: Any) -> list[ThreadInfo]:
     if isinstance(checkpointer, InMemorySaver):
         return reference_threads(checkpointer, **kwargs)
-    return await threads(checkpointer, **kwargs)
+    return await either(checkpointer).list_threads(**kwargs)
 
 
 def recorded(run: Run, label: str, found: list[ThreadInfo]) -> None:
@@ -99,8 +93,8 @@ async def test_real_graphs_list_as_in_memory_saver_would(backend: Backend) -> No
             return backend.saver(db_name=saver.db.name)
 
         got = await run_on(saver, backend.is_sync, reopen, scenario)
-        for info in await threads(saver):
-            latest = await call(saver, "get_tuple", config(info.thread_id))
+        for info in await either(saver).list_threads():
+            latest = await either(saver).get_tuple(config(info.thread_id))
             assert info == (info.thread_id, latest.config, latest.metadata, latest.checkpoint["ts"])
     want = await in_memory(backend.is_sync, scenario)
     assert got.log == want.log
@@ -148,11 +142,11 @@ async def test_metadata_filters_apply_to_the_latest_root_checkpoint(backend: Bac
         ]
         for metadata_filter in filters:
             for limit in (None, 1, 2):
-                got = await threads(saver, filter=metadata_filter, limit=limit)
+                got = await either(saver).list_threads(filter=metadata_filter, limit=limit)
                 want = reference_threads(memory, filter=metadata_filter, limit=limit)
                 assert [t.thread_id for t in got] == [t.thread_id for t in want], metadata_filter
                 assert [t.metadata for t in got] == [t.metadata for t in want], metadata_filter
-        found = await threads(saver, filter={"user": "ann"})
+        found = await either(saver).list_threads(filter={"user": "ann"})
         assert [t.thread_id for t in found] == ["t2", "t3", "t5"]
         assert found[-1].metadata["at"] == AT + timedelta(1)
         # Read from the serializer's copy, which that document keeps (not vacuous).
@@ -160,7 +154,7 @@ async def test_metadata_filters_apply_to_the_latest_root_checkpoint(backend: Bac
             saver.checkpoint_collection.find_one({"thread_id": "t5", "metadata.user": "ann"})
         )
         assert "serialized_metadata" in stored
-        assert await threads(saver, filter={"user": "sub"}) == []
+        assert await either(saver).list_threads(filter={"user": "sub"}) == []
 
 
 async def test_pages_follow_the_cursor_one_command_each(
@@ -173,14 +167,14 @@ async def test_pages_follow_the_cursor_one_command_each(
         for thread_id in names:
             stored = await put(saver, thread_id)
             await put(saver, thread_id, parent=stored["configurable"]["checkpoint_id"])
-        whole = await threads(saver)
+        whole = await either(saver).list_threads()
         assert [t.thread_id for t in whole] == sorted(names)  # code point order
         for size in (1, 3, 10, 11):
             pages: list[list[ThreadInfo]] = []
             cursor: str | ThreadInfo | None = None
             while True:
                 command_log.reset()
-                page = await threads(saver, limit=size, before=cursor)
+                page = await either(saver).list_threads(limit=size, before=cursor)
                 if backend.counts_commands:
                     assert command_log.names == ["aggregate"], (size, command_log.names)
                 if not page:
@@ -190,8 +184,8 @@ async def test_pages_follow_the_cursor_one_command_each(
             assert [t for page in pages for t in page] == whole
             assert all(len(page) == size for page in pages[:-1])
         command_log.reset()
-        assert await threads(saver, limit=0) == []
-        assert await threads(saver, limit=-1) == []
+        assert await either(saver).list_threads(limit=0) == []
+        assert await either(saver).list_threads(limit=-1) == []
         assert command_log.names == []
 
 
@@ -223,7 +217,7 @@ async def test_a_thread_without_root_checkpoints_is_not_listed(backend: Backend)
     async with backend.saver() as saver:
         await put(saver, "only-child", ns="child")
         await put(saver, "root")
-        assert [t.thread_id for t in await threads(saver)] == ["root"]
+        assert [t.thread_id for t in await either(saver).list_threads()] == ["root"]
 
 
 async def test_bad_arguments_raise_before_any_command(
@@ -233,17 +227,17 @@ async def test_bad_arguments_raise_before_any_command(
     async with backend.saver(command_log) as saver:
         command_log.reset()
         with pytest.raises(TypeError, match="limit must be an int"):
-            await threads(saver, limit="3")
+            await either(saver).list_threads(limit="3")
         with pytest.raises(TypeError, match="limit must be an int"):
-            await threads(saver, limit=True)
+            await either(saver).list_threads(limit=True)
         with pytest.raises(ValueError, match="limit must be at most"):
-            await threads(saver, limit=2**63)
+            await either(saver).list_threads(limit=2**63)
         with pytest.raises(TypeError, match="filter must be a dict"):
-            await threads(saver, filter=["user"])
+            await either(saver).list_threads(filter=["user"])
         with pytest.raises(TypeError, match="before must be a thread id"):
-            await threads(saver, before=config("t"))
+            await either(saver).list_threads(before=config("t"))
         with pytest.raises(ValueError, match="before is not valid Unicode"):
-            await threads(saver, before="\ud800")
+            await either(saver).list_threads(before="\ud800")
         assert command_log.names == []
 
 
@@ -253,7 +247,7 @@ async def test_the_other_api_of_each_saver_lists_the_same(backend: Backend) -> N
     async with backend.saver() as saver:
         for thread_id in ("b", "a"):
             await put(saver, thread_id, metadata={"user": thread_id})
-        want = await threads(saver, filter={"user": "b"})
+        want = await either(saver).list_threads(filter={"user": "b"})
         if isinstance(saver, MongoDBSaver):
             got = [t async for t in saver.alist_threads(filter={"user": "b"})]
         else:

@@ -26,7 +26,7 @@ from langgraph.checkpoint.mongo._queries import WritesJoin
 from langgraph.checkpoint.mongo._runners import run_plan
 from support.backends import Backend, CommandLog
 from support.graphs import Driver
-from support.helpers import call, checkpoint, config, new_thread
+from support.helpers import checkpoint, config, either, new_thread
 
 TURNS = 4
 CONVERSATIONS = 3
@@ -124,14 +124,14 @@ async def test_unchanged_channel_keeps_its_parent_bytes(
         thread = new_thread()
         seen = {"a"}
         first = checkpoint({"barrier": seen, "other": 1})
-        stored = await call(
-            saver, "put", config(thread), first, {"step": 0}, first["channel_versions"]
+        stored = await either(saver).put(
+            config(thread), first, {"step": 0}, first["channel_versions"]
         )
         seen.add("b")  # the next step mutates the live object before the next put runs
         second = checkpoint({"barrier": seen, "other": 2})
         second["channel_versions"] = {"barrier": 1, "other": 2}
-        await call(saver, "put", stored, second, {"step": 1}, {"other": 2})
-        got = await call(saver, "get_tuple", config(thread))
+        await either(saver).put(stored, second, {"step": 1}, {"other": 2})
+        got = await either(saver).get_tuple(config(thread))
         assert got.checkpoint["id"] == second["id"]
         assert got.checkpoint["channel_values"] == {"barrier": {"a"}, "other": 2}
         assert bool(saver.storage.recent._entries) == (cache_max_bytes > 0)
@@ -146,24 +146,24 @@ async def test_parent_bytes_are_read_when_another_process_wrote_the_parent(
     async with backend.saver(log) as writer:
         thread = new_thread()
         first = checkpoint({"barrier": {"a"}, "other": 1})
-        stored = await call(
-            writer, "put", config(thread), first, {"step": 0}, first["channel_versions"]
+        stored = await either(writer).put(
+            config(thread), first, {"step": 0}, first["channel_versions"]
         )
         async with backend.saver(db_name=writer.db.name) as other:
             second = checkpoint({"barrier": {"a", "b"}, "other": 2})
             second["channel_versions"] = {"barrier": 1, "other": 2}
             log.reset()
-            await call(other, "put", stored, second, {"step": 1}, {"other": 2})
+            await either(other).put(stored, second, {"step": 1}, {"other": 2})
             if backend.counts_commands:
                 assert log.names == ["find", "update"]
-            got = await call(other, "get_tuple", config(thread))
+            got = await either(other).get_tuple(config(thread))
             assert got.checkpoint["channel_values"] == {"barrier": {"a"}, "other": 2}
             # A channel whose version differs from the parent's is serialized afresh.
             third = checkpoint({"barrier": {"a", "c"}})
             third["channel_versions"] = {"barrier": 3}
             parent = got.config
-            await call(other, "put", parent, third, {"step": 2}, {})
-            got = await call(other, "get_tuple", config(thread))
+            await either(other).put(parent, third, {"step": 2}, {})
+            got = await either(other).get_tuple(config(thread))
             assert got.checkpoint["channel_values"] == {"barrier": {"a", "c"}}
 
 

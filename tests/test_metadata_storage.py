@@ -26,7 +26,7 @@ from langgraph.checkpoint.mongo._commands import Command, NextDocument, OpenCurs
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._metadata import from_readable
 from support.backends import MONGODB_URI, Backend, CommandLog
-from support.helpers import call, config, ids, listed, new_thread, put
+from support.helpers import config, either, ids, listed, new_thread, put
 
 
 class Level(enum.IntEnum):
@@ -83,7 +83,7 @@ async def test_the_serialized_copy_is_kept_only_where_the_readable_one_is_not_ex
     stored = await put(saver, new_thread(), metadata=metadata)
     doc = await stored_document(saver, stored)
     assert ("serialized_metadata" in doc) == (metadata in INEXACT)
-    got = await call(saver, "get_tuple", stored)
+    got = await either(saver).get_tuple(stored)
     for key, value in metadata.items():
         assert same_types(got.metadata[key], value), key
 
@@ -97,7 +97,7 @@ async def test_a_checkpoint_stored_again_drops_the_copies_it_no_longer_needs(sav
     doc = await stored_document(saver, again)
     assert "serialized_metadata" not in doc
     assert "metadata_terms" not in doc
-    assert (await call(saver, "get_tuple", again)).metadata["k"] == "text"
+    assert (await either(saver).get_tuple(again)).metadata["k"] == "text"
     assert await listed(saver, config(thread), filter={"k": b"bytes"}) == []
     assert ids(await listed(saver, config(thread), filter={"k": "text"})) == [checkpoint_id]
 
@@ -109,10 +109,10 @@ async def test_delete_for_runs_reads_the_run_id_from_either_copy(saver: Any) -> 
     other = await put(saver, thread, metadata={"run_id": "r2", "b": b"x"})
     assert "serialized_metadata" not in await stored_document(saver, plain)
     assert "serialized_metadata" in await stored_document(saver, exotic)
-    await call(saver, "delete_for_runs", ["r1"])
-    assert await call(saver, "get_tuple", plain) is None
-    assert await call(saver, "get_tuple", exotic) is None
-    assert await call(saver, "get_tuple", other) is not None
+    await either(saver).delete_for_runs(["r1"])
+    assert await either(saver).get_tuple(plain) is None
+    assert await either(saver).get_tuple(exotic) is None
+    assert await either(saver).get_tuple(other) is not None
 
 
 @pytest.mark.parametrize(
@@ -280,7 +280,7 @@ async def test_the_readable_copy_shows_each_value_and_no_terms_are_stored(saver:
         "metadata",
         "serialized_metadata",
     }
-    got = await call(saver, "get_tuple", stored)
+    got = await either(saver).get_tuple(stored)
     assert got.metadata["id"] == uuid.UUID(int=1)
     assert got.metadata["a.b"] == 1
 
@@ -393,13 +393,13 @@ async def test_replayed_channels_are_named_by_the_readable_counters_or_stored_ap
     doc = await stored_document(saver, replaying)
     # A key the readable copy leaves out ("a.b") is not named there: stored apart.
     assert doc.get("replayed_channels") == (None if channel == "messages" else [channel])
-    await call(saver, "prune", [thread], strategy="keep_latest")
+    await either(saver).prune([thread], strategy="keep_latest")
     # The seed stays: the surviving checkpoint rebuilds the channel from it.
-    assert await call(saver, "get_tuple", seed) is not None
+    assert await either(saver).get_tuple(seed) is not None
     plain = await put(saver, thread, parent=replaying["configurable"]["checkpoint_id"])
     assert "replayed_channels" not in await stored_document(saver, plain)
-    await call(saver, "prune", [thread], strategy="keep_latest")
-    assert await call(saver, "get_tuple", seed) is None
+    await either(saver).prune([thread], strategy="keep_latest")
+    assert await either(saver).get_tuple(seed) is None
 
 
 async def test_a_post_checked_filter_keeps_its_limit_when_the_rest_is_read_apart(
@@ -428,8 +428,8 @@ async def test_a_post_checked_filter_keeps_its_limit_when_the_rest_is_read_apart
             await put(memory, thread, metadata=metadata, values=values, id=same)
             if i == 9:
                 writes = [("a", os.urandom(20 * 1024)), ("b", os.urandom(20 * 1024))]
-                await call(saver, "put_writes", cfg, writes, "t")
-                await call(memory, "put_writes", cfg, writes, "t")
+                await either(saver).put_writes(cfg, writes, "t")
+                await either(memory).put_writes(cfg, writes, "t")
         for limit in (None, 1, 3, 5):
             flt = {"tags": ["a"]}
             want = await listed(memory, config(thread), filter=flt, limit=limit)

@@ -33,7 +33,7 @@ from langgraph.checkpoint.mongo.migrate import (
 )
 from support.backends import Backend, CommandLog
 from support.graphs import Run, chat_graph, human, run_on
-from support.helpers import call, checkpoint, config, listed
+from support.helpers import checkpoint, config, either, listed
 from support.migration_sources import (
     Source,
     copy,
@@ -138,7 +138,7 @@ async def test_pending_writes_keep_task_ids_and_order(backend: Backend, saver: A
         ("task-a", "y"),
     ]
     await copy(backend, memory_source(memory), saver)
-    got = await call(saver, "get_tuple", at)
+    got = await either(saver).get_tuple(at)
     assert got.pending_writes == want.pending_writes
     # The tuple has no task paths: ordinal paths keep the order, indexes are rebuilt.
     docs = await maybe_await(saver.writes_collection.find({}, {"task_path": 1}).to_list(None))
@@ -174,7 +174,7 @@ async def test_official_collections_keep_task_paths_and_indexes(
         (d["_id"]["task_id"], d["task_path"], d["_id"]["idx"], d["channel"]) for d in docs
     )
     assert ours == theirs
-    got = await call(saver, "get_tuple", at)
+    got = await either(saver).get_tuple(at)
     # Our order is LangGraph's `writes_sort_key` (task path first); the official saver
     # returns writes in insertion order.
     assert [(w[0], w[1]) for w in got.pending_writes] == [
@@ -333,7 +333,7 @@ async def test_states_beyond_16_mib_are_copied_in_chunks_and_verify(
     report = await copy(backend, memory_source(memory), saver)
     [thread] = report.threads
     assert (thread.status, thread.checkpoints, thread.writes) == (ThreadStatus.COPIED, 1, 1)
-    got = await call(saver, "get_tuple", config("big", ""))
+    got = await either(saver).get_tuple(config("big", ""))
     assert got.checkpoint["channel_values"]["blob"] == blob
     assert got.pending_writes == [("task", "w", write)]
     assert (await verify(backend, memory_source(memory), saver)).ok
@@ -367,7 +367,7 @@ async def test_verify_names_every_kind_of_difference(backend: Backend, saver: An
     gone = {"_id.checkpoint.checkpoint_id": oldest.config["configurable"]["checkpoint_id"]}
     await maybe_await(saver.writes_collection.delete_one(gone))
     extra = checkpoint({"x": 1})
-    await call(saver, "put", latest.config, extra, {"source": "update", "step": 9}, {})
+    await either(saver).put(latest.config, extra, {"source": "update", "step": 9}, {})
 
     report = await verify(backend, source, saver)
     assert not report.ok
@@ -599,7 +599,7 @@ async def test_an_application_type_that_cannot_be_imported_fails_its_thread_by_n
     shop.show()  # importable again: the copy is exact
     again = await copy(backend, memory_source(memory), saver, thread_ids=["shop"])
     assert [t.status for t in again.threads] == [ThreadStatus.COPIED]
-    copied = await call(saver, "get_tuple", config("shop", ""))
+    copied = await either(saver).get_tuple(config("shop", ""))
     assert copied.checkpoint["channel_values"]["order"] == shop.order(7)
     assert (await verify(backend, memory_source(memory), saver, thread_ids=["shop"])).ok
 

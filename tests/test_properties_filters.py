@@ -12,7 +12,7 @@ from langgraph.checkpoint.base import get_checkpoint_metadata
 from langgraph.checkpoint.memory import InMemorySaver
 
 from support.backends import Backend
-from support.helpers import call, checkpoint, config, ids, listed
+from support.helpers import checkpoint, config, either, ids, listed
 from support.properties import (
     INT_MAX,
     INT_MIN,
@@ -232,7 +232,7 @@ def test_reserved_metadata_keys_with_hostile_values_round_trip(backend: Backend)
             else:
                 metadata[key] = value
             stored = await put_both(saver, memory, cfg, metadata)
-            assert_same_tuple(await call(saver, "get_tuple", stored), memory.get_tuple(stored))
+            assert_same_tuple(await either(saver).get_tuple(stored), memory.get_tuple(stored))
             flt = {key: value}
             want = list(memory.list(config("t"), filter=copy.deepcopy(flt)))
             assert ids(await listed(saver, config("t"), filter=flt)) == ids(want)
@@ -278,11 +278,11 @@ def test_delete_for_runs_deletes_exactly_the_runs_named(backend: Backend) -> Non
                 metadata = {} if run_id is None else {"run_id": run_id}
                 cfg = config(f"thread-{i % 2}")
                 cp = checkpoint()
-                stored = await call(saver, "put", cfg, cp, copy.deepcopy(metadata), {})
-                await call(saver, "put_writes", stored, [("c", i)], "t")
+                stored = await either(saver).put(cfg, cp, copy.deepcopy(metadata), {})
+                await either(saver).put_writes(stored, [("c", i)], "t")
                 effective = get_checkpoint_metadata(cfg, metadata)
                 made.append((cp["id"], effective.get("run_id")))
-            await call(saver, "delete_for_runs", deleted)
+            await either(saver).delete_for_runs(deleted)
             survivors = {cid for cid, run_id in made if run_id not in deleted}
             left = await listed(saver, None)
             assert set(ids(left)) == survivors, (made, deleted)

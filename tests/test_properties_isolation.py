@@ -9,7 +9,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from support.backends import Backend
-from support.helpers import call, config, ids, listed
+from support.helpers import config, either, ids, listed
 from support.properties import (
     METADATA,
     STRINGS,
@@ -44,7 +44,7 @@ def test_operator_looking_ids_only_see_their_own_data(backend: Backend) -> None:
                     stored = await put_both(saver, memory, config(t, n), metadata, {"v": t})
                     for target in (saver, memory):
                         writes = [(channel, f"{t}/{n}"), ("other", 1)]
-                        await call_either(target, "put_writes", stored, writes, task_id, task_path)
+                        await either(target).put_writes(stored, writes, task_id, task_path)
 
             probes: list[RunnableConfig] = [
                 config(thread),
@@ -54,7 +54,7 @@ def test_operator_looking_ids_only_see_their_own_data(backend: Backend) -> None:
                 config(probe_id, ns),
             ]
             for probe in probes:
-                got = await call(saver, "get_tuple", probe)
+                got = await either(saver).get_tuple(probe)
                 assert_same_tuple(got, memory.get_tuple(probe))
                 got_list = await listed(saver, probe)
                 want_list = list(memory.list(probe))
@@ -69,22 +69,22 @@ def test_operator_looking_ids_only_see_their_own_data(backend: Backend) -> None:
             victim_before = await listed(saver, config(victim, None))
             if thread != victim:
                 copy_to = probe_id if probe_id not in (thread, victim) else thread + "-copy"
-                await call(saver, "copy_thread", thread, copy_to)
+                await either(saver).copy_thread(thread, copy_to)
                 copied = await listed(saver, config(copy_to, None))
                 original = await listed(saver, config(thread, None))
                 assert ids(copied) == ids(original)
                 assert [t.pending_writes for t in copied] == [t.pending_writes for t in original]
                 # A newer checkpoint in the copy: `keep_latest` keeps one per namespace.
                 newest = await put_both(saver, memory, config(copy_to), {}, {"v": copy_to})
-                await call(saver, "prune", [copy_to], strategy="keep_latest")
+                await either(saver).prune([copy_to], strategy="keep_latest")
                 kept = await listed(saver, config(copy_to, None))
                 assert len(kept) == len({"", ns})
                 assert ids(kept)[0] == newest["configurable"]["checkpoint_id"]
                 assert ids(await listed(saver, config(thread, None))) == ids(original)
-                await call(saver, "delete_thread", thread)
+                await either(saver).delete_thread(thread)
                 memory.delete_thread(thread)
                 assert await listed(saver, config(thread, None)) == []
-                await call(saver, "prune", [copy_to], strategy="delete")
+                await either(saver).prune([copy_to], strategy="delete")
                 assert await listed(saver, config(copy_to, None)) == []
                 victim_after = await listed(saver, config(victim, None))
                 assert [ref(t) for t in victim_after] == [ref(t) for t in victim_before]
@@ -106,9 +106,3 @@ def test_operator_looking_ids_only_see_their_own_data(backend: Backend) -> None:
         channel=STRINGS,
         metadata=METADATA,
     )
-
-
-async def call_either(target: Any, method: str, *args: Any) -> Any:
-    if isinstance(target, InMemorySaver):
-        return getattr(target, method)(*args)
-    return await call(target, method, *args)

@@ -13,7 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend
-from support.helpers import call, checkpoint, config, ids, listed
+from support.helpers import checkpoint, config, either, ids, listed
 from support.properties import (
     INT_MAX,
     INT_MIN,
@@ -56,9 +56,9 @@ def test_metadata_round_trips_like_in_memory(backend: Backend) -> None:
             want = memory.get_tuple(stored)
             assert want is not None
             assert same(want.metadata, get_checkpoint_metadata(cfg, metadata))
-            got = await call(saver, "get_tuple", stored)
+            got = await either(saver).get_tuple(stored)
             assert_same_tuple(got, want)
-            assert_same_tuple(await call(saver, "get_tuple", config(thread, ns)), want)
+            assert_same_tuple(await either(saver).get_tuple(config(thread, ns)), want)
             [listed_tuple] = await listed(saver, config(thread, ns))
             assert_same_tuple(listed_tuple, want)
 
@@ -108,7 +108,7 @@ def test_ints_beyond_64_bits_are_refused_and_store_nothing(backend: Backend) -> 
             with pytest.raises(TypeError):
                 memory.put(config("t"), cp, copy.deepcopy(metadata), {})
             with pytest.raises(TypeError):
-                await call(saver, "put", config("t"), cp, metadata, {})
+                await either(saver).put(config("t"), cp, metadata, {})
             assert await counts(saver) == (0, 0)
 
     run_property(

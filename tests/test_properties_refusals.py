@@ -14,7 +14,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from support.backends import Backend, CommandLog
-from support.helpers import call, checkpoint, config, ids, listed
+from support.helpers import call_by_name, checkpoint, config, either, ids, listed
 from support.properties import (
     KEYS,
     NON_STRINGS,
@@ -46,7 +46,7 @@ class Refusals:
         invoke = (
             listed(saver, *args, **kwargs)
             if method == "list"
-            else call(saver, method, *args, **kwargs)
+            else call_by_name(saver, method, *args, **kwargs)
         )
         with pytest.raises(error, match=re.escape(field)):
             await invoke
@@ -58,8 +58,8 @@ class Refusals:
 
 
 async def victim_with_write(saver: Any) -> RunnableConfig:
-    stored: RunnableConfig = await call(saver, "put", config("victim"), checkpoint(), {"k": 1}, {})
-    await call(saver, "put_writes", stored, [("c", 1)], "t")
+    stored: RunnableConfig = await either(saver).put(config("victim"), checkpoint(), {"k": 1}, {})
+    await either(saver).put_writes(stored, [("c", 1)], "t")
     return stored
 
 

@@ -12,7 +12,7 @@ from langgraph.types import Command
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend, CommandLog
 from support.graphs import CHANNELS, Driver, Norm, Run, chat_graph, compare, linear_graph
-from support.helpers import call, config, ids, listed, new_thread, put, settle
+from support.helpers import config, either, ids, listed, new_thread, put, settle
 
 
 async def chain(saver: Any, thread: str, n: int, ns: str = "") -> list[str]:
@@ -21,12 +21,12 @@ async def chain(saver: Any, thread: str, n: int, ns: str = "") -> list[str]:
     for _ in range(n):
         stored = await put(saver, thread, ns=ns, parent=made[-1] if made else None)
         made.append(stored["configurable"]["checkpoint_id"])
-        await call(saver, "put_writes", stored, [("w", made[-1])], "t")
+        await either(saver).put_writes(stored, [("w", made[-1])], "t")
     return made
 
 
 async def tuples(saver: Any, thread: str, ns: str, checkpoint_ids: list[str]) -> list[Any]:
-    return [await call(saver, "get_tuple", config(thread, ns, c)) for c in checkpoint_ids]
+    return [await either(saver).get_tuple(config(thread, ns, c)) for c in checkpoint_ids]
 
 
 async def stored_write_owners(saver: Any, thread: str) -> set[str]:
@@ -46,7 +46,7 @@ async def test_keep_last_keeps_the_newest_of_each_namespace_and_their_writes(
     before_child = await tuples(saver, thread, "child:1", child)
     before_other = await listed(saver, config(other))
 
-    await call(saver, "prune", [thread], keep_last=2)
+    await either(saver).prune([thread], keep_last=2)
 
     assert await tuples(saver, thread, "", root[-2:]) == before_root[-2:]
     assert await tuples(saver, thread, "child:1", child[-2:]) == before_child[-2:]
@@ -66,18 +66,18 @@ async def test_keep_last_overrides_strategy_zero_removes_all_and_more_changes_no
     before = await listed(saver, config(thread))
 
     command_log.reset()
-    await call(saver, "prune", [thread], strategy="delete", keep_last=4)
+    await either(saver).prune([thread], strategy="delete", keep_last=4)
     if backend.counts_commands:  # the lineage is read, then chunks a crash left looked for
         assert command_log.names == ["find", "find"]
     assert await listed(saver, config(thread)) == before
-    await call(saver, "prune", [thread], keep_last=10**30)  # beyond any int64: everything
+    await either(saver).prune([thread], keep_last=10**30)  # beyond any int64: everything
     assert await listed(saver, config(thread)) == before
 
     # The Redis saver's spelling of the same call.
-    await call(saver, "prune", [thread], strategy="keep_last", keep_last=3)
+    await either(saver).prune([thread], strategy="keep_last", keep_last=3)
     assert ids(await listed(saver, config(thread))) == made[:0:-1]
 
-    await call(saver, "prune", [thread], strategy="keep_latest", keep_last=0)
+    await either(saver).prune([thread], strategy="keep_latest", keep_last=0)
     assert await listed(saver, config(thread)) == []
     assert await stored_write_owners(saver, thread) == set()
 
@@ -98,9 +98,9 @@ async def test_bad_keep_last_is_refused_before_anything_is_read(
     await chain(saver, thread, 2)
     command_log.reset()
     with pytest.raises(error, match=message):
-        await call(saver, "prune", [thread], keep_last=keep_last)
+        await either(saver).prune([thread], keep_last=keep_last)
     with pytest.raises(error, match=message):
-        await call(saver, "prune", [], keep_last=keep_last)
+        await either(saver).prune([], keep_last=keep_last)
     if backend.counts_commands:
         assert command_log.names == []
     assert len(await listed(saver, config(thread))) == 2
@@ -108,9 +108,9 @@ async def test_bad_keep_last_is_refused_before_anything_is_read(
 
 async def test_keep_last_strategy_needs_a_number(saver: Any) -> None:
     with pytest.raises(ValueError, match=r"strategy='keep_last'.*needs keep_last=N"):
-        await call(saver, "prune", [new_thread()], strategy="keep_last")
+        await either(saver).prune([new_thread()], strategy="keep_last")
     with pytest.raises(ValueError, match="strategy must be one of"):
-        await call(saver, "prune", [new_thread()], strategy="keep_lats", keep_last=2)
+        await either(saver).prune([new_thread()], strategy="keep_lats", keep_last=2)
 
 
 async def chat(graph: Driver, thread: str, turns: range) -> None:
@@ -144,7 +144,7 @@ async def test_kept_checkpoints_of_a_real_chat_read_back_as_before(
         )
         newest = sorted(before, reverse=True)[:4]
 
-        await call(saver, "prune", [thread], keep_last=4)
+        await either(saver).prune([thread], keep_last=4)
 
         after = await states_by_id(graph, thread)
         assert set(newest) <= set(after)
@@ -244,7 +244,7 @@ async def test_keep_last_trims_after_put_in_the_background_in_two_commands(
             log.reset()
             made.append(await put(saver, thread, parent=made[-1]["configurable"]["checkpoint_id"]))
             await settle(saver)
-            await call(saver, "put_writes", made[-1], [("w", 1)], "t")
+            await either(saver).put_writes(made[-1], [("w", 1)], "t")
             trimmed = len(made) == 2 * 2 + 1
             assert log.names == ["update", *(["delete", "delete"] if trimmed else []), "update"]
         kept = [c["configurable"]["checkpoint_id"] for c in made[-2:]]

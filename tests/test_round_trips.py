@@ -9,6 +9,7 @@ in-process mock has no wire: these tests skip it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from langgraph.checkpoint.mongo import MongoDBSaver
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend, CommandLog
-from support.helpers import call, config, listed, new_thread, put
+from support.helpers import checkpoint, config, either, listed, new_thread, put
 
 
 @pytest.fixture
@@ -33,29 +34,26 @@ async def test_commands_per_operation(counting: Backend) -> None:
         stored = await put(saver, thread)
         await put(saver, thread, parent=stored["configurable"]["checkpoint_id"])
 
-        async def sent(method: str, *args: Any, **kwargs: Any) -> list[str]:
+        async def sent(operation: Awaitable[object]) -> list[str]:
+            """The commands one operation sends (it starts only when awaited here)."""
             log.reset()
-            await call(saver, method, *args, **kwargs)
+            await operation
             return list(log.names)
 
-        assert await sent("put", config(thread), *_checkpoint_args()) == ["update"]
+        saver_ = either(saver)
+        cp = checkpoint({"x": 1})
+        md = {"source": "loop", "step": 1, "parents": {}}
+        assert await sent(saver_.put(config(thread), cp, md, cp["channel_versions"])) == ["update"]
         writes = [("a", 1), ("b", 2), ("__error__", "x")]
-        assert await sent("put_writes", stored, writes, "task") == ["update"]
+        assert await sent(saver_.put_writes(stored, writes, "task")) == ["update"]
         # One write goes as a single update_one: the same one command on the wire.
-        assert await sent("put_writes", stored, [("c", 3)], "task-2") == ["update"]
-        assert await sent("get_tuple", config(thread)) == ["aggregate"]
-        assert await sent("get_tuple", stored) == ["aggregate"]
+        assert await sent(saver_.put_writes(stored, [("c", 3)], "task-2")) == ["update"]
+        assert await sent(saver_.get_tuple(config(thread))) == ["aggregate"]
+        assert await sent(saver_.get_tuple(stored)) == ["aggregate"]
         log.reset()
         assert len(await listed(saver, config(thread))) == 3
         assert log.names == ["aggregate"]
-        assert await sent("delete_thread", thread) == ["delete", "delete"]
-
-
-def _checkpoint_args() -> tuple[Any, ...]:
-    from support.helpers import checkpoint
-
-    cp = checkpoint({"x": 1})
-    return cp, {"source": "loop", "step": 1, "parents": {}}, cp["channel_versions"]
+        assert await sent(saver_.delete_thread(thread)) == ["delete", "delete"]
 
 
 async def test_list_streams_across_batches(counting: Backend) -> None:

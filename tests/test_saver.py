@@ -16,17 +16,17 @@ from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._commands import Plan
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend, CommandLog
-from support.helpers import call, checkpoint, config, ids, listed, new_thread, put
+from support.helpers import checkpoint, config, either, ids, listed, new_thread, put
 
 
 async def test_pending_writes_come_back_in_writes_sort_key_order(saver: Any) -> None:
     thread = new_thread()
     stored = await put(saver, thread)
     # Stored out of order: task paths decide first, then task ids, then the index.
-    await call(saver, "put_writes", stored, [("a", 1), ("b", 2)], "task-z", "~__pregel_pull, n2")
-    await call(saver, "put_writes", stored, [("c", 3)], "task-a", "~__pregel_pull, n2")
-    await call(saver, "put_writes", stored, [("d", 4), (ERROR, "boom")], "task-b", "")
-    await call(saver, "put_writes", stored, [("e", 5)], "task-c", "~__pregel_pull, n1")
+    await either(saver).put_writes(stored, [("a", 1), ("b", 2)], "task-z", "~__pregel_pull, n2")
+    await either(saver).put_writes(stored, [("c", 3)], "task-a", "~__pregel_pull, n2")
+    await either(saver).put_writes(stored, [("d", 4), (ERROR, "boom")], "task-b", "")
+    await either(saver).put_writes(stored, [("e", 5)], "task-c", "~__pregel_pull, n1")
     expected = [
         ("task-b", ERROR, "boom"),  # no task path sorts first; idx -1 before 0
         ("task-b", "d", 4),
@@ -35,7 +35,7 @@ async def test_pending_writes_come_back_in_writes_sort_key_order(saver: Any) -> 
         ("task-z", "a", 1),
         ("task-z", "b", 2),
     ]
-    got = await call(saver, "get_tuple", stored)
+    got = await either(saver).get_tuple(stored)
     assert got.pending_writes == expected
     [listed_tuple] = await listed(saver, stored)
     assert listed_tuple.pending_writes == expected
@@ -44,9 +44,9 @@ async def test_pending_writes_come_back_in_writes_sort_key_order(saver: Any) -> 
 async def test_regular_writes_keep_first_value_special_writes_replace(saver: Any) -> None:
     thread = new_thread()
     stored = await put(saver, thread)
-    await call(saver, "put_writes", stored, [("ch", "first"), (INTERRUPT, "i1")], "t1")
-    await call(saver, "put_writes", stored, [("ch", "second"), (INTERRUPT, "i2")], "t1")
-    got = await call(saver, "get_tuple", stored)
+    await either(saver).put_writes(stored, [("ch", "first"), (INTERRUPT, "i1")], "t1")
+    await either(saver).put_writes(stored, [("ch", "second"), (INTERRUPT, "i2")], "t1")
+    got = await either(saver).get_tuple(stored)
     assert sorted(got.pending_writes) == [("t1", INTERRUPT, "i2"), ("t1", "ch", "first")]
     # One document per channel: the interrupt is stored at LangGraph's fixed index for
     # its channel, not at its position, which is what makes a retry replace it.
@@ -57,9 +57,9 @@ async def test_regular_writes_keep_first_value_special_writes_replace(saver: Any
     ]
     # The same, one write per call (sent as a single update_one, not a bulk write).
     for value in ("first", "second"):
-        await call(saver, "put_writes", stored, [("ch", value)], "t2")
-        await call(saver, "put_writes", stored, [(INTERRUPT, value)], "t2")
-    got = await call(saver, "get_tuple", stored)
+        await either(saver).put_writes(stored, [("ch", value)], "t2")
+        await either(saver).put_writes(stored, [(INTERRUPT, value)], "t2")
+    got = await either(saver).get_tuple(stored)
     assert sorted(w for w in got.pending_writes if w[0] == "t2") == [
         ("t2", INTERRUPT, "second"),
         ("t2", "ch", "first"),
@@ -71,8 +71,8 @@ async def test_retried_put_and_put_writes_leave_one_copy(saver: Any) -> None:
     cp = checkpoint({"x": 1})
     md = {"source": "loop", "step": 1, "parents": {}}
     for _ in range(3):
-        stored = await call(saver, "put", config(thread), cp, md, {})
-        await call(saver, "put_writes", stored, [("x", 2), ("y", 3)], "t")
+        stored = await either(saver).put(config(thread), cp, md, {})
+        await either(saver).put_writes(stored, [("x", 2), ("y", 3)], "t")
     [only] = await listed(saver, config(thread))
     assert only.checkpoint["id"] == cp["id"]
     assert sorted(only.pending_writes) == [("t", "x", 2), ("t", "y", 3)]
@@ -84,16 +84,16 @@ async def test_get_tuple_latest_and_by_id(saver: Any) -> None:
     second = await put(
         saver, thread, parent=first["configurable"]["checkpoint_id"], values={"v": 2}
     )
-    latest = await call(saver, "get_tuple", config(thread))
+    latest = await either(saver).get_tuple(config(thread))
     assert latest.config == second
     assert latest.checkpoint["channel_values"] == {"v": 2}
     assert latest.parent_config == first
-    older = await call(saver, "get_tuple", first)
+    older = await either(saver).get_tuple(first)
     assert older.checkpoint["channel_values"] == {"v": 1}
     assert older.parent_config is None
-    assert await call(saver, "get_tuple", config(thread, checkpoint_id="nope")) is None
-    assert await call(saver, "get_tuple", config(new_thread())) is None
-    assert await call(saver, "get_tuple", config(thread, "other-ns")) is None
+    assert await either(saver).get_tuple(config(thread, checkpoint_id="nope")) is None
+    assert await either(saver).get_tuple(config(new_thread())) is None
+    assert await either(saver).get_tuple(config(thread, "other-ns")) is None
 
 
 async def test_list_is_newest_first_across_threads_and_namespaces(saver: Any) -> None:
@@ -135,7 +135,7 @@ async def test_metadata_keys_with_dots_and_dollars_round_trip_and_filter(saver: 
     md = {"a.b": 1, "$where": "x", "$": {"$gt": 1, "n.m": [1, 2]}, "": "empty", "ü": "ø"}
     stored = await put(saver, thread, metadata=md)
     await put(saver, thread, metadata={"a.b": 2})
-    got = await call(saver, "get_tuple", stored)
+    got = await either(saver).get_tuple(stored)
     for key, value in md.items():
         assert got.metadata[key] == value
     for key, value in md.items():
@@ -197,15 +197,15 @@ async def test_non_string_ids_are_refused(saver: Any, field: str, value: Any) ->
     cfg: Any = config("attacker")
     cfg["configurable"][field] = value
     with pytest.raises(TypeError, match=field):
-        await call(saver, "get_tuple", cfg)
+        await either(saver).get_tuple(cfg)
     with pytest.raises(TypeError, match=field):
         await listed(saver, cfg)
     with pytest.raises(TypeError, match=field):
-        await call(saver, "put", cfg, checkpoint(), {}, {})
+        await either(saver).put(cfg, checkpoint(), {}, {})
     if field != "checkpoint_id":
         cfg["configurable"].setdefault("checkpoint_id", "x")
     with pytest.raises(TypeError, match=field):
-        await call(saver, "put_writes", cfg, [("c", 1)], "task")
+        await either(saver).put_writes(cfg, [("c", 1)], "task")
     assert len(await listed(saver, config(victim))) == 1
 
 
@@ -213,25 +213,25 @@ async def test_bad_arguments_are_named(saver: Any) -> None:
     thread = new_thread()
     stored = await put(saver, thread)
     with pytest.raises(ValueError, match="thread_id"):
-        await call(saver, "get_tuple", {"configurable": {}})
+        await either(saver).get_tuple({"configurable": {}})
     with pytest.raises(ValueError, match="configurable"):
-        await call(saver, "put", {}, checkpoint(), {}, {})
+        await either(saver).put({}, checkpoint(), {}, {})
     with pytest.raises(TypeError, match="task_id"):
-        await call(saver, "put_writes", stored, [("c", 1)], {"$ne": None})
+        await either(saver).put_writes(stored, [("c", 1)], {"$ne": None})
     with pytest.raises(ValueError, match="checkpoint_id"):
-        await call(saver, "put_writes", config(thread), [("c", 1)], "t")
+        await either(saver).put_writes(config(thread), [("c", 1)], "t")
     with pytest.raises(TypeError, match="filter key"):
         await listed(saver, None, filter={1: "x"})
     with pytest.raises(TypeError, match="filter"):
         await listed(saver, None, filter=[("source", "loop")])
     with pytest.raises(TypeError, match="run_ids"):
-        await call(saver, "delete_for_runs", "run-1")
+        await either(saver).delete_for_runs("run-1")
     with pytest.raises(TypeError, match="thread_ids"):
-        await call(saver, "prune", thread)
+        await either(saver).prune(thread)
     with pytest.raises(ValueError, match="strategy"):
-        await call(saver, "prune", [thread], strategy="keep_oldest")
+        await either(saver).prune([thread], strategy="keep_oldest")
     with pytest.raises(TypeError, match="thread_id"):
-        await call(saver, "delete_thread", {"$ne": None})
+        await either(saver).delete_thread({"$ne": None})
     assert len(await listed(saver, config(thread))) == 1
 
 
@@ -253,11 +253,11 @@ async def test_unencodable_values_raise_and_send_nothing(
     outside = checkpoint()
     outside["versions_seen"] = {"node": {"x": Unserializable()}}  # type: ignore[dict-item]
     with pytest.raises(TypeError, match=r"^checkpoint cannot be serialized"):
-        await call(saver, "put", config(thread), outside, {}, {})
+        await either(saver).put(config(thread), outside, {}, {})
     with pytest.raises(TypeError, match=r"metadata\['bad'\] cannot be serialized"):
         await put(saver, thread, metadata={"ok": 1, "bad": Unserializable()})
     with pytest.raises(TypeError, match=r"writes\[1\] value \(channel 'bad'\)"):
-        await call(saver, "put_writes", stored, [("ok", 1), ("bad", Unserializable())], "t")
+        await either(saver).put_writes(stored, [("ok", 1), ("bad", Unserializable())], "t")
     # Malformed arguments are named too.
     for writes, named in [
         ({"ok": 1}, "writes must be a sequence"),
@@ -265,13 +265,13 @@ async def test_unencodable_values_raise_and_send_nothing(
         (["ab"], r"writes\[0\] must be"),
     ]:
         with pytest.raises(TypeError, match=named):
-            await call(saver, "put_writes", stored, writes, "t")
+            await either(saver).put_writes(stored, writes, "t")
     for args, named in [
         (("not a checkpoint", {}), "checkpoint must be a dict"),
         ((checkpoint(), "not metadata"), "metadata must be a dict"),
     ]:
         with pytest.raises(TypeError, match=named):
-            await call(saver, "put", config(thread), *args, {})
+            await either(saver).put(config(thread), *args, {})
     if backend.counts_commands:
         assert command_log.names == []
     [only] = await listed(saver, config(thread))
@@ -284,8 +284,8 @@ async def test_encrypted_serializer(backend: Backend) -> None:
     async with backend.saver(serde=serde) as saver:
         thread = new_thread()
         stored = await put(saver, thread, values={"secret": "hunter2"}, metadata={"user": "ann"})
-        await call(saver, "put_writes", stored, [("secret", "hunter3")], "t")
-        got = await call(saver, "get_tuple", stored)
+        await either(saver).put_writes(stored, [("secret", "hunter3")], "t")
+        got = await either(saver).get_tuple(stored)
         assert got.checkpoint["channel_values"] == {"secret": "hunter2"}
         assert got.pending_writes == [("t", "secret", "hunter3")]
         assert ids(await listed(saver, None, filter={"user": "ann"})) == [got.checkpoint["id"]]
@@ -306,8 +306,8 @@ async def test_delete_thread_copy_thread_prune_and_runs(saver: Any) -> None:
     a2 = await put(saver, a, parent=a1["configurable"]["checkpoint_id"], metadata={"run_id": "r2"})
     sub = await put(saver, a, ns="child:1", metadata={"run_id": "r2"})
     for cfg in (a1, a2, sub):
-        await call(saver, "put_writes", cfg, [("w", cfg["configurable"]["checkpoint_id"])], "t")
-    await call(saver, "copy_thread", a, b)
+        await either(saver).put_writes(cfg, [("w", cfg["configurable"]["checkpoint_id"])], "t")
+    await either(saver).copy_thread(a, b)
     copied = await listed(saver, {"configurable": {"thread_id": b}})
     original = await listed(saver, {"configurable": {"thread_id": a}})
     assert ids(copied) == ids(original)
@@ -316,20 +316,20 @@ async def test_delete_thread_copy_thread_prune_and_runs(saver: Any) -> None:
     [copied_a2] = [t for t in copied if t.checkpoint["id"] == a2["configurable"]["checkpoint_id"]]
     assert copied_a2.parent_config == {**a1, "configurable": {**a1["configurable"], "thread_id": b}}
 
-    await call(saver, "prune", [a], strategy="keep_latest")
+    await either(saver).prune([a], strategy="keep_latest")
     kept = await listed(saver, {"configurable": {"thread_id": a}})
     assert sorted(ids(kept)) == sorted(
         [a2["configurable"]["checkpoint_id"], sub["configurable"]["checkpoint_id"]]
     )
     assert all(t.pending_writes for t in kept)
 
-    await call(saver, "delete_for_runs", ["r2"])
+    await either(saver).delete_for_runs(["r2"])
     remaining_b = await listed(saver, {"configurable": {"thread_id": b}})
     assert ids(remaining_b) == [a1["configurable"]["checkpoint_id"]]
     assert remaining_b[0].pending_writes == [("t", "w", a1["configurable"]["checkpoint_id"])]
     assert await listed(saver, {"configurable": {"thread_id": a}}) == []
 
-    await call(saver, "delete_thread", b)
+    await either(saver).delete_thread(b)
     assert await listed(saver, {"configurable": {"thread_id": b}}) == []
     assert await call_raw(saver.writes_collection, "count_documents", {}) == 0
 
@@ -338,7 +338,7 @@ async def test_saver_survives_copy(saver: Any) -> None:
     thread = new_thread()
     stored = await put(saver, thread)
     clone = copy.copy(saver)
-    assert (await call(clone, "get_tuple", stored)).config == stored
+    assert (await either(clone).get_tuple(stored)).config == stored
 
 
 @dataclasses.dataclass
@@ -356,9 +356,9 @@ async def test_with_allowlist_copy_decodes_with_its_own_serializer(backend: Back
         stored = await put(saver, new_thread(), values={"p": AllowedPoint(1)})
         allowed = saver.with_allowlist([(__name__, "AllowedPoint")])
         assert allowed is not saver
-        restored = await call(allowed, "get_tuple", stored)
+        restored = await either(allowed).get_tuple(stored)
         assert restored.checkpoint["channel_values"]["p"] == AllowedPoint(1)
-        blocked = await call(saver, "get_tuple", stored)
+        blocked = await either(saver).get_tuple(stored)
         assert blocked.checkpoint["channel_values"]["p"] == {"x": 1}
 
 
@@ -414,8 +414,8 @@ async def test_every_composite_key_has_one_field_order(saver: Any) -> None:
     key built in another order would silently miss. Copies are checked too."""
     thread, copy_ = new_thread(), new_thread()
     stored = await put(saver, thread)
-    await call(saver, "put_writes", stored, [("a", 1), ("__error__", "e")], "task")
-    await call(saver, "copy_thread", thread, copy_)
+    await either(saver).put_writes(stored, [("a", 1), ("__error__", "e")], "task")
+    await either(saver).copy_thread(thread, copy_)
     checkpoint_fields = ["thread_id", "checkpoint_ns", "checkpoint_id"]
     for owner in (thread, copy_):
         query = {"thread_id": owner}
@@ -444,12 +444,12 @@ async def test_large_deletes_go_in_batches(
     for _ in range(6):
         stored.append(await put(saver, thread, parent=stored[-1]["configurable"]["checkpoint_id"]))
     for cfg in stored:
-        await call(saver, "put_writes", cfg, [("w", 1)], "t")
+        await either(saver).put_writes(cfg, [("w", 1)], "t")
     for i in range(5):
         await put(saver, runs, id=f"cp-{i}", metadata={"run_id": "doomed"})
     command_log.reset()
-    await call(saver, "prune", [thread], strategy="keep_latest")
-    await call(saver, "delete_for_runs", ["doomed"])
+    await either(saver).prune([thread], strategy="keep_latest")
+    await either(saver).delete_for_runs(["doomed"])
     assert ids(await listed(saver, config(thread))) == [stored[-1]["configurable"]["checkpoint_id"]]
     assert await listed(saver, config(runs)) == []
     writes = await maybe_await(saver.writes_collection.count_documents({"thread_id": thread}))
@@ -463,13 +463,13 @@ async def test_prune_delete_all_is_delete(saver: Any) -> None:
     doomed, kept = new_thread(), new_thread()
     for thread in (doomed, kept):
         stored = await put(saver, thread)
-        await call(saver, "put_writes", stored, [("w", 1)], "t")
-    await call(saver, "prune", [doomed], strategy="delete_all")
+        await either(saver).put_writes(stored, [("w", 1)], "t")
+    await either(saver).prune([doomed], strategy="delete_all")
     assert await listed(saver, config(doomed)) == []
     assert await call_raw(saver.writes_collection, "count_documents", {"thread_id": doomed}) == 0
     assert len(await listed(saver, config(kept))) == 1
     with pytest.raises(ValueError, match=r"strategy must be one of .*'delete_all'.*got 'all'"):
-        await call(saver, "prune", [kept], strategy="all")
+        await either(saver).prune([kept], strategy="all")
 
 
 @pytest.mark.parametrize("field", ["metadata", "serialized_metadata"])
@@ -487,5 +487,5 @@ async def test_delete_for_runs_skips_metadata_that_is_not_a_mapping(saver: Any, 
         {"_id.checkpoint_id": foreign["configurable"]["checkpoint_id"]},
         {"$set": {field: stored}},
     )
-    await call(saver, "delete_for_runs", ["r"])
+    await either(saver).delete_for_runs(["r"])
     assert [t.config for t in await listed(saver, config(thread))] == [foreign]

@@ -11,7 +11,7 @@ from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 
-from support.helpers import call, checkpoint, config, ids, listed, new_thread
+from support.helpers import checkpoint, config, either, ids, listed, new_thread
 
 _versions = itertools.count(1)
 
@@ -40,7 +40,7 @@ async def put_at(
     cp["channel_versions"] = {k: next(_versions) for k in values or {}}
     cfg = config(thread, "", cp["id"] if itself else parent)
     md = {"source": "loop", "step": 0, "parents": {}, **(metadata or {})}
-    stored = await bounded(call(saver, "put", cfg, cp, md, cp["channel_versions"]))
+    stored = await bounded(either(saver).put(cfg, cp, md, cp["channel_versions"]))
     assert stored == config(thread, "", cp["id"])
     return str(cp["id"])
 
@@ -57,12 +57,12 @@ async def test_put_under_its_own_id_reads_back_as_in_memory(saver: Any) -> None:
     for target in (saver, memory):
         # Twice: a retried put of the same checkpoint changes nothing.
         for _ in range(2):
-            assert await call(target, "put", itself, cp, md, cp["channel_versions"]) == itself
-        await call(target, "put_writes", itself, [("x", "w")], "task")
-        await call(target, "put", itself, child, md, {"x": 2})
+            assert await either(target).put(itself, cp, md, cp["channel_versions"]) == itself
+        await either(target).put_writes(itself, [("x", "w")], "task")
+        await either(target).put(itself, child, md, {"x": 2})
     latest = config(thread)
-    assert await call(saver, "get_tuple", latest) == memory.get_tuple(latest)
-    got = await call(saver, "get_tuple", itself)
+    assert await either(saver).get_tuple(latest) == memory.get_tuple(latest)
+    got = await either(saver).get_tuple(itself)
     assert got == memory.get_tuple(itself)
     assert got.parent_config == itself  # its own parent, as InMemorySaver has it
     assert await listed(saver, latest) == list(memory.list(latest))
@@ -77,12 +77,12 @@ async def test_prune_keeps_what_a_checkpoint_rebuilds_from_up_to_one_naming_itse
     older = await put_at(saver, thread, None)
     root = await put_at(saver, thread, older, itself=True)
     latest = await put_at(saver, thread, root, metadata=REPLAYS_D)
-    await bounded(call(saver, "prune", [thread], strategy="keep_latest"))
+    await bounded(either(saver).prune([thread], strategy="keep_latest"))
     assert ids(await listed(saver, config(thread))) == [latest, root]
 
     # The newest one names itself and replays `d`: it has no ancestor to keep.
     alone = await put_at(saver, thread, latest, itself=True, metadata=REPLAYS_D)
-    await bounded(call(saver, "prune", [thread], strategy="keep_latest"))
+    await bounded(either(saver).prune([thread], strategy="keep_latest"))
     assert ids(await listed(saver, config(thread))) == [alone]
 
 
@@ -92,10 +92,10 @@ async def test_delete_for_runs_keeps_a_self_named_root_others_rebuild_from(saver
     child = await put_at(saver, thread, root, metadata={"run_id": "r2", **REPLAYS_D})
     lone = await put_at(saver, thread, child, itself=True, metadata={"run_id": "r3", **REPLAYS_D})
 
-    await bounded(call(saver, "delete_for_runs", ["r1", "r3"]))
+    await bounded(either(saver).delete_for_runs(["r1", "r3"]))
     assert ids(await listed(saver, config(thread))) == [child, root]  # `child` needs `root`
-    await bounded(call(saver, "delete_for_runs", ["r2"]))
-    await bounded(call(saver, "delete_for_runs", ["r1"]))
+    await bounded(either(saver).delete_for_runs(["r2"]))
+    await bounded(either(saver).delete_for_runs(["r1"]))
     assert await listed(saver, config(thread)) == []
     assert lone  # deleted with r3
 
@@ -108,7 +108,7 @@ async def _chain(saver: Any, thread: str, *, itself: bool) -> list[str]:
     chain.append(await put_at(saver, thread, chain[-1]))
     for name, checkpoint_id in zip(("root", "mid", "target"), chain, strict=True):
         writes = [("a", f"a@{name}"), ("never", f"never@{name}")]
-        await call(saver, "put_writes", config(thread, "", checkpoint_id), writes, "task")
+        await either(saver).put_writes(config(thread, "", checkpoint_id), writes, "task")
     return chain
 
 
@@ -122,9 +122,7 @@ async def test_delta_history_ends_at_a_checkpoint_naming_itself(saver: Any) -> N
     channels = ["a", "never"]
     for ours_id, theirs_id in zip(ours, theirs, strict=True):
         got = await bounded(
-            call(
-                saver,
-                "get_delta_channel_history",
+            either(saver).get_delta_channel_history(
                 config=config(thread, "", ours_id),
                 channels=channels,
             )
@@ -141,12 +139,12 @@ async def test_delta_history_ends_at_a_checkpoint_naming_itself(saver: Any) -> N
 async def test_copy_thread_copies_a_checkpoint_naming_itself(saver: Any) -> None:
     source, target = new_thread(), new_thread()
     chain = await _chain(saver, source, itself=True)
-    await bounded(call(saver, "copy_thread", source, target))
+    await bounded(either(saver).copy_thread(source, target))
     copied = await listed(saver, config(target))
     original = await listed(saver, config(source))
     assert ids(copied) == ids(original) == chain[::-1]
     assert copied[-1].parent_config == config(target, "", chain[0])
     history = await bounded(
-        call(saver, "get_delta_channel_history", config=config(target), channels=["a"])
+        either(saver).get_delta_channel_history(config=config(target), channels=["a"])
     )
     assert history["a"]["seed"] == ["seed"]

@@ -18,7 +18,7 @@ from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._queries import WritesJoin
 from langgraph.checkpoint.mongo._runners import run_plan
 from support.backends import Backend, CommandLog
-from support.helpers import call, checkpoint, config, listed, new_thread, put
+from support.helpers import checkpoint, config, either, listed, new_thread, put
 
 
 async def run_setup(saver: Any, **kwargs: Any) -> None:
@@ -150,7 +150,7 @@ async def test_the_first_command_sets_the_saver_up_once(backend: Backend) -> Non
         setups = count_setups(saver)
         thread = new_thread()
         log.reset()
-        assert await call(saver, "get_tuple", config(thread)) is None
+        assert await either(saver).get_tuple(config(thread)) is None
         assert setups == [{}]  # setup() as a user calls it: every index, the TTL index
         if backend.counts_commands:
             assert log.names[:4] == ["listCollections"] * 2 + ["listIndexes"] * 2
@@ -162,9 +162,9 @@ async def test_the_first_command_sets_the_saver_up_once(backend: Backend) -> Non
         # Later calls pay nothing for it.
         log.reset()
         stored = await put(saver, thread)
-        await call(saver, "put_writes", stored, [("c", 1)], "task")
+        await either(saver).put_writes(stored, [("c", 1)], "task")
         assert len(await listed(saver, config(thread))) == 1
-        await call(saver, "get_tuple", config(thread))
+        await either(saver).get_tuple(config(thread))
         assert setups == [{}]
         if backend.counts_commands:
             assert not {"listCollections", "listIndexes", "createIndexes"} & set(log.names)
@@ -189,8 +189,8 @@ async def test_with_allowlist_copies_share_the_setup(backend: Backend) -> None:
         copy = saver.with_allowlist([("module", "Type")])
         assert copy is not saver
         setups = count_setups(saver)
-        await call(copy, "get_tuple", config(new_thread()))
-        await call(saver, "get_tuple", config(new_thread()))
+        await either(copy).get_tuple(config(new_thread()))
+        await either(saver).get_tuple(config(new_thread()))
         assert setups == []  # the copy ran its own setup(), which counts for both
         assert "thread_ns_checkpoint" in await index_names(saver.checkpoint_collection)
 

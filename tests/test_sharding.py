@@ -15,7 +15,7 @@ from langgraph.checkpoint.mongo import AsyncMongoDBSaver, testing
 from langgraph.checkpoint.mongo._commands import Command
 from langgraph.checkpoint.mongo.migrate import acopy_threads
 from support.backends import Backend
-from support.helpers import call, config, listed, new_thread, put
+from support.helpers import config, either, listed, new_thread, put
 
 
 def _names_thread(query: Any, thread: str) -> bool:
@@ -44,21 +44,21 @@ async def test_thread_operations_name_their_thread(sent_commands: list[Command])
     sent_commands.clear()
     first = await put(saver, thread, metadata={"run_id": "r1"})
     second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
-    await call(saver, "put_writes", second, [("a", 1), ("__error__", "x")], "task")
-    await call(saver, "put_writes", second, [("b", 2)], "task-2")  # one write: update_one
-    await call(saver, "get_tuple", config(thread))
-    await call(saver, "get_tuple", second)
+    await either(saver).put_writes(second, [("a", 1), ("__error__", "x")], "task")
+    await either(saver).put_writes(second, [("b", 2)], "task-2")  # one write: update_one
+    await either(saver).get_tuple(config(thread))
+    await either(saver).get_tuple(second)
     await listed(saver, config(thread), limit=5)
-    await call(saver, "get_delta_channel_history", config=second, channels=["a"])
-    await call(saver, "prune", [thread], strategy="keep_latest")
-    await call(saver, "delete_thread", thread)
+    await either(saver).get_delta_channel_history(config=second, channels=["a"])
+    await either(saver).prune([thread], strategy="keep_latest")
+    await either(saver).delete_thread(thread)
     assert {c.method for c in sent_commands} >= {"update_one", "bulk_write", "aggregate", "find"}
     assert [c for c in sent_commands if not _targets(c, thread)] == []
 
     # copy_thread reads the source thread and writes the target's.
     await put(saver, thread)
     sent_commands.clear()
-    await call(saver, "copy_thread", thread, copy)
+    await either(saver).copy_thread(thread, copy)
     reads = [c for c in sent_commands if c.method == "find"]
     writes = [c for c in sent_commands if c.method != "find"]
     assert reads
@@ -100,9 +100,9 @@ async def test_every_upsert_filter_carries_the_thread_id_of_its_document(
     sent_commands.clear()
     first = await put(saver, thread, metadata={"run_id": "r1"})
     second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
-    await call(saver, "put_writes", second, [("a", 1), ("__error__", "x")], "task")
-    await call(saver, "put_writes", second, [("b", 2)], "task-2")
-    await call(saver, "copy_thread", thread, copy)
+    await either(saver).put_writes(second, [("a", 1), ("__error__", "x")], "task")
+    await either(saver).put_writes(second, [("b", 2)], "task-2")
+    await either(saver).copy_thread(thread, copy)
     await acopy_threads(source, saver)
     upserts = _upserts(sent_commands)
     assert {method for method, _ in upserts} == {"update_one", "bulk_write"}
@@ -122,7 +122,7 @@ async def test_scatter_gather_is_what_the_readme_says(sent_commands: list[Comman
     [search] = sent_commands
     assert "thread_id" not in search.args[0][0]["$match"]
     sent_commands.clear()
-    await call(saver, "delete_for_runs", ["r1"])
+    await either(saver).delete_for_runs(["r1"])
     assert "thread_id" not in sent_commands[0].args[0]
     assert all(_targets(c, thread) for c in sent_commands[1:])
 
@@ -138,14 +138,14 @@ async def test_plain_joins_for_services_without_the_concise_lookup(
     ):
         thread = new_thread()
         first = await put(targeted, thread, values={"a": [0]})
-        await call(targeted, "put_writes", first, [("a", 1), ("b", 2)], "t")
+        await either(targeted).put_writes(first, [("a", 1), ("b", 2)], "t")
         second = await put(targeted, thread, parent=first["configurable"]["checkpoint_id"])
-        await call(targeted, "put_writes", second, [("a", 3)], "t")
+        await either(targeted).put_writes(second, [("a", 3)], "t")
         sent_commands.clear()
         for cfg in (config(thread), first):
-            assert await call(plain, "get_tuple", cfg) == await call(targeted, "get_tuple", cfg)
+            assert await either(plain).get_tuple(cfg) == await either(targeted).get_tuple(cfg)
         assert await listed(plain, config(thread)) == await listed(targeted, config(thread))
-        history = await call(plain, "get_delta_channel_history", config=second, channels=["a"])
+        history = await either(plain).get_delta_channel_history(config=second, channels=["a"])
         assert history == {"a": {"writes": [("t", "a", 1)], "seed": [0]}}
     lookups = [
         stage["$lookup"]
@@ -207,14 +207,14 @@ async def test_chunked_states_name_their_thread(sent_commands: list[Command]) ->
     sent_commands.clear()
     first = await put(saver, thread, values={"blob": big})
     second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
-    await call(saver, "put_writes", second, [("a", big)], "task")
-    await call(saver, "get_tuple", config(thread))
+    await either(saver).put_writes(second, [("a", big)], "task")
+    await either(saver).get_tuple(config(thread))
     await listed(saver, config(thread))
-    await call(saver, "get_delta_channel_history", config=second, channels=["a"])
-    await call(saver, "prune", [thread], strategy="keep_latest")
+    await either(saver).get_delta_channel_history(config=second, channels=["a"])
+    await either(saver).prune([thread], strategy="keep_latest")
     assert [c for c in sent_commands if not _targets(c, thread)] == []
     sent_commands.clear()
-    await call(saver, "copy_thread", thread, copy)
+    await either(saver).copy_thread(thread, copy)
     assert all(_targets(c, copy) for c in sent_commands if c.method != "find")
-    assert (await call(saver, "get_tuple", config(copy))).pending_writes == [("task", "a", big)]
-    await call(saver, "delete_thread", thread)
+    assert (await either(saver).get_tuple(config(copy))).pending_writes == [("task", "a", big)]
+    await either(saver).delete_thread(thread)

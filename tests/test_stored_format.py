@@ -24,7 +24,7 @@ from langgraph.checkpoint.mongo._documents import (
 )
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._keys import CheckpointRef, upsert_filter
-from support.helpers import call, checkpoint, config, listed, new_thread
+from support.helpers import checkpoint, config, either, listed, new_thread
 
 # Fields of the metadata, which their own tests pin.
 METADATA_FIELDS = {"metadata", "serialized_metadata", "replayed_channels"}
@@ -40,8 +40,8 @@ async def _stored_documents(saver: Any, thread: str) -> tuple[dict[str, Any], li
 async def test_ids_are_stored_once_in_each_document(saver: Any) -> None:
     thread = new_thread()
     cp = checkpoint({"a": 1})
-    stored = await call(saver, "put", config(thread, "ns"), cp, {}, cp["channel_versions"])
-    await call(saver, "put_writes", stored, [("a", 2)], "task", "path")
+    stored = await either(saver).put(config(thread, "ns"), cp, {}, cp["channel_versions"])
+    await either(saver).put_writes(stored, [("a", 2)], "task", "path")
     doc, [write] = await _stored_documents(saver, thread)
     key = {"thread_id": thread, "checkpoint_ns": "ns", "checkpoint_id": cp["id"]}
     assert doc["_id"] == key
@@ -69,13 +69,13 @@ async def test_ids_are_stored_once_in_each_document(saver: Any) -> None:
 async def test_the_serialized_checkpoint_leaves_out_its_id_and_values(saver: Any) -> None:
     thread = new_thread()
     cp = checkpoint({"a": [1, 2], "b": "x"})
-    stored = await call(saver, "put", config(thread), cp, {}, cp["channel_versions"])
+    stored = await either(saver).put(config(thread), cp, {}, cp["channel_versions"])
     doc, _ = await _stored_documents(saver, thread)
     blob = saver.storage.codec.decode(doc["checkpoint"])
     assert "id" not in blob
     assert "channel_values" not in blob
     assert blob == {k: v for k, v in cp.items() if k not in ("id", "channel_values")}
-    got = await call(saver, "get_tuple", stored)
+    got = await either(saver).get_tuple(stored)
     assert got.checkpoint == cp
     [found] = await listed(saver, config(thread))
     assert found.checkpoint == cp
@@ -86,8 +86,8 @@ async def test_msgpack_values_carry_no_type(saver: Any) -> None:
     a value stored as a field of its own is then its bare bytes. Any other type is named."""
     thread = new_thread()
     cp = checkpoint({"text": "hello", "raw": b"\x00\x01"})
-    stored = await call(saver, "put", config(thread), cp, {}, cp["channel_versions"])
-    await call(saver, "put_writes", stored, [("text", "hi"), ("raw", b"\x02")], "task")
+    stored = await either(saver).put(config(thread), cp, {}, cp["channel_versions"])
+    await either(saver).put_writes(stored, [("text", "hi"), ("raw", b"\x02")], "task")
     doc, writes = await _stored_documents(saver, thread)
     assert isinstance(doc["checkpoint"], bytes)
     entries = {entry["channel"]: entry for entry in doc["channel_values"]}
@@ -96,7 +96,7 @@ async def test_msgpack_values_carry_no_type(saver: Any) -> None:
     values = {write["channel"]: write["value"] for write in writes}
     assert isinstance(values["text"], bytes)
     assert values["raw"] == {"type": "bytes", "data": b"\x02"}
-    got = await call(saver, "get_tuple", stored)
+    got = await either(saver).get_tuple(stored)
     assert got.checkpoint["channel_values"] == {"text": "hello", "raw": b"\x00\x01"}
     assert sorted(got.pending_writes) == [("task", "raw", b"\x02"), ("task", "text", "hi")]
 
@@ -105,12 +105,12 @@ async def test_a_none_write_is_stored_as_null(saver: Any) -> None:
     """Every edge of a graph writes `None` (`branch:to:<node>`): it costs a null."""
     thread = new_thread()
     cp = checkpoint({"a": 1})
-    stored = await call(saver, "put", config(thread), cp, {}, cp["channel_versions"])
-    await call(saver, "put_writes", stored, [("branch:to:node", None)], "task")
+    stored = await either(saver).put(config(thread), cp, {}, cp["channel_versions"])
+    await either(saver).put_writes(stored, [("branch:to:node", None)], "task")
     _, [write] = await _stored_documents(saver, thread)
     assert "value" in write
     assert write["value"] is None
-    got = await call(saver, "get_tuple", stored)
+    got = await either(saver).get_tuple(stored)
     assert got.pending_writes == [("task", "branch:to:node", None)]
 
 
@@ -119,10 +119,10 @@ async def test_channel_entries_leave_their_versions_to_the_checkpoint(saver: Any
     the serialized checkpoint's `channel_versions`, and get_tuple returns it from there."""
     thread = new_thread()
     cp = checkpoint({"text": "hello"})
-    stored = await call(saver, "put", config(thread), cp, {}, cp["channel_versions"])
+    stored = await either(saver).put(config(thread), cp, {}, cp["channel_versions"])
     doc, _ = await _stored_documents(saver, thread)
     assert [sorted(entry) for entry in doc["channel_values"]] == [["channel", "data"]]
-    got = await call(saver, "get_tuple", stored)
+    got = await either(saver).get_tuple(stored)
     assert got.checkpoint["channel_versions"] == cp["channel_versions"]
 
 

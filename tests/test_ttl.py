@@ -16,7 +16,7 @@ from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
 from langgraph.checkpoint.mongo._schema import Field
 from support.backends import MONGODB_URI, Backend, CommandLog
 from support.graphs import Driver, linear_graph
-from support.helpers import call, config, listed, new_thread, put, settle
+from support.helpers import config, either, listed, new_thread, put, settle
 
 
 class Clock:
@@ -78,10 +78,10 @@ async def test_all_documents_of_a_thread_share_one_stamp(backend: Backend) -> No
         if backend.counts_commands:  # the first write of a bucket moves the thread:
             # the writes' move, then the checkpoints' with the checkpoint in one command
             assert log.names == ["update", "update"]
-        await call(saver, "put_writes", first, [("a", 1)], "t")
+        await either(saver).put_writes(first, [("a", 1)], "t")
         log.reset()
         second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
-        await call(saver, "put_writes", second, [("a", 2)], "t")
+        await either(saver).put_writes(second, [("a", 2)], "t")
         if backend.counts_commands:  # then no extra round trip per write
             assert log.names == ["update", "update"]
         await put(saver, other)
@@ -91,13 +91,13 @@ async def test_all_documents_of_a_thread_share_one_stamp(backend: Backend) -> No
         # An hour later the bucket (ttl / 16 = 1 hour) is the next one: every
         # document of the thread moves, not just the new one; other threads stay.
         clock.now += timedelta(hours=1)
-        await call(saver, "put_writes", second, [("b", 3)], "t2")
+        await either(saver).put_writes(second, [("b", 3)], "t2")
         [moved] = await stamps(saver, thread)
         assert moved.replace(tzinfo=timezone.utc) == boundary + timedelta(hours=1)
         [untouched] = await stamps(saver, other)
         assert untouched == stamp
 
-        await call(saver, "copy_thread", thread, "copied-" + thread)
+        await either(saver).copy_thread(thread, "copied-" + thread)
         [copied] = await stamps(saver, "copied-" + thread)
         assert copied == moved
 
@@ -152,19 +152,19 @@ async def test_idle_thread_expires_whole_live_thread_stays(backend: Backend) -> 
         parent = None
         for i in range(3):
             stored = await put(saver, idle, parent=parent)
-            await call(saver, "put_writes", stored, [("x", i)], "t")
+            await either(saver).put_writes(stored, [("x", i)], "t")
             parent = stored["configurable"]["checkpoint_id"]
         # Stamped 10 minutes ahead: the wait can outlast ttl=60 s, and a thread written
         # now would then rightly expire before it is looked at.
         saver.storage.expiry.clock = Clock(datetime.now(timezone.utc) + timedelta(minutes=10))
         kept = await put(saver, live)
-        await call(saver, "put_writes", kept, [("y", 1)], "t")
+        await either(saver).put_writes(kept, [("y", 1)], "t")
         deadline = asyncio.get_running_loop().time() + (130 if MONGODB_URI else 5)
         while await stamps(saver, idle):  # checkpoints and writes: the whole thread
             assert asyncio.get_running_loop().time() < deadline, "idle thread did not expire"
             await asyncio.sleep(1)
         assert await listed(saver, config(idle)) == []
-        assert (await call(saver, "get_tuple", config(live))).pending_writes == [("t", "y", 1)]
+        assert (await either(saver).get_tuple(config(live))).pending_writes == [("t", "y", 1)]
 
 
 async def index_ttl(collection: Any) -> Any:
@@ -242,7 +242,7 @@ async def test_enabling_ttl_stamps_older_documents_of_a_thread(backend: Backend)
     async with backend.saver() as plain:
         thread = new_thread()
         first = await put(plain, thread)
-        await call(plain, "put_writes", first, [("a", 1)], "t")
+        await either(plain).put_writes(first, [("a", 1)], "t")
         async with backend.saver(db_name=plain.db.name, ttl=3600) as timed:
             await put(timed, thread, parent=first["configurable"]["checkpoint_id"])
             [stamp] = await stamps(timed, thread)
@@ -263,7 +263,7 @@ def test_bad_ttl_is_refused(ttl: Any, error: type[Exception]) -> None:
 async def test_without_ttl_nothing_is_stamped(saver: Any) -> None:
     thread = new_thread()
     stored = await put(saver, thread)
-    await call(saver, "put_writes", stored, [("a", 1)], "t")
+    await either(saver).put_writes(stored, [("a", 1)], "t")
     assert await stamps(saver, thread) == {None}
 
 
@@ -276,7 +276,7 @@ async def test_a_writer_with_a_lagging_clock_never_moves_a_thread_back(backend: 
         behind.storage.expiry.clock = Clock(boundary - timedelta(minutes=1))
         thread = new_thread()
         first = await put(ahead, thread)
-        await call(ahead, "put_writes", first, [("a", 1)], "t")
+        await either(ahead).put_writes(first, [("a", 1)], "t")
         await put(behind, thread, parent=first["configurable"]["checkpoint_id"])
         later, earlier = boundary + timedelta(hours=1), boundary
         found = {stamp.replace(tzinfo=timezone.utc) for stamp in await stamps(ahead, thread)}
@@ -297,14 +297,14 @@ async def test_refresh_ttl_on_read_moves_the_stamp_once_per_bucket_in_the_backgr
         saver.storage.expiry.clock = clock
         thread = new_thread()
         stored = await put(saver, thread)
-        await call(saver, "put_writes", stored, [("a", 1)], "t")
+        await either(saver).put_writes(stored, [("a", 1)], "t")
         [written] = await stamps(saver, thread)
         clock.now += timedelta(hours=1)
         wire = backend.wire
         if wire is not None:  # the move waits on the server: the read must not
             wire.hold = lambda name, body: 30.0 if name == "update" else 0.0
         log.reset()
-        got = await call(saver, "get_tuple", config(thread))
+        got = await either(saver).get_tuple(config(thread))
         assert got.pending_writes == [("t", "a", 1)]
         if wire is not None:
             settling = asyncio.ensure_future(settle(saver))
@@ -318,7 +318,7 @@ async def test_refresh_ttl_on_read_moves_the_stamp_once_per_bucket_in_the_backgr
         [moved] = await stamps(saver, thread)
         assert moved.replace(tzinfo=timezone.utc) == hour_boundary() + timedelta(hours=1)
         for _ in range(3):  # the same bucket: no more moves
-            await call(saver, "get_tuple", config(thread))
+            await either(saver).get_tuple(config(thread))
             await listed(saver, config(thread))
             await put(saver, thread, parent=stored["configurable"]["checkpoint_id"])
         await settle(saver)
@@ -332,7 +332,7 @@ async def test_refresh_ttl_on_read_moves_the_stamp_once_per_bucket_in_the_backgr
         await put(plain, thread)
         [written] = await stamps(plain, thread)
         clock.now += timedelta(hours=1)
-        await call(plain, "get_tuple", config(thread))
+        await either(plain).get_tuple(config(thread))
         await listed(plain, None)
         await settle(plain)
         assert await stamps(plain, thread) == {written}
