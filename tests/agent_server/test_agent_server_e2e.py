@@ -32,7 +32,7 @@ from pymongo.database import Database
 from langgraph.checkpoint.mongo._schema import Field
 from support.wire import WireServer
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "agent_server"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent_server"
 LANGGRAPH_CLI = Path(sys.executable).with_name("langgraph")
 MISSING = [
     what

@@ -14,7 +14,7 @@ import pytest
 
 from support.real_server import Plan
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 IXSCAN = {"stage": "FETCH", "inputStage": {"stage": "IXSCAN", "indexName": "thread_ns_checkpoint"}}
 
