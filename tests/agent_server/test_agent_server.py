@@ -59,8 +59,8 @@ DOCUMENTED = [
 def test_every_documented_path_resolves_as_langgraph_api_resolves_it() -> None:
     """langgraph-api 0.16 reads a path holding `/` or `.py:` as `file:name` (the file
     relative to where `langgraph dev` runs: the example's directory), any other as a module
-    path split on its LAST `.`. tests/agent_server/test_agent_server_e2e.py starts the real server with
-    both forms; this keeps every path the docs give one of them."""
+    path split on its LAST `.`. tests/agent_server/test_agent_server_e2e.py starts the real
+    server with both forms; this keeps every path the docs give one of them."""
     paths = {
         path
         for name in DOCUMENTED

@@ -103,10 +103,9 @@ async def test_every_stored_document_is_valid_bson_under_the_limit(backend: Back
 
 
 async def test_driver_errors_propagate_and_are_logged(
-    backend: Backend, caplog: pytest.LogCaptureFixture
+    real_driver: Backend, caplog: pytest.LogCaptureFixture
 ) -> None:
-    if backend.name == "mock":
-        pytest.skip("needs a real driver")
+    backend = real_driver
     # Nothing listens on port 9 of the loopback: server selection times out.
     uri = "mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=200&connectTimeoutMS=200"
     caplog.set_level(logging.DEBUG, logger="langgraph.checkpoint.mongo")

@@ -197,9 +197,8 @@ async def _maybe(value: Any) -> Any:
     return await maybe_await(value)
 
 
-async def test_user_clients_are_identified(backend: Backend) -> None:
-    if backend.name == "mock":
-        pytest.skip("mongomock has no driver metadata")
+async def test_user_clients_are_identified(real_driver: Backend) -> None:
+    backend = real_driver
     async with backend.client() as client:
         (MongoDBSaver if backend.is_sync else AsyncMongoDBSaver)(client, "identify")
         pymongo_client = vars(client).get("delegate", client)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
+from langgraph.checkpoint.mongo._commands import Command
 from support.backends import Backend, CommandLog
 from support.helpers import call_by_name, checkpoint, config, either, ids, listed
 from support.properties import (
@@ -34,14 +35,18 @@ LIMITS = st.sampled_from([None, 1, 0, -1])
 class Refusals:
     """Checks that a call raises an error naming a field and sends and changes nothing."""
 
-    def __init__(self, saver: Any, log: CommandLog, backend: Backend) -> None:
-        self.saver, self.log, self.backend = saver, log, backend
+    def __init__(self, saver: Any, log: CommandLog, sent: list[Command]) -> None:
+        # The recorder is live: the saver's own commands before this were seen, so an
+        # empty `sent` after a refusal is not vacuous.
+        assert sent, "no command recorded: is `sent_commands` the fixture's list?"
+        self.saver, self.log, self.sent = saver, log, sent
 
     async def check(
         self, error: type[Exception], field: str, method: str, *args: Any, **kwargs: Any
     ) -> None:
         before = await counts(self.saver)
         self.log.reset()
+        self.sent.clear()
         saver = self.saver
         invoke = (
             listed(saver, *args, **kwargs)
@@ -50,11 +55,9 @@ class Refusals:
         )
         with pytest.raises(error, match=re.escape(field)):
             await invoke
-        if self.backend.counts_commands:
-            assert self.log.names == [], f"{method} sent {self.log.names} refusing {field}"
+        assert self.sent == [], f"{method} sent {self.sent} refusing {field}"
+        assert self.log.names == [], f"{method} sent {self.log.names} refusing {field}"
         assert await counts(self.saver) == before
-        # The listener is live: the counts above were seen (so the check is not vacuous).
-        assert self.log.names or not self.backend.counts_commands
 
 
 async def victim_with_write(saver: Any) -> RunnableConfig:
@@ -70,7 +73,9 @@ async def assert_victim_intact(saver: Any) -> None:
     assert left.pending_writes == [("t", "c", 1)]
 
 
-def test_non_string_ids_are_refused_before_any_io(backend: Backend) -> None:
+def test_non_string_ids_are_refused_before_any_io(
+    backend: Backend, sent_commands: list[Command]
+) -> None:
     """A non-string `thread_id`, `checkpoint_ns` or `checkpoint_id` in a config raises a
     `TypeError` naming the field, from every method and whatever the other arguments
     (`limit=0` included), before any command is sent."""
@@ -79,7 +84,7 @@ def test_non_string_ids_are_refused_before_any_io(backend: Backend) -> None:
         log = CommandLog()
         async with backend.saver(log) as saver:
             await victim_with_write(saver)
-            refused = Refusals(saver, log, backend)
+            refused = Refusals(saver, log, sent_commands)
             bad: Any = config(thread)
             bad["configurable"][field] = value
             with_id: Any = copy.deepcopy(bad)
@@ -111,7 +116,7 @@ def test_non_string_ids_are_refused_before_any_io(backend: Backend) -> None:
     )
 
 
-def test_missing_thread_id_is_refused(backend: Backend) -> None:
+def test_missing_thread_id_is_refused(backend: Backend, sent_commands: list[Command]) -> None:
     """No `thread_id` (absent or `None`) is a `ValueError` naming it, never "every thread"."""
 
     async def prop(
@@ -120,7 +125,7 @@ def test_missing_thread_id_is_refused(backend: Backend) -> None:
         log = CommandLog()
         async with backend.saver(log) as saver:
             await victim_with_write(saver)
-            refused = Refusals(saver, log, backend)
+            refused = Refusals(saver, log, sent_commands)
             bad: Any = {"configurable": {"checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
             if explicit_none:
                 bad["configurable"]["thread_id"] = None
@@ -142,7 +147,9 @@ def test_missing_thread_id_is_refused(backend: Backend) -> None:
     )
 
 
-def test_none_namespace_means_every_namespace_only_in_list(backend: Backend) -> None:
+def test_none_namespace_means_every_namespace_only_in_list(
+    backend: Backend, sent_commands: list[Command]
+) -> None:
     """`checkpoint_ns=None` lists every namespace, as in `InMemorySaver`; where a single
     namespace is needed (`get_tuple`, `put`, `put_writes`) it is refused by name."""
 
@@ -155,7 +162,7 @@ def test_none_namespace_means_every_namespace_only_in_list(backend: Backend) -> 
             no_ns: Any = {"configurable": {"thread_id": thread, "checkpoint_ns": None}}
             got = await listed(saver, no_ns)
             assert sorted(ids(got)) == sorted(ids(list(memory.list(no_ns))))
-            refused = Refusals(saver, log, backend)
+            refused = Refusals(saver, log, sent_commands)
             await refused.check(TypeError, "checkpoint_ns", "get_tuple", no_ns)
             await refused.check(TypeError, "checkpoint_ns", "put", no_ns, checkpoint(), {}, {})
             with_id = copy.deepcopy(no_ns)
@@ -175,7 +182,7 @@ def test_none_namespace_means_every_namespace_only_in_list(backend: Backend) -> 
 BAD_VALUES = st.one_of(st.none(), NON_STRINGS)
 
 
-def test_bad_writes_are_refused_whole(backend: Backend) -> None:
+def test_bad_writes_are_refused_whole(backend: Backend, sent_commands: list[Command]) -> None:
     """A bad channel (anywhere in the batch), task id, task path or checkpoint id raises
     an error naming it, and nothing of the batch is stored."""
 
@@ -183,7 +190,7 @@ def test_bad_writes_are_refused_whole(backend: Backend) -> None:
         log = CommandLog()
         async with backend.saver(log) as saver:
             stored = await victim_with_write(saver)
-            refused = Refusals(saver, log, backend)
+            refused = Refusals(saver, log, sent_commands)
             writes = list(good)
             writes.insert(min(position, len(writes)), (value, "x"))
             await refused.check(TypeError, "channel", "put_writes", stored, writes, "task")
@@ -218,7 +225,7 @@ HASHABLE_NON_STRINGS = st.one_of(
 FILTER_VALUES = st.one_of(VALUES, st.just(math.nan), st.lists(st.just(math.nan), max_size=1))
 
 
-def test_bad_filters_and_limits_are_refused(backend: Backend) -> None:
+def test_bad_filters_and_limits_are_refused(backend: Backend, sent_commands: list[Command]) -> None:
     """A non-string filter key (wherever it is in the filter, whatever the other
     entries are), a filter that is not a dict and a `limit` that is not an int raise an
     error naming them, and never an empty result."""
@@ -235,7 +242,7 @@ def test_bad_filters_and_limits_are_refused(backend: Backend) -> None:
         log = CommandLog()
         async with backend.saver(log) as saver:
             await victim_with_write(saver)
-            refused = Refusals(saver, log, backend)
+            refused = Refusals(saver, log, sent_commands)
             cfg = None if thread is None else config(thread)
             entries.insert(min(position, len(entries)), (bad_key, "x"))
             flt = dict(entries)

@@ -12,19 +12,10 @@ import asyncio
 from collections.abc import Awaitable
 from typing import Any
 
-import pytest
-
 from langgraph.checkpoint.mongo import MongoDBSaver
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend, CommandLog
 from support.helpers import checkpoint, config, either, listed, new_thread, put
-
-
-@pytest.fixture
-def counting(backend: Backend) -> Backend:
-    if not backend.counts_commands:
-        pytest.skip("the in-process mock has no wire to count commands on")
-    return backend
 
 
 async def test_commands_per_operation(counting: Backend) -> None:

@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver
+from langgraph.checkpoint.mongo._commands import Command
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
 from langgraph.checkpoint.mongo._schema import Field
 from support.backends import MONGODB_URI, Backend, CommandLog
 from support.graphs import Driver, linear_graph
-from support.helpers import config, either, listed, new_thread, put, settle
+from support.helpers import config, either, listed, methods, new_thread, put, settle
 
 
 class Clock:
@@ -66,24 +67,25 @@ async def stamps(saver: Any, thread: str) -> set[datetime]:
     return found
 
 
-async def test_all_documents_of_a_thread_share_one_stamp(backend: Backend) -> None:
+async def test_all_documents_of_a_thread_share_one_stamp(
+    backend: Backend, sent_commands: list[Command]
+) -> None:
     log = CommandLog()
     async with backend.saver(log, ttl=timedelta(hours=16)) as saver:
         boundary = hour_boundary()
         clock = Clock(boundary - timedelta(minutes=55))
         saver.storage.expiry.clock = clock
         thread, other = new_thread(), new_thread()
-        log.reset()
+        sent_commands.clear()
         first = await put(saver, thread)
-        if backend.counts_commands:  # the first write of a bucket moves the thread:
-            # the writes' move, then the checkpoints' with the checkpoint in one command
-            assert log.names == ["update", "update"]
+        # The first write of a bucket moves the thread: the writes' move, then the
+        # checkpoints' with the checkpoint in one command.
+        assert methods(sent_commands) == ["update_many", "bulk_write"]
         await either(saver).put_writes(first, [("a", 1)], "t")
-        log.reset()
+        sent_commands.clear()
         second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
         await either(saver).put_writes(second, [("a", 2)], "t")
-        if backend.counts_commands:  # then no extra round trip per write
-            assert log.names == ["update", "update"]
+        assert methods(sent_commands) == ["update_one", "update_one"]  # no extra round trip
         await put(saver, other)
         [stamp] = await stamps(saver, thread)
         assert stamp.replace(tzinfo=timezone.utc) == boundary
@@ -103,13 +105,11 @@ async def test_all_documents_of_a_thread_share_one_stamp(backend: Backend) -> No
 
 
 @asynccontextmanager
-async def counted_ttl_saver(backend: Backend) -> AsyncIterator[tuple[Any, CommandLog, Clock]]:
-    """A `ttl=16 h` saver whose commands are counted at the wire, on a clock half a
-    bucket before a boundary; skips the test on a backend that does not count."""
-    if not backend.counts_commands:
-        pytest.skip("counts commands at the wire")
+async def counted_ttl_saver(counting: Backend) -> AsyncIterator[tuple[Any, CommandLog, Clock]]:
+    """A `ttl=16 h` saver whose commands are counted at the wire (a test using it takes
+    the `counting` fixture), on a clock half a bucket before a boundary."""
     log = CommandLog()
-    async with backend.saver(log, ttl=timedelta(hours=16)) as saver:
+    async with counting.saver(log, ttl=timedelta(hours=16)) as saver:
         clock = Clock(hour_boundary() - timedelta(minutes=30))
         saver.storage.expiry.clock = clock
         yield saver, log, clock
@@ -117,13 +117,13 @@ async def counted_ttl_saver(backend: Backend) -> AsyncIterator[tuple[Any, Comman
 
 @pytest.mark.parametrize("durability", ["async", "sync"])
 async def test_an_invoke_that_moves_the_stamp_costs_one_command_more(
-    backend: Backend, durability: str
+    counting: Backend, durability: str
 ) -> None:
     """However many of its writes are in flight when the bucket changes, the thread
     moves once: one command more than an invoke in the same bucket."""
-    async with counted_ttl_saver(backend) as (saver, log, clock):
+    async with counted_ttl_saver(counting) as (saver, log, clock):
         graph = Driver(
-            linear_graph("a", "b", "c", "d", "e").compile(checkpointer=saver), backend.is_sync
+            linear_graph("a", "b", "c", "d", "e").compile(checkpointer=saver), counting.is_sync
         )
         thread = new_thread()
         counts = []
@@ -172,16 +172,21 @@ async def index_ttl(collection: Any) -> Any:
     return info[TTL_INDEX_NAME].get("expireAfterSeconds") if TTL_INDEX_NAME in info else None
 
 
-async def test_setup_creates_retimes_and_keeps_the_ttl_index(
+async def test_setup_retimes_the_ttl_index(real_driver: Backend) -> None:
+    """A new `ttl` changes the index's expiry in place (`collMod`, which mongomock lacks)."""
+    async with real_driver.saver(ttl=3600) as saver:
+        assert await index_ttl(saver.checkpoint_collection) == 3600
+        async with real_driver.saver(db_name=saver.db.name, ttl=timedelta(days=2)) as retimed:
+            assert await index_ttl(retimed.checkpoint_collection) == 2 * 86400
+            assert await index_ttl(retimed.writes_collection) == 2 * 86400
+
+
+async def test_setup_creates_and_keeps_the_ttl_index(
     backend: Backend, caplog: pytest.LogCaptureFixture
 ) -> None:
     async with backend.saver(ttl=3600) as saver:
         assert await index_ttl(saver.checkpoint_collection) == 3600
         assert await index_ttl(saver.writes_collection) == 3600
-        if backend.name != "mock":  # mongomock has no collMod; the wire server and servers do
-            async with backend.saver(db_name=saver.db.name, ttl=timedelta(days=2)) as retimed:
-                assert await index_ttl(retimed.checkpoint_collection) == 2 * 86400
-                assert await index_ttl(retimed.writes_collection) == 2 * 86400
 
     # A saver without ttl (a script, a notebook) leaves the services' expiry as it is,
     # and says so.
@@ -288,7 +293,7 @@ async def test_a_writer_with_a_lagging_clock_never_moves_a_thread_back(backend: 
 
 
 async def test_refresh_ttl_on_read_moves_the_stamp_once_per_bucket_in_the_background(
-    backend: Backend,
+    backend: Backend, sent_commands: list[Command]
 ) -> None:
     log = CommandLog()
     ttl = timedelta(hours=16)
@@ -304,6 +309,7 @@ async def test_refresh_ttl_on_read_moves_the_stamp_once_per_bucket_in_the_backgr
         if wire is not None:  # the move waits on the server: the read must not
             wire.hold = lambda name, body: 30.0 if name == "update" else 0.0
         log.reset()
+        sent_commands.clear()
         got = await either(saver).get_tuple(config(thread))
         assert got.pending_writes == [("t", "a", 1)]
         if wire is not None:
@@ -322,8 +328,10 @@ async def test_refresh_ttl_on_read_moves_the_stamp_once_per_bucket_in_the_backgr
             await listed(saver, config(thread))
             await put(saver, thread, parent=stored["configurable"]["checkpoint_id"])
         await settle(saver)
-        if backend.counts_commands:  # the two update_many of one move, then 3 puts
-            assert log.names.count("update") == 2 + 3
+        # The two update_many of one move, then the 3 puts' update_one.
+        sent = methods(sent_commands)
+        assert (sent.count("update_many"), sent.count("update_one")) == (2, 3), sent
+        assert log.names.count("update") in (0, 2 + 3)  # on the wire too (none on the mock)
 
     # Without the option a read moves nothing; reads of no single thread never do.
     async with backend.saver(ttl=ttl) as plain:
@@ -347,10 +355,10 @@ async def test_refresh_ttl_on_read_is_checked(backend: Backend) -> None:
             pass
 
 
-async def test_writes_in_flight_together_move_the_thread_once(backend: Backend) -> None:
+async def test_writes_in_flight_together_move_the_thread_once(counting: Backend) -> None:
     """Eight `put_writes` at once in a new bucket: one of them moves the thread (one
     command more), the others send their own command only."""
-    async with counted_ttl_saver(backend) as (saver, log, clock):
+    async with counted_ttl_saver(counting) as (saver, log, clock):
         thread = new_thread()
         stored = await put(saver, thread)
         clock.now += timedelta(hours=1)
@@ -358,7 +366,7 @@ async def test_writes_in_flight_together_move_the_thread_once(backend: Backend) 
 
         async def write(task: int) -> None:
             args = (stored, [("w", task)], f"t{task}")
-            if backend.is_sync:  # threads, as LangGraph's sync runner writes
+            if counting.is_sync:  # threads, as LangGraph's sync runner writes
                 await asyncio.to_thread(saver.put_writes, *args)
             else:
                 await saver.aput_writes(*args)

@@ -24,6 +24,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.base.id import uuid6
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver, ThreadInfo
+from langgraph.checkpoint.mongo._commands import Command
 
 
 class EitherSaver:
@@ -189,6 +190,12 @@ async def put(
     md: dict[str, Any] = {"source": "loop", "step": 0, "parents": {}}
     md.update(metadata or {})
     return await either(saver).put(config(thread_id, ns, parent), cp, md, cp["channel_versions"])
+
+
+def methods(commands: Sequence[Command]) -> list[str]:
+    """The driver methods of `sent_commands`, in order: one round trip each (a cursor's
+    further batches aside), on every backend."""
+    return [str(command.method) for command in commands]
 
 
 def ids(tuples: list[CheckpointTuple]) -> list[str]:
