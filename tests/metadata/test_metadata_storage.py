@@ -84,6 +84,7 @@ async def test_the_serialized_copy_is_kept_only_where_the_readable_one_is_not_ex
     doc = await stored_document(saver, stored)
     assert ("serialized_metadata" in doc) == (metadata in INEXACT)
     got = await either(saver).get_tuple(stored)
+    assert got is not None
     for key, value in metadata.items():
         assert same_types(got.metadata[key], value), key
 
@@ -281,6 +282,7 @@ async def test_the_readable_copy_shows_each_value_and_no_terms_are_stored(saver:
         "serialized_metadata",
     }
     got = await either(saver).get_tuple(stored)
+    assert got is not None
     assert got.metadata["id"] == uuid.UUID(int=1)
     assert got.metadata["a.b"] == 1
 

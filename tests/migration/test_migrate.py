@@ -140,6 +140,7 @@ async def test_pending_writes_keep_task_ids_and_order(backend: Backend, saver: A
     ]
     await copy(backend, memory_source(memory), saver)
     got = await either(saver).get_tuple(at)
+    assert got is not None
     assert got.pending_writes == want.pending_writes
     # The tuple has no task paths: ordinal paths keep the order, indexes are rebuilt.
     docs = await maybe_await(saver.writes_collection.find({}, {"task_path": 1}).to_list(None))
@@ -176,6 +177,7 @@ async def test_official_collections_keep_task_paths_and_indexes(
     )
     assert ours == theirs
     got = await either(saver).get_tuple(at)
+    assert got is not None
     # Our order is LangGraph's `writes_sort_key` (task path first); the official saver
     # returns writes in insertion order.
     assert [(w[0], w[1]) for w in got.pending_writes] == [
@@ -339,6 +341,7 @@ async def test_states_beyond_16_mib_are_copied_in_chunks_and_verify(
     [thread] = report.threads
     assert (thread.status, thread.checkpoints, thread.writes) == (ThreadStatus.COPIED, 1, 1)
     got = await either(saver).get_tuple(config("big", ""))
+    assert got is not None
     assert got.checkpoint["channel_values"]["blob"] == blob
     assert got.pending_writes == [("task", "w", write)]
     assert (await verify(backend, memory_source(memory), saver)).ok
@@ -605,6 +608,7 @@ async def test_an_application_type_that_cannot_be_imported_fails_its_thread_by_n
     again = await copy(backend, memory_source(memory), saver, thread_ids=["shop"])
     assert [t.status for t in again.threads] == [ThreadStatus.COPIED]
     copied = await either(saver).get_tuple(config("shop", ""))
+    assert copied is not None
     assert copied.checkpoint["channel_values"]["order"] == shop.order(7)
     assert (await verify(backend, memory_source(memory), saver, thread_ids=["shop"])).ok
 

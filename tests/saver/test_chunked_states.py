@@ -182,6 +182,7 @@ async def test_every_delete_takes_the_chunks_with_it(backend: Backend) -> None:
         await either(saver).prune([thread], strategy="keep_latest")
         assert await _chunk_owners(saver, thread) == {cps[-1]["configurable"]["checkpoint_id"]}
         latest = await either(saver).get_tuple(config(thread))
+        assert latest is not None
         assert len(latest.checkpoint["channel_values"]["blob"]) == 17 * MIB
         assert len(latest.pending_writes[0][2]) == 17 * MIB
 
@@ -190,6 +191,7 @@ async def test_every_delete_takes_the_chunks_with_it(backend: Backend) -> None:
         await either(saver).delete_thread(thread)
         assert await _chunks_of(saver, thread) == []
         copied = await either(saver).get_tuple(config(copy))
+        assert copied is not None
         assert copied.checkpoint["channel_values"] == latest.checkpoint["channel_values"]
         assert copied.pending_writes == latest.pending_writes
         assert {c["thread_id"] for c in await _chunks_of(saver, copy)} == {copy}
@@ -247,6 +249,7 @@ async def test_a_200_mib_value(backend: Backend) -> None:
         blob = random.Random(200).randbytes(200 * MIB)
         stored = await _put([saver], thread, {"blob": blob})
         got = await either(saver).get_tuple(stored)
+        assert got is not None
         assert got.checkpoint["channel_values"]["blob"] == blob
         del got
         [listed_one] = await listed(saver, config(thread))

@@ -88,6 +88,7 @@ async def test_sync_call_on_async_saver_in_its_loop_raises_not_hangs(backend: Ba
             list(saver.list(config(thread)))
         # From another thread the sync API works, on the saver's own loop.
         got = await asyncio.to_thread(saver.get_tuple, stored)
+        assert got is not None
         assert got.config == stored
         listed_sync = await asyncio.to_thread(lambda: list(saver.list(config(thread))))
         assert [t.config for t in listed_sync] == [stored]

@@ -107,8 +107,10 @@ async def test_copy_thread_copies_only_the_writes_of_copied_checkpoints(saver: A
     copied = await either(saver).get_tuple(
         config(target, "", stored["configurable"]["checkpoint_id"])
     )
+    assert copied is not None
     assert copied.pending_writes == [("task", "a", "source")]
     kept = await either(saver).get_tuple(live)
+    assert kept is not None
     assert kept.pending_writes == [("task", "a", "target")]
 
 
@@ -169,10 +171,13 @@ async def test_stamps_never_move_back_on_a_retried_write(backend: Backend) -> No
         thread = new_thread()
         first = await put(ahead, thread, id=None)
         await either(ahead).put_writes(first, [("a", 1), ("__error__", "e")], "t")
+        assert ahead.storage.expiry is not None
         stamp = ahead.storage.expiry.stamp()
+        assert behind.storage.expiry is not None
         behind.storage.expiry.clock = lambda: ahead.storage.expiry.clock() - timedelta(hours=2)
         # The same checkpoint and writes again, from the lagging writer.
         tuple_ = await either(ahead).get_tuple(first)
+        assert tuple_ is not None
         await either(behind).put(
             {"configurable": {"thread_id": thread, "checkpoint_ns": ""}},
             tuple_.checkpoint,

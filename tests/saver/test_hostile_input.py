@@ -125,6 +125,7 @@ async def test_an_id_at_the_limit_is_stored_and_read(saver: Any) -> None:
     stored = await put(saver, longest)
     await either(saver).put_writes(stored, [("a", 1)], "task")
     got = await either(saver).get_tuple(config(longest))
+    assert got is not None
     assert got.pending_writes == [("task", "a", 1)]
 
 

@@ -152,6 +152,7 @@ async def test_server_errors_keep_their_details(
         cause = caught.value.__cause__
         assert isinstance(cause, OperationFailure)
         assert cause.code in (85, 86)  # IndexOptionsConflict / IndexKeySpecsConflict
+        assert cause.details is not None
         assert str(cause.details.get("errmsg")) in str(caught.value)
 
     # A write concern the deployment cannot satisfy: the driver's error, with the server's
@@ -183,6 +184,7 @@ async def test_server_accepts_what_the_size_check_accepts(backend: Backend) -> N
         blob = os.urandom(16 * 1024 * 1024 - 64 * 1024)
         stored = await put(saver, thread, values={"blob": blob})
         got = await either(saver).get_tuple(config(thread))
+        assert got is not None
         assert got.config == stored
         assert got.checkpoint["channel_values"]["blob"] == blob
 

@@ -39,6 +39,7 @@ async def test_a_checkpoint_over_state_max_bytes_fails_cleanly(backend: Backend)
         assert thread in str(error)
         assert f"state_max_bytes={16 * MIB}" in str(error)
         latest = await either(saver).get_tuple(config(thread))
+        assert latest is not None
         assert latest.config == previous
         assert len(await listed(saver, config(thread))) == 1
         # Nothing of it was written: no chunk either.
@@ -124,6 +125,7 @@ async def test_a_refused_checkpoint_leaves_its_steps_writes_pending(backend: Bac
             with pytest.raises(CheckpointTooLargeError):
                 await graph.invoke(run_input, thread)
             latest = await either(saver).get_tuple(thread)
+            assert latest is not None
             assert latest.checkpoint["channel_values"]["log"] == ["a"]
             assert sorted({channel for _, channel, _ in latest.pending_writes}) == [
                 "blobs",
@@ -160,6 +162,7 @@ async def test_a_checkpoint_too_large_to_return_with_its_writes_is_read_apart(
             parent = newer[-1]["configurable"]["checkpoint_id"]
 
         got = await either(saver).get_tuple(big)
+        assert got is not None
         assert got.checkpoint["channel_values"]["blob"] == blob
         assert got.pending_writes == [("t", "a", first), ("t", "b", second)]
 
@@ -200,6 +203,7 @@ async def test_a_join_refused_with_any_too_large_code_is_read_apart(
         await either(saver).put_writes(stored, [("a", first), ("b", second)], "t")
 
         got = await either(saver).get_tuple(config(thread))
+        assert got is not None
         assert got.checkpoint["channel_values"]["blob"] == blob
         assert got.pending_writes == [("t", "a", first), ("t", "b", second)]
         [listed_one] = await listed(saver, config(thread))
@@ -230,6 +234,7 @@ async def test_compression_fits_a_compressible_17_mib_state(
         stored = await put(saver, thread, values=state)
         await either(saver).put_writes(stored, [("text", state["text"])], "t")
         got = await either(saver).get_tuple(stored)
+        assert got is not None
         assert got.checkpoint["channel_values"] == state
         assert got.pending_writes == [("t", "text", state["text"])]
         raw = await maybe_await(saver.checkpoint_collection.find_one({"thread_id": thread}))
@@ -261,6 +266,7 @@ async def test_any_compression_setting_reads_any_other(backend: Backend) -> None
         for reader in (plain, zipped, zstd):
             for cfg in written:
                 got = await either(reader).get_tuple(cfg)
+                assert got is not None
                 assert got.checkpoint["channel_values"] == big
         small = await put(zipped, new_thread(), values={"v": 1})
         raw = await maybe_await(

@@ -95,6 +95,7 @@ async def test_real_graphs_list_as_in_memory_saver_would(backend: Backend) -> No
         got = await run_on(saver, backend.is_sync, reopen, scenario)
         for info in await either(saver).list_threads():
             latest = await either(saver).get_tuple(config(info.thread_id))
+            assert latest is not None
             assert info == (info.thread_id, latest.config, latest.metadata, latest.checkpoint["ts"])
     want = await in_memory(backend.is_sync, scenario)
     assert got.log == want.log

@@ -132,6 +132,7 @@ async def test_unchanged_channel_keeps_its_parent_bytes(
         second["channel_versions"] = {"barrier": 1, "other": 2}
         await either(saver).put(stored, second, {"step": 1}, {"other": 2})
         got = await either(saver).get_tuple(config(thread))
+        assert got is not None
         assert got.checkpoint["id"] == second["id"]
         assert got.checkpoint["channel_values"] == {"barrier": {"a"}, "other": 2}
         assert bool(saver.storage.recent._entries) == (cache_max_bytes > 0)
@@ -156,6 +157,7 @@ async def test_parent_bytes_are_read_when_another_process_wrote_the_parent(
             await either(other).put(stored, second, {"step": 1}, {"other": 2})
             assert methods(sent_commands) == ["find", "update_one"]
             got = await either(other).get_tuple(config(thread))
+            assert got is not None
             assert got.checkpoint["channel_values"] == {"barrier": {"a"}, "other": 2}
             # A channel whose version differs from the parent's is serialized afresh.
             third = checkpoint({"barrier": {"a", "c"}})
@@ -163,6 +165,7 @@ async def test_parent_bytes_are_read_when_another_process_wrote_the_parent(
             parent = got.config
             await either(other).put(parent, third, {"step": 2}, {})
             got = await either(other).get_tuple(config(thread))
+            assert got is not None
             assert got.checkpoint["channel_values"] == {"barrier": {"a", "c"}}
 
 

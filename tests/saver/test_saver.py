@@ -36,6 +36,7 @@ async def test_pending_writes_come_back_in_writes_sort_key_order(saver: Any) -> 
         ("task-z", "b", 2),
     ]
     got = await either(saver).get_tuple(stored)
+    assert got is not None
     assert got.pending_writes == expected
     [listed_tuple] = await listed(saver, stored)
     assert listed_tuple.pending_writes == expected
@@ -47,6 +48,7 @@ async def test_regular_writes_keep_first_value_special_writes_replace(saver: Any
     await either(saver).put_writes(stored, [("ch", "first"), (INTERRUPT, "i1")], "t1")
     await either(saver).put_writes(stored, [("ch", "second"), (INTERRUPT, "i2")], "t1")
     got = await either(saver).get_tuple(stored)
+    assert got is not None
     assert sorted(got.pending_writes) == [("t1", INTERRUPT, "i2"), ("t1", "ch", "first")]
     # One document per channel: the interrupt is stored at LangGraph's fixed index for
     # its channel, not at its position, which is what makes a retry replace it.
@@ -60,6 +62,7 @@ async def test_regular_writes_keep_first_value_special_writes_replace(saver: Any
         await either(saver).put_writes(stored, [("ch", value)], "t2")
         await either(saver).put_writes(stored, [(INTERRUPT, value)], "t2")
     got = await either(saver).get_tuple(stored)
+    assert got is not None
     assert sorted(w for w in got.pending_writes if w[0] == "t2") == [
         ("t2", INTERRUPT, "second"),
         ("t2", "ch", "first"),
@@ -85,10 +88,12 @@ async def test_get_tuple_latest_and_by_id(saver: Any) -> None:
         saver, thread, parent=first["configurable"]["checkpoint_id"], values={"v": 2}
     )
     latest = await either(saver).get_tuple(config(thread))
+    assert latest is not None
     assert latest.config == second
     assert latest.checkpoint["channel_values"] == {"v": 2}
     assert latest.parent_config == first
     older = await either(saver).get_tuple(first)
+    assert older is not None
     assert older.checkpoint["channel_values"] == {"v": 1}
     assert older.parent_config is None
     assert await either(saver).get_tuple(config(thread, checkpoint_id="nope")) is None
@@ -136,6 +141,7 @@ async def test_metadata_keys_with_dots_and_dollars_round_trip_and_filter(saver: 
     stored = await put(saver, thread, metadata=md)
     await put(saver, thread, metadata={"a.b": 2})
     got = await either(saver).get_tuple(stored)
+    assert got is not None
     for key, value in md.items():
         assert got.metadata[key] == value
     for key, value in md.items():
@@ -287,6 +293,7 @@ async def test_encrypted_serializer(backend: Backend) -> None:
         stored = await put(saver, thread, values={"secret": "hunter2"}, metadata={"user": "ann"})
         await either(saver).put_writes(stored, [("secret", "hunter3")], "t")
         got = await either(saver).get_tuple(stored)
+        assert got is not None
         assert got.checkpoint["channel_values"] == {"secret": "hunter2"}
         assert got.pending_writes == [("t", "secret", "hunter3")]
         assert ids(await listed(saver, None, filter={"user": "ann"})) == [got.checkpoint["id"]]
@@ -358,8 +365,10 @@ async def test_with_allowlist_copy_decodes_with_its_own_serializer(backend: Back
         allowed = saver.with_allowlist([(__name__, "AllowedPoint")])
         assert allowed is not saver
         restored = await either(allowed).get_tuple(stored)
+        assert restored is not None
         assert restored.checkpoint["channel_values"]["p"] == AllowedPoint(1)
         blocked = await either(saver).get_tuple(stored)
+        assert blocked is not None
         assert blocked.checkpoint["channel_values"]["p"] == {"x": 1}
 
 

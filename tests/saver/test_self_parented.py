@@ -63,6 +63,7 @@ async def test_put_under_its_own_id_reads_back_as_in_memory(saver: Any) -> None:
     latest = config(thread)
     assert await either(saver).get_tuple(latest) == memory.get_tuple(latest)
     got = await either(saver).get_tuple(itself)
+    assert got is not None
     assert got == memory.get_tuple(itself)
     assert got.parent_config == itself  # its own parent, as InMemorySaver has it
     assert await listed(saver, latest) == list(memory.list(latest))

@@ -76,6 +76,7 @@ async def test_the_serialized_checkpoint_leaves_out_its_id_and_values(saver: Any
     assert "channel_values" not in blob
     assert blob == {k: v for k, v in cp.items() if k not in ("id", "channel_values")}
     got = await either(saver).get_tuple(stored)
+    assert got is not None
     assert got.checkpoint == cp
     [found] = await listed(saver, config(thread))
     assert found.checkpoint == cp
@@ -97,6 +98,7 @@ async def test_msgpack_values_carry_no_type(saver: Any) -> None:
     assert isinstance(values["text"], bytes)
     assert values["raw"] == {"type": "bytes", "data": b"\x02"}
     got = await either(saver).get_tuple(stored)
+    assert got is not None
     assert got.checkpoint["channel_values"] == {"text": "hello", "raw": b"\x00\x01"}
     assert sorted(got.pending_writes) == [("task", "raw", b"\x02"), ("task", "text", "hi")]
 
@@ -111,6 +113,7 @@ async def test_a_none_write_is_stored_as_null(saver: Any) -> None:
     assert "value" in write
     assert write["value"] is None
     got = await either(saver).get_tuple(stored)
+    assert got is not None
     assert got.pending_writes == [("task", "branch:to:node", None)]
 
 
@@ -123,6 +126,7 @@ async def test_channel_entries_leave_their_versions_to_the_checkpoint(saver: Any
     doc, _ = await _stored_documents(saver, thread)
     assert [sorted(entry) for entry in doc["channel_values"]] == [["channel", "data"]]
     got = await either(saver).get_tuple(stored)
+    assert got is not None
     assert got.checkpoint["channel_versions"] == cp["channel_versions"]
 
 

@@ -74,6 +74,7 @@ async def test_all_documents_of_a_thread_share_one_stamp(
     async with backend.saver(log, ttl=timedelta(hours=16)) as saver:
         boundary = hour_boundary()
         clock = Clock(boundary - timedelta(minutes=55))
+        assert saver.storage.expiry is not None
         saver.storage.expiry.clock = clock
         thread, other = new_thread(), new_thread()
         sent_commands.clear()
@@ -111,6 +112,7 @@ async def counted_ttl_saver(counting: Backend) -> AsyncIterator[tuple[Any, Comma
     log = CommandLog()
     async with counting.saver(log, ttl=timedelta(hours=16)) as saver:
         clock = Clock(hour_boundary() - timedelta(minutes=30))
+        assert saver.storage.expiry is not None
         saver.storage.expiry.clock = clock
         yield saver, log, clock
 
@@ -148,6 +150,7 @@ async def test_idle_thread_expires_whole_live_thread_stays(backend: Backend) -> 
     expire on access."""
     async with backend.saver(ttl=60) as saver:
         idle, live = new_thread(), new_thread()
+        assert saver.storage.expiry is not None
         saver.storage.expiry.clock = Clock(datetime.now(timezone.utc) - timedelta(hours=2))
         parent = None
         for i in range(3):
@@ -156,6 +159,7 @@ async def test_idle_thread_expires_whole_live_thread_stays(backend: Backend) -> 
             parent = stored["configurable"]["checkpoint_id"]
         # Stamped 10 minutes ahead: the wait can outlast ttl=60 s, and a thread written
         # now would then rightly expire before it is looked at.
+        assert saver.storage.expiry is not None
         saver.storage.expiry.clock = Clock(datetime.now(timezone.utc) + timedelta(minutes=10))
         kept = await put(saver, live)
         await either(saver).put_writes(kept, [("y", 1)], "t")
@@ -299,6 +303,7 @@ async def test_refresh_ttl_on_read_moves_the_stamp_once_per_bucket_in_the_backgr
     ttl = timedelta(hours=16)
     async with backend.saver(log, ttl=ttl, refresh_ttl_on_read=True) as saver:
         clock = Clock(hour_boundary() - timedelta(minutes=30))
+        assert saver.storage.expiry is not None
         saver.storage.expiry.clock = clock
         thread = new_thread()
         stored = await put(saver, thread)
@@ -311,6 +316,7 @@ async def test_refresh_ttl_on_read_moves_the_stamp_once_per_bucket_in_the_backgr
         log.reset()
         sent_commands.clear()
         got = await either(saver).get_tuple(config(thread))
+        assert got is not None
         assert got.pending_writes == [("t", "a", 1)]
         if wire is not None:
             settling = asyncio.ensure_future(settle(saver))
@@ -335,6 +341,7 @@ async def test_refresh_ttl_on_read_moves_the_stamp_once_per_bucket_in_the_backgr
 
     # Without the option a read moves nothing; reads of no single thread never do.
     async with backend.saver(ttl=ttl) as plain:
+        assert plain.storage.expiry is not None
         plain.storage.expiry.clock = clock
         thread = new_thread()
         await put(plain, thread)
