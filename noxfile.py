@@ -134,7 +134,8 @@ AGENT_SERVER = ("langgraph-cli[inmem]>=0.4,<0.5", "langgraph-api>=0.16,<0.17", "
 @nox.session(name="agent-server")
 def agent_server(session: nox.Session) -> None:
     """The real `langgraph dev` on examples/agent_server/ against the wire server, in a venv
-    of its own (tests/agent_server/test_agent_server_e2e.py, required to run here: never skipped)."""
+    of its own (tests/agent_server/test_agent_server_e2e.py, required to run here: never
+    skipped)."""
     session.install(
         *AGENT_SERVER, "pytest>=8", "pytest-asyncio>=1.1", "pytest-markdown-docs>=0.9", ".[testing]"
     )

@@ -17,6 +17,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -122,7 +123,7 @@ async def test_the_example_runs_on_the_factory(
             for method in ("adelete_for_runs", "acopy_thread", "aprune"):
                 assert getattr(type(saver), method) is not getattr(BaseCheckpointSaver, method)
             running = graph.copy(update={"checkpointer": saver})
-            thread = {"configurable": {"thread_id": "t"}}
+            thread: RunnableConfig = {"configurable": {"thread_id": "t"}}
             await running.ainvoke({"messages": [("user", "hi")]}, thread)
             out = await running.ainvoke({"messages": [("user", "again")]}, thread)
             assert out["messages"][-1].content == "message 2 of this thread: again"

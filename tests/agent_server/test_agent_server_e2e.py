@@ -199,8 +199,9 @@ def chain(documents: list[dict[str, Any]], head: str) -> list[str]:
 
 def say(client: SyncLangGraphClient, thread_id: str, text: str, **kwargs: Any) -> str:
     """One run of the example's graph; returns the run id once it has finished."""
-    message = {"role": "user", "content": text}
-    run = client.runs.create(thread_id, "chat", input={"messages": [message]}, **kwargs)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": text}]
+    given: dict[str, Any] = {"messages": messages}
+    run = client.runs.create(thread_id, "chat", input=given, **kwargs)
     client.runs.join(thread_id, run["run_id"])
     finished = client.runs.get(thread_id, run["run_id"])
     assert finished["status"] == "success", finished
@@ -285,12 +286,15 @@ def test_the_agent_server_keeps_its_checkpoints_in_mongodb(
             "branch",
             "message 3 of this thread: branch",
         ]
-        walked = chain(stored, state["checkpoint"]["checkpoint_id"])
+        latest = state["checkpoint"]["checkpoint_id"]
+        assert latest is not None
+        walked = chain(stored, latest)
         assert walked[3:5] == [fork_id, after_first]
         assert run_ids(stored) >= {first, second, third}
 
         # threads.copy: the server calls acopy_thread; the copy is in MongoDB.
-        copy = client.threads.copy(thread)["thread_id"]
+        # The SDK types `copy` as returning None; the server answers the new thread.
+        copy = client.threads.copy(thread)["thread_id"]  # type: ignore[func-returns-value,index]
         copied = checkpoints(db, copy)
         assert ids(copied) == ids(stored)
         assert {d[Field.THREAD_ID] for d in copied} == {copy}

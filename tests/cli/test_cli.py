@@ -33,19 +33,26 @@ def uri(request: pytest.FixtureRequest) -> str:
     return MONGODB_URI or request.getfixturevalue("wire_server").uri
 
 
+class Client(MongoClient[dict[str, Any]]):
+    """A client that drops the databases it named (`new_db`) once the test is done."""
+
+    names: list[str]
+
+    def new_db(self) -> str:
+        self.names.append(f"cli_{uuid.uuid4().hex[:12]}")
+        return self.names[-1]
+
+
 @pytest.fixture
-def client(uri: str) -> Iterator[MongoClient[dict[str, Any]]]:
-    names = []
-
-    class Client(MongoClient[dict[str, Any]]):
-        def new_db(self) -> str:
-            names.append(f"cli_{uuid.uuid4().hex[:12]}")
-            return names[-1]
-
-    with Client(uri) as client:
+def client(uri: str) -> Iterator[Client]:
+    client = Client(uri)
+    client.names = []
+    try:
         yield client
-        for name in names:
+        for name in client.names:
             client.drop_database(name)
+    finally:
+        client.close()
 
 
 def run(
@@ -109,9 +116,7 @@ def test_version() -> None:
     )
 
 
-async def test_copies_the_official_collections_and_verifies(
-    uri: str, client: MongoClient[dict[str, Any]]
-) -> None:
+async def test_copies_the_official_collections_and_verifies(uri: str, client: Client) -> None:
     official = official_saver_class()
     source_db, target_db = client.new_db(), client.new_db()
     source = official(client, source_db)
@@ -136,7 +141,7 @@ async def test_copies_the_official_collections_and_verifies(
 
 
 async def test_copies_a_sqlite_file_with_a_progress_bar_on_a_terminal(
-    uri: str, client: MongoClient[dict[str, Any]], tmp_path: Path
+    uri: str, client: Client, tmp_path: Path
 ) -> None:
     path = await sqlite_file(tmp_path / "threads.db", "x", "y", "z")
     target_db = client.new_db()
@@ -151,9 +156,7 @@ async def test_copies_a_sqlite_file_with_a_progress_bar_on_a_terminal(
     assert MongoDBSaver(client, target_db).get_tuple(config("z")) is not None
 
 
-async def test_a_dry_run_writes_nothing(
-    uri: str, client: MongoClient[dict[str, Any]], tmp_path: Path
-) -> None:
+async def test_a_dry_run_writes_nothing(uri: str, client: Client, tmp_path: Path) -> None:
     path = await sqlite_file(tmp_path / "threads.db", "x")
     target_db = client.new_db()
     result = run("--from-sqlite", str(path), "--to", uri, "--to-db", target_db, "--dry-run")
@@ -164,7 +167,7 @@ async def test_a_dry_run_writes_nothing(
 
 
 async def test_an_interrupt_copied_without_langgraph_fails_by_name(
-    uri: str, client: MongoClient[dict[str, Any]], tmp_path: Path
+    uri: str, client: Client, tmp_path: Path
 ) -> None:
     """As installed without `langgraph` (only `langgraph-checkpoint`): `langgraph.types`
     does not import, and the thread waiting at an interrupt must not arrive as a dict."""
@@ -207,9 +210,7 @@ async def test_an_interrupt_copied_without_langgraph_fails_by_name(
     assert graph.invoke(Command(resume="ok"), hitl)["log"] == ["draft", "review=ok"]
 
 
-async def test_a_conflict_exits_1_and_is_named(
-    uri: str, client: MongoClient[dict[str, Any]], tmp_path: Path
-) -> None:
+async def test_a_conflict_exits_1_and_is_named(uri: str, client: Client, tmp_path: Path) -> None:
     path = await sqlite_file(tmp_path / "threads.db", "mine", "free")
     target_db = client.new_db()
     target = MongoDBSaver(client, target_db)
@@ -277,7 +278,7 @@ def test_an_unreachable_server_is_named_within_the_timeout(tmp_path: Path) -> No
 
 
 async def test_a_source_database_without_the_official_collections_is_named(
-    uri: str, client: MongoClient[dict[str, Any]]
+    uri: str, client: Client
 ) -> None:
     """A misspelt --from-db is an empty database: copying nothing must not pass for
     success (exit 0 with 0 checkpoints written)."""
@@ -323,7 +324,7 @@ def test_a_file_that_is_not_a_sqlite_saver_database_is_named(tmp_path: Path, uri
 
 
 async def test_without_tqdm_there_is_no_bar_and_the_copy_runs(
-    uri: str, client: MongoClient[dict[str, Any]], tmp_path: Path
+    uri: str, client: Client, tmp_path: Path
 ) -> None:
     path = await sqlite_file(tmp_path / "threads.db", "x")
     hidden = tmp_path / "no_tqdm"

@@ -36,7 +36,7 @@ def uri(request: pytest.FixtureRequest) -> str:
 def saver(uri: str) -> Iterator[MongoDBSaver]:
     """A set-up saver on a database of its own (dropped afterwards)."""
     name = f"threads_cli_{uuid.uuid4().hex[:12]}"
-    with MongoClient(uri) as client:
+    with MongoClient[dict[str, Any]](uri) as client:
         saver = MongoDBSaver(client, name)
         saver.setup()
         yield saver

@@ -91,7 +91,7 @@ def test_a_nan_read_back_is_a_new_float_as_from_a_server() -> None:
     saver.setup()
     stored = checkpoint()
     for each in (memory, saver):
-        each.put(config("t"), stored, {"k": [nan]}, {})  # type: ignore[typeddict-unknown-key]
+        each.put(config("t"), stored, {"k": [nan]}, {})
     assert list(memory.list(None, filter={"k": [nan]})) == []
     assert list(saver.list(None, filter={"k": [nan]})) == []
 

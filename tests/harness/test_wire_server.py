@@ -12,7 +12,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -43,7 +43,7 @@ def srv() -> Iterator[WireServer]:
 
 @pytest.fixture
 def client(srv: WireServer) -> Iterator[MongoClient[Any]]:
-    c: MongoClient[Any] = MongoClient(srv.uri, serverSelectionTimeoutMS=5000)
+    c: MongoClient[Any] = MongoClient[dict[str, Any]](srv.uri, serverSelectionTimeoutMS=5000)
     try:
         yield c
     finally:
@@ -74,6 +74,12 @@ def _sample_doc() -> dict[str, Any]:
     }
 
 
+def found(doc: dict[str, Any] | None) -> dict[str, Any]:
+    """The document a `find_one` found (the test fails here when it found none)."""
+    assert doc is not None
+    return doc
+
+
 def _assert_sample(doc: dict[str, Any]) -> None:
     expected = _sample_doc()
     assert doc == expected
@@ -89,9 +95,9 @@ def _assert_sample(doc: dict[str, Any]) -> None:
 def test_sync_round_trip_types(srv: WireServer, client: MongoClient[Any]) -> None:
     coll = client.db.items
     coll.insert_one(_sample_doc())
-    _assert_sample(coll.find_one({"blob": b"\x00\x01\xffbinary\x00"}))
-    assert coll.find_one({"big": 2**40, "nested.a.b": 3})["_id"] == "doc-1"
-    stored = srv.mock.db.items.find_one()
+    _assert_sample(found(coll.find_one({"blob": b"\x00\x01\xffbinary\x00"})))
+    assert found(coll.find_one({"big": 2**40, "nested.a.b": 3}))["_id"] == "doc-1"
+    stored = found(srv.mock.db.items.find_one())
     assert isinstance(stored["big"], Int64)
 
 
@@ -115,7 +121,7 @@ def test_sync_find_streams_in_batches(srv: WireServer, client: MongoClient[Any])
 
     srv.reset()
     assert len(list(coll.find(limit=30).batch_size(25))) == 30
-    assert coll.find_one(sort=[("_id", -1)])["_id"] == 249
+    assert found(coll.find_one(sort=[("_id", -1)]))["_id"] == 249
     assert srv.commands == ["find", "getMore", "find"]
 
 
@@ -130,7 +136,11 @@ def test_sync_aggregate_match_sort_lookup(client: MongoClient[Any]) -> None:
     )
     db.stock.insert_many([{"_id": "a", "price": 3}, {"_id": "b", "price": 4}])
     join = {"from": "stock", "localField": "item", "foreignField": "_id", "as": "stock"}
-    pipeline = [{"$match": {"item": "a"}}, {"$sort": {"qty": -1}}, {"$lookup": join}]
+    pipeline: list[dict[str, Any]] = [
+        {"$match": {"item": "a"}},
+        {"$sort": {"qty": -1}},
+        {"$lookup": join},
+    ]
     result = list(db.orders.aggregate(pipeline, allowDiskUse=True))
     assert [r["_id"] for r in result] == [3, 1]
     assert result[0]["stock"] == [{"_id": "a", "price": 3}]
@@ -153,7 +163,7 @@ def test_sync_duplicate_key(client: MongoClient[Any]) -> None:
 
 def test_sync_bulk_write(srv: WireServer, client: MongoClient[Any]) -> None:
     coll = client.db.bulk
-    ops = [
+    ops: Sequence[UpdateOne | ReplaceOne[Any]] = [
         UpdateOne({"_id": "a"}, {"$setOnInsert": {"v": 1}}, upsert=True),
         ReplaceOne({"_id": "b"}, {"v": 2}, upsert=True),
     ]
@@ -220,7 +230,7 @@ def test_what_the_savers_never_send_is_refused(client: MongoClient[Any]) -> None
     with pytest.raises(OperationFailure) as not_found:
         coll.find_one_and_delete({"_id": 1})
     assert not_found.value.code == 59  # findAndModify: no such command
-    refused = {
+    refused: dict[str, Callable[[], object]] = {
         "database sizes": lambda: client.admin.command("listDatabases"),
         "find option": lambda: coll.find_one(skip=1),
         "pipeline update": lambda: coll.update_one({"_id": 1}, [{"$set": {"p": 1}}]),
@@ -243,7 +253,7 @@ def test_sync_driver_refuses_documents_over_the_hello_limit(
         client.db.big.insert_one({"blob": b"x" * (17 * 1024 * 1024)})
     assert srv.count() == 0  # refused by the driver, never sent
     client.db.big.insert_one({"_id": 1, "blob": b"x" * (15 * 1024 * 1024)})
-    assert len(client.db.big.find_one()["blob"]) == 15 * 1024 * 1024
+    assert len(found(client.db.big.find_one())["blob"]) == 15 * 1024 * 1024
 
 
 def test_sync_large_documents_split_batches(srv: WireServer, client: MongoClient[Any]) -> None:
@@ -309,7 +319,7 @@ def test_sync_drop_database(client: MongoClient[Any]) -> None:
 
 
 def test_reset_count_and_chatter_not_counted(srv: WireServer) -> None:
-    with MongoClient(srv.uri) as c:
+    with MongoClient[dict[str, Any]](srv.uri) as c:
         assert c.admin.command("buildInfo")["version"] == "7.0.0"
         c.admin.command("hello")
         c.admin.command("isMaster")
@@ -359,8 +369,8 @@ def test_servers_are_independent_and_stop_cleanly() -> None:
         assert a.uri.startswith("mongodb://127.0.0.1:")
         assert a.uri.endswith("/?directConnection=true")
         with (
-            MongoClient(a.uri, serverSelectionTimeoutMS=300) as ca,
-            MongoClient(b.uri) as cb,
+            MongoClient[dict[str, Any]](a.uri, serverSelectionTimeoutMS=300) as ca,
+            MongoClient[dict[str, Any]](b.uri) as cb,
         ):
             ca.db.x.insert_one({"_id": "only-a"})
             assert cb.db.x.find_one() is None
@@ -383,7 +393,7 @@ def test_servers_are_independent_and_stop_cleanly() -> None:
 def test_stop_hangs_up_on_commands_in_flight() -> None:
     server = WireServer(delay=5.0).start()
     outcome: list[BaseException | None] = []
-    with MongoClient(server.uri, serverSelectionTimeoutMS=300) as c:
+    with MongoClient[dict[str, Any]](server.uri, serverSelectionTimeoutMS=300) as c:
         c.admin.command("hello")  # connect before the delayed command (not delayed)
 
         def run() -> None:
@@ -562,7 +572,7 @@ def test_writes_over_16_mib_are_refused_as_mongod_refuses_them(
     (BadValue), an update with 17419, an upsert that inserts with 17420."""
     coll = client.db.limits
     coll.insert_one({"_id": "grown", "a": b"a" * (9 * MIB)})
-    requests = [
+    requests: Sequence[InsertOne[Any] | UpdateOne | ReplaceOne[Any]] = [
         InsertOne({"_id": "inserted", "blob": b"i" * (17 * MIB)}),
         UpdateOne({"_id": "grown"}, {"$set": {"b": b"b" * (9 * MIB)}}),
         UpdateOne({"_id": "upserted"}, {"$set": {"blob": b"u" * (17 * MIB)}}, upsert=True),

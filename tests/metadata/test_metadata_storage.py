@@ -98,7 +98,7 @@ async def test_a_checkpoint_stored_again_drops_the_copies_it_no_longer_needs(sav
     doc = await stored_document(saver, again)
     assert "serialized_metadata" not in doc
     assert "metadata_terms" not in doc
-    assert (await either(saver).get_tuple(again)).metadata["k"] == "text"
+    assert (await either(saver).get_stored(again)).metadata["k"] == "text"
     assert await listed(saver, config(thread), filter={"k": b"bytes"}) == []
     assert ids(await listed(saver, config(thread), filter={"k": "text"})) == [checkpoint_id]
 
@@ -121,7 +121,9 @@ async def test_delete_for_runs_reads_the_run_id_from_either_copy(saver: Any) -> 
     [CodecOptions(), CodecOptions(document_class=SON), CodecOptions(document_class=dict)],
     ids=["default", "SON", "dict"],
 )
-def test_a_readable_copy_reads_back_in_the_serializers_types(options: CodecOptions) -> None:
+def test_a_readable_copy_reads_back_in_the_serializers_types(
+    options: CodecOptions[Any],
+) -> None:
     metadata = {"n": 2**40, "m": 1, "d": {"x": [{"y": 2**50}, True, None]}}
     read = bson.decode(bson.encode({"metadata": metadata}), codec_options=options)["metadata"]
     assert same_types(from_readable(read), metadata)
@@ -463,7 +465,7 @@ def test_the_core_checks_each_document_and_stops_after_the_limit() -> None:
 
     codec = Codec(JsonPlusSerializer())
     cfg: RunnableConfig = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
-    docs = [
+    docs: list[dict[str, Any]] = [
         {
             **checkpoint_document(
                 codec, CheckpointRef("t", "", None), checkpoint(), {"tags": tags}, cfg
@@ -485,7 +487,7 @@ def test_the_core_checks_each_document_and_stops_after_the_limit() -> None:
     storage = ops.Storage(codec, WritesJoin("writes"), None, RecentValues())
     listing = ops.list_checkpoints(storage, None, filter={"tags": ["a"]}, before=None, limit=2)
     found = list(run_listing(listing, answer))
-    assert [t.metadata["tags"] for t in found] == [["a"], ["a"]]
+    assert [t.metadata.get("tags") for t in found] == [["a"], ["a"]]
     assert [t.checkpoint["id"] for t in found] == [
         docs[1]["_id"]["checkpoint_id"],
         docs[3]["_id"]["checkpoint_id"],

@@ -18,7 +18,7 @@ from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._documents import checkpoint_document
 from langgraph.checkpoint.mongo._keys import CheckpointRef
 from langgraph.checkpoint.mongo._metadata import NOT_EXACT, exact_copy
-from support.helpers import checkpoint
+from support.helpers import as_metadata, checkpoint
 from support.properties import METADATA, TEXT
 
 CODEC = Codec(JsonPlusSerializer())
@@ -147,7 +147,7 @@ def test_exact_types_only(metadata: dict[str, Any]) -> None:
 
 def test_metadata_too_deep_for_the_serializer_is_refused_as_before() -> None:
     with pytest.raises(TypeError, match=r"metadata.*cannot be serialized"):
-        checkpoint_document(CODEC, REF, checkpoint({"a": 1}), nested(300), CONFIG)
+        checkpoint_document(CODEC, REF, checkpoint({"a": 1}), as_metadata(nested(300)), CONFIG)
 
 
 class Shouting(JsonPlusSerializer):

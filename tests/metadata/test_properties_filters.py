@@ -12,7 +12,7 @@ from langgraph.checkpoint.base import get_checkpoint_metadata
 from langgraph.checkpoint.memory import InMemorySaver
 
 from support.backends import Backend
-from support.helpers import checkpoint, config, either, ids, listed
+from support.helpers import as_metadata, checkpoint, config, either, ids, listed
 from support.properties import (
     INT_MAX,
     INT_MIN,
@@ -280,7 +280,7 @@ def test_delete_for_runs_deletes_exactly_the_runs_named(backend: Backend) -> Non
                 cp = checkpoint()
                 stored = await either(saver).put(cfg, cp, copy.deepcopy(metadata), {})
                 await either(saver).put_writes(stored, [("c", i)], "t")
-                effective = get_checkpoint_metadata(cfg, metadata)
+                effective = get_checkpoint_metadata(cfg, as_metadata(metadata))
                 made.append((cp["id"], effective.get("run_id")))
             await either(saver).delete_for_runs(deleted)
             survivors = {cid for cid, run_id in made if run_id not in deleted}

@@ -13,7 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend
-from support.helpers import checkpoint, config, either, ids, listed
+from support.helpers import as_metadata, checkpoint, config, either, ids, listed
 from support.properties import (
     INT_MAX,
     INT_MIN,
@@ -55,7 +55,7 @@ def test_metadata_round_trips_like_in_memory(backend: Backend) -> None:
             stored = await put_both(saver, memory, cfg, metadata)
             want = memory.get_tuple(stored)
             assert want is not None
-            assert same(want.metadata, get_checkpoint_metadata(cfg, metadata))
+            assert same(want.metadata, get_checkpoint_metadata(cfg, as_metadata(metadata)))
             got = await either(saver).get_tuple(stored)
             assert_same_tuple(got, want)
             assert_same_tuple(await either(saver).get_tuple(config(thread, ns)), want)
@@ -106,7 +106,7 @@ def test_ints_beyond_64_bits_are_refused_and_store_nothing(backend: Backend) -> 
         async with backend.saver() as saver:
             cp = checkpoint()
             with pytest.raises(TypeError):
-                memory.put(config("t"), cp, copy.deepcopy(metadata), {})
+                memory.put(config("t"), cp, as_metadata(copy.deepcopy(metadata)), {})
             with pytest.raises(TypeError):
                 await either(saver).put(config("t"), cp, metadata, {})
             assert await counts(saver) == (0, 0)

@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph.checkpoint.base import ERROR, INTERRUPT
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.serde.types import ERROR, INTERRUPT
 from pymongo.errors import AutoReconnect
 
-from langgraph.checkpoint.mongo import migrate
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver, migrate
 from langgraph.checkpoint.mongo._commands import Command
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo.migrate import (
@@ -34,7 +35,7 @@ from langgraph.checkpoint.mongo.migrate import (
 )
 from support.backends import Backend
 from support.graphs import Run, chat_graph, human, run_on
-from support.helpers import checkpoint, config, either, listed, methods
+from support.helpers import as_metadata, checkpoint, config, either, listed, methods
 from support.migration_sources import (
     Source,
     copy,
@@ -77,15 +78,17 @@ def source_documents(memory: InMemorySaver) -> tuple[int, int]:
 
 async def test_ids_metadata_and_versions_arrive_unchanged(backend: Backend, saver: Any) -> None:
     memory = InMemorySaver()
-    cfg = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "user_id": "u-1"}}
+    cfg: RunnableConfig = {
+        "configurable": {"thread_id": "t", "checkpoint_ns": "", "user_id": "u-1"}
+    }
     first = checkpoint({"a": 1})
     first["channel_versions"] = {"a": memory.get_next_version(None, None)}
-    metadata = {"source": "input", "step": -1, "parents": {}, "note": ("tuple", 1)}
+    metadata = as_metadata({"source": "input", "step": -1, "parents": {}, "note": ("tuple", 1)})
     stored_at = memory.put(cfg, first, metadata, first["channel_versions"])
     second = checkpoint({"a": 2})
-    second["channel_versions"] = {
-        "a": memory.get_next_version(first["channel_versions"]["a"], None)
-    }
+    previous = first["channel_versions"]["a"]
+    assert isinstance(previous, str)  # InMemorySaver's versions are strings
+    second["channel_versions"] = {"a": memory.get_next_version(previous, None)}
     memory.put(
         stored_at, second, {"source": "loop", "step": 0, "parents": {}}, second["channel_versions"]
     )
@@ -180,6 +183,7 @@ async def test_official_collections_keep_task_paths_and_indexes(
     assert got is not None
     # Our order is LangGraph's `writes_sort_key` (task path first); the official saver
     # returns writes in insertion order.
+    assert got.pending_writes is not None
     assert [(w[0], w[1]) for w in got.pending_writes] == [
         ("task-b", "x"),
         ("task-c", ERROR),
@@ -387,6 +391,7 @@ async def test_verify_names_every_kind_of_difference(backend: Backend, saver: An
         ],
         f"latest checkpoint: {ids('missing', memory)[0]!r} in the source, None in the target",
     ]
+    assert oldest.pending_writes is not None
     assert found["t"] == [
         f"checkpoint {oldest.config['configurable']['checkpoint_id']!r} (namespace ''): "
         "pending writes of task(s) " + repr(oldest.pending_writes[0][0]) + " differ",
@@ -537,7 +542,7 @@ async def test_a_target_on_the_official_collections_is_refused_by_name(backend: 
             await chat(source, "t", range(1))
             async with backend.client() as ours:
                 # No setup(): our indexes clash with the official saver's unique one.
-                saver_class = migrate.MongoDBSaver if backend.is_sync else migrate.AsyncMongoDBSaver
+                saver_class = MongoDBSaver if backend.is_sync else AsyncMongoDBSaver
                 target = saver_class(ours, name)
                 with pytest.raises(ValueError, match="looks like langgraph-checkpoint-mongodb's"):
                     await copy(backend, Source("official", source), target)

@@ -17,12 +17,13 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from langgraph.checkpoint.base import Checkpoint
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
@@ -99,7 +100,12 @@ class Seed:
     async def store(self, saver: Saver) -> None:
         parent = None
         for i, cp in enumerate(self.checkpoints):
-            metadata = {"source": "loop", "step": i, "parents": {}, "run_id": f"run-{i}"}
+            metadata: CheckpointMetadata = {
+                "source": "loop",
+                "step": i,
+                "parents": {},
+                "run_id": f"run-{i}",
+            }
             stored = await saver.aput(
                 config(self.thread, "", parent), cp, metadata, cp["channel_versions"]
             )
@@ -115,7 +121,7 @@ NEXT = checkpoint({"a": 9, "b": "next"})
 
 # Each write method of a saver, as called in these tests, and how many write commands it
 # sends for `Seed` (each is held in turn).
-OPERATIONS: dict[str, tuple[Callable[[Saver, Seed], Awaitable[Any]], int]] = {
+OPERATIONS: dict[str, tuple[Callable[[Saver, Seed], Coroutine[Any, Any, Any]], int]] = {
     "aput": (
         lambda s, seed: s.aput(
             seed.last, NEXT, {"source": "loop", "step": 3}, NEXT["channel_versions"]
@@ -161,7 +167,7 @@ async def test_a_cancelled_write_never_lands_later(wire: Backend, operation: str
 
 
 # Calls cancelled while a read is on the wire, by the read's wire command.
-CANCELLED_READS: dict[str, tuple[str, Callable[[Saver, Seed], Awaitable[Any]]]] = {
+CANCELLED_READS: dict[str, tuple[str, Callable[[Saver, Seed], Coroutine[Any, Any, Any]]]] = {
     # Before any of its deletes is sent: it sends none.
     "adelete_for_runs": ("find", lambda s, seed: s.adelete_for_runs(["run-1", "run-2"])),
     "aget_tuple": ("aggregate", lambda s, seed: s.aget_tuple(config(seed.thread))),
@@ -208,7 +214,7 @@ async def conversation(
     `ainvoke` may raise before they end: see docs/reliability.md.)"""
     graph = chat_graph().compile(checkpointer=saver)
     log: dict[str, Any] = {}
-    thread = {"configurable": {"thread_id": "chat"}}
+    thread: RunnableConfig = {"configurable": {"thread_id": "chat"}}
 
     async def history() -> list[Any]:
         # Ids as ordinals within each history: the turns before differ by design.
@@ -303,7 +309,7 @@ async def test_a_first_call_cancelled_during_its_setup_leaves_it_to_the_next_cal
         assert again[-1] == "aggregate"
 
 
-SWALLOWED_READS: dict[str, Callable[[Saver, str], Awaitable[Any]]] = {
+SWALLOWED_READS: dict[str, Callable[[Saver, str], Coroutine[Any, Any, Any]]] = {
     "aget_tuple": lambda s, thread: s.aget_tuple(config(thread)),
     "alist": lambda s, thread: _alist(s, thread),
     "aget_delta_channel_history": lambda s, thread: s.aget_delta_channel_history(

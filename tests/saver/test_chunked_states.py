@@ -184,6 +184,7 @@ async def test_every_delete_takes_the_chunks_with_it(backend: Backend) -> None:
         latest = await either(saver).get_tuple(config(thread))
         assert latest is not None
         assert len(latest.checkpoint["channel_values"]["blob"]) == 17 * MIB
+        assert latest.pending_writes is not None
         assert len(latest.pending_writes[0][2]) == 17 * MIB
 
         copy = new_thread()
@@ -227,7 +228,7 @@ async def test_a_crash_between_chunks_and_document_leaves_only_harmless_chunks(
                 )
         finally:
             backend.wire.fault = None
-        assert (await either(saver).get_tuple(config(thread))).config == first
+        assert (await either(saver).get_stored(config(thread))).config == first
         assert [t.config for t in await listed(saver, config(thread))] == [first]
         assert len(await _chunks_of(saver, thread)) == 6  # 3 referenced, 3 orphaned
         await either(saver).prune([thread], strategy="keep_latest")
@@ -236,7 +237,7 @@ async def test_a_crash_between_chunks_and_document_leaves_only_harmless_chunks(
         await either(saver).prune([thread], strategy="keep_latest")
         assert await _chunk_owners(saver, thread) == {first["configurable"]["checkpoint_id"]}
         assert len(await _chunks_of(saver, thread)) == 3
-        assert len((await either(saver).get_tuple(first)).checkpoint["channel_values"]["blob"])
+        assert len((await either(saver).get_stored(first)).checkpoint["channel_values"]["blob"])
 
 
 async def test_a_200_mib_value(backend: Backend) -> None:
@@ -274,7 +275,7 @@ def _file(turn: int) -> bytes:
     return random.Random(turn).randbytes(MIB)
 
 
-def _growing_graph() -> StateGraph:
+def _growing_graph() -> StateGraph[Any]:
     def agent(state: Any) -> dict[str, Any]:
         turn = len(state["files"])
         if turn == 30:  # one turn asks a person first
@@ -282,7 +283,7 @@ def _growing_graph() -> StateGraph:
             return {"log": [f"{turn}: {answer}"]}
         return {"log": [f"{turn}"]}
 
-    builder = StateGraph(_Growing)
+    builder: StateGraph[Any] = StateGraph(_Growing)
     builder.add_node("agent", agent)
     builder.add_edge(START, "agent")
     builder.add_edge("agent", END)

@@ -37,7 +37,7 @@ def step_graph(checkpointer: Any) -> Any:
     def second(state: State) -> dict[str, Any]:
         return {"log": [f"{state['owner']}:second:{len(state['log'])}"]}
 
-    builder = StateGraph(State)
+    builder: StateGraph[Any] = StateGraph(State)
     builder.add_node("first", first)
     builder.add_node("second", second)
     builder.add_edge(START, "first")

@@ -124,7 +124,7 @@ async def test_sync_saver_async_methods_run_in_a_thread(backend: Backend) -> Non
     async with backend.saver() as saver:
         thread = new_thread()
         stored = await saver.aput(config(thread), *_args())
-        assert (await saver.aget_tuple(stored)).config == stored
+        assert (await either(saver).get_stored(stored)).config == stored
         assert [t.config async for t in saver.alist(config(thread))] == [stored]
 
 
@@ -189,7 +189,7 @@ async def _check_ready(saver: Any, options: dict[str, Any]) -> None:
     thread = new_thread()
     stored = await put(saver, thread)
     assert [t.config for t in await listed(saver, config(thread))] == [stored]
-    assert (await either(saver).get_tuple(stored)).config == stored
+    assert (await either(saver).get_stored(stored)).config == stored
 
 
 async def _maybe(value: Any) -> Any:

@@ -24,6 +24,7 @@ from pymongo.errors import InvalidOperation
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend
+from support.graphs import LogState
 from support.helpers import config, either, listed, new_thread, put
 
 SAVERS = [MongoDBSaver, AsyncMongoDBSaver]
@@ -78,7 +79,7 @@ async def test_from_conn_string_takes_the_official_positional_order(backend: Bac
         assert saver.writes_collection.name == "cp_writes"
         assert saver.ttl == timedelta(hours=1)
         stored = await put(saver, new_thread())
-        assert (await either(saver).get_tuple(stored)).config == stored
+        assert (await either(saver).get_stored(stored)).config == stored
         await maybe_await(saver.client.drop_database(name))
 
 
@@ -111,7 +112,7 @@ def test_a_timeout_without_its_unit_points_to_timeout_ms(cls: type[Any]) -> None
     hint = r"'timeout' \(did you mean 'timeoutMS'\? PyMongo's timeouts are milliseconds\)"
     with pytest.raises(TypeError, match=hint):
         cls.from_conn_string(NOWHERE, timeout=2000)
-    client = mongomock.MongoClient() if cls is MongoDBSaver else AsyncMongoMockClient()
+    client: Any = mongomock.MongoClient() if cls is MongoDBSaver else AsyncMongoMockClient()
     with pytest.raises(TypeError, match=rf"^{cls.__name__}\(\) got .*{hint}"):
         cls(client, timeout=2000)
     with pytest.raises(TypeError, match=r"'connectTimeout' \(did you mean 'connectTimeoutMS'"):
@@ -120,7 +121,7 @@ def test_a_timeout_without_its_unit_points_to_timeout_ms(cls: type[Any]) -> None
 
 @pytest.mark.parametrize("cls", SAVERS)
 def test_constructor_errors_name_the_saver_not_its_base_class(cls: type[Any]) -> None:
-    client = mongomock.MongoClient() if cls is MongoDBSaver else AsyncMongoMockClient()
+    client: Any = mongomock.MongoClient() if cls is MongoDBSaver else AsyncMongoMockClient()
     # The official saver's sixth positional argument is its serializer.
     official_order = (client, "db", "checkpoints", "checkpoint_writes", None, object())
     with pytest.raises(TypeError) as raised:
@@ -136,7 +137,7 @@ def test_constructor_errors_name_the_saver_not_its_base_class(cls: type[Any]) ->
         cls(client, client=client)
     # A subclass with a constructor of its own takes what it declares.
 
-    class WithOptions(cls):  # type: ignore[valid-type,misc]
+    class WithOptions(cls):  # type: ignore[misc]
         def __init__(self, client: Any, label: str, **kwargs: Any) -> None:
             super().__init__(client, **kwargs)
             self.label = label
@@ -157,7 +158,7 @@ async def test_from_conn_string_without_with_says_how_to_open_it(cls: type[Any])
     assert not hasattr(opener, "put")
     # LangGraph refuses it when the graph is compiled, naming what it got.
     with pytest.raises(TypeError, match="SaverContextManager"):
-        StateGraph(dict).compile(checkpointer=opener)
+        StateGraph(LogState).compile(checkpointer=opener)
 
 
 async def test_client_options_in_any_case_reach_the_client(backend: Backend) -> None:

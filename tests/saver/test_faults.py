@@ -138,7 +138,8 @@ async def test_a_delete_between_the_reads_of_delta_history_rereads(saver: Any) -
     second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
     history = ops.delta_history(saver.storage, second, ["a"])
     deleted = iter([ops.delete_thread(saver.storage, thread)])
-    racing = _with_before_second(history, lambda: next(deleted, iter(())))
+    nothing: Plan[Any] = iter(())  # type: ignore[assignment]
+    racing = _with_before_second(history, lambda: next(deleted, nothing))
     assert await maybe_await(saver._run("racing", racing)) == {"a": {"writes": []}}
 
 
@@ -174,7 +175,8 @@ async def test_stamps_never_move_back_on_a_retried_write(backend: Backend) -> No
         assert ahead.storage.expiry is not None
         stamp = ahead.storage.expiry.stamp()
         assert behind.storage.expiry is not None
-        behind.storage.expiry.clock = lambda: ahead.storage.expiry.clock() - timedelta(hours=2)
+        ahead_expiry = ahead.storage.expiry
+        behind.storage.expiry.clock = lambda: ahead_expiry.clock() - timedelta(hours=2)
         # The same checkpoint and writes again, from the lagging writer.
         tuple_ = await either(ahead).get_tuple(first)
         assert tuple_ is not None
@@ -274,13 +276,13 @@ async def test_timeout_ms_bounds_a_stalled_server(backend: Backend) -> None:
     db_name = f"test_{new_thread()}"
     try:
         if backend.is_sync:
-            with MongoDBSaver.from_conn_string(backend.uri, db_name, timeoutMS=300) as saver:
+            with MongoDBSaver.from_conn_string(str(backend.uri), db_name, timeoutMS=300) as saver:
                 backend.wire.delay = 2.0
                 with pytest.raises(PyMongoError, match=r"(?i)timed out|timeout"):
                     saver.get_tuple(config("t"))
         else:
             async with AsyncMongoDBSaver.from_conn_string(
-                backend.uri, db_name, timeoutMS=300
+                str(backend.uri), db_name, timeoutMS=300
             ) as asaver:
                 backend.wire.delay = 2.0
                 with pytest.raises(PyMongoError, match=r"(?i)timed out|timeout"):

@@ -101,7 +101,7 @@ async def test_parallel_interrupts_resumed_by_id(backend: Backend) -> None:
         run.record("first", first)
         by_value = {i.value: i.id for i in state.interrupts}
         # Only the left one first: the right one stays pending, with the same id.
-        resume_left = Command(resume={by_value["left?"]: "L"})
+        resume_left: Command[Any] = Command(resume={by_value["left?"]: "L"})
         run.record("left answered", await graph.invoke(resume_left, cfg))
         state = run.record("right pending", await graph.state(cfg))
         resume = {i.id: f"{i.value[:-1]}!" for i in state.interrupts}
@@ -268,7 +268,7 @@ async def test_durability_modes(backend: Backend, durability: str) -> None:
             call = graph.invoke if api == "invoke" else graph.stream
             run.record(f"{api}: first", await call({"log": []}, cfg, durability=durability))
             run.record(f"{api}: interrupted", await graph.state(cfg))
-            resume = Command(resume="ok")
+            resume: Command[Any] = Command(resume="ok")
             run.record(f"{api}: resumed", await call(resume, cfg, durability=durability))
             run.record(f"{api}: done", await graph.state(cfg))
             run.record(f"{api}: history", await graph.history(cfg))

@@ -154,8 +154,8 @@ async def test_put_refuses_a_non_mapping_by_name_before_anything_is_sent(
     with pytest.raises(TypeError, match=named):
         await either(saver).put(
             config(new_thread()),
-            arguments["checkpoint"],
+            arguments["checkpoint"],  # type: ignore[arg-type]
             arguments["metadata"],
-            arguments["new_versions"],
+            arguments["new_versions"],  # type: ignore[arg-type]
         )
     assert await stored_count(saver) == 0

@@ -70,7 +70,7 @@ async def test_a_write_over_state_max_bytes_fails_and_writes_nothing(backend: Ba
         named = r"^Write 1 \(channel 'huge', task 'task'\) of thread"
         with pytest.raises(CheckpointTooLargeError, match=named):
             await either(saver).put_writes(stored, writes, "task")
-        assert (await either(saver).get_tuple(stored)).pending_writes == []
+        assert (await either(saver).get_stored(stored)).pending_writes == []
         assert await _chunk_count(saver, thread) == 0
 
 
@@ -95,7 +95,7 @@ class BlobState(TypedDict, total=False):
     big: bool
 
 
-def blob_graph() -> StateGraph:
+def blob_graph() -> StateGraph[Any]:
     """`a -> b`, each node adding 10 MiB to the state when `big` is set."""
 
     def node(name: str) -> Any:
@@ -104,7 +104,7 @@ def blob_graph() -> StateGraph:
 
         return run
 
-    builder = StateGraph(BlobState)
+    builder: StateGraph[Any] = StateGraph(BlobState)
     builder.add_node("a", node("a"))
     builder.add_node("b", node("b"))
     builder.add_edge(START, "a")
@@ -127,6 +127,7 @@ async def test_a_refused_checkpoint_leaves_its_steps_writes_pending(backend: Bac
             latest = await either(saver).get_tuple(thread)
             assert latest is not None
             assert latest.checkpoint["channel_values"]["log"] == ["a"]
+            assert latest.pending_writes is not None
             assert sorted({channel for _, channel, _ in latest.pending_writes}) == [
                 "blobs",
                 "log",

@@ -10,6 +10,7 @@ both, must list the same threads.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncGenerator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -112,14 +113,15 @@ async def test_metadata_filters_apply_to_the_latest_root_checkpoint(backend: Bac
     memory = InMemorySaver()
     async with backend.saver() as saver:
         for checkpointer in (saver, memory):
-            for thread_id, history in {
+            histories: dict[str, list[dict[str, Any]]] = {
                 "t1": [{"user": "ann", "n": 1}, {"user": "bob", "n": True, "tags": ["a"]}],
                 "t2": [{"user": "bob"}, {"user": "ann", "n": 1.0, "tags": ["a", "b"]}],
                 "t3": [{"user": "ann", "tags": ["a"], "n": 0}],
                 "t4": [{"user": "cy", "deep": {"x": [1, 2]}}],
                 # Metadata a document keeps the serializer's copy of (a datetime).
                 "t5": [{"user": "dee", "at": AT}, {"user": "ann", "at": AT + timedelta(1)}],
-            }.items():
+            }
+            for thread_id, history in histories.items():
                 parent = None
                 for metadata in history:
                     stored = await put(checkpointer, thread_id, parent=parent, metadata=metadata)
@@ -207,6 +209,7 @@ async def test_a_listing_stopped_early_closes_its_server_cursor(
             stream = saver.alist_threads()
             async for _ in stream:
                 break
+            assert isinstance(stream, AsyncGenerator)  # closed as LangGraph closes it
             await stream.aclose()
         assert command_log.names == ["aggregate", "killCursors"]
 
@@ -227,15 +230,15 @@ async def test_bad_arguments_raise_before_any_command(
     async with backend.saver(command_log) as saver:
         command_log.reset()
         with pytest.raises(TypeError, match="limit must be an int"):
-            await either(saver).list_threads(limit="3")
+            await either(saver).list_threads(limit="3")  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="limit must be an int"):
             await either(saver).list_threads(limit=True)
         with pytest.raises(ValueError, match="limit must be at most"):
             await either(saver).list_threads(limit=2**63)
         with pytest.raises(TypeError, match="filter must be a dict"):
-            await either(saver).list_threads(filter=["user"])
+            await either(saver).list_threads(filter=["user"])  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="before must be a thread id"):
-            await either(saver).list_threads(before=config("t"))
+            await either(saver).list_threads(before=config("t"))  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="before is not valid Unicode"):
             await either(saver).list_threads(before="\ud800")
         assert command_log.names == []

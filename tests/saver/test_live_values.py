@@ -46,7 +46,7 @@ def join_graph(checkpointer: Any) -> Any:
     def join(state: JoinState) -> JoinState:
         return {"done": [f"join{len(state.get('done', []))}:{state['count']}"]}
 
-    builder = StateGraph(JoinState)
+    builder: StateGraph[Any] = StateGraph(JoinState)
     for name in "abc":
         builder.add_node(name, branch)
         builder.add_edge(START, name)

@@ -93,7 +93,7 @@ def test_operator_looking_ids_only_see_their_own_data(backend: Backend) -> None:
                 # Only the victim's documents are left.
                 n_checkpoints, n_writes = await counts(saver)
                 assert n_checkpoints == len(victim_after)
-                assert n_writes == sum(len(t.pending_writes) for t in victim_after)
+                assert n_writes == sum(len(t.pending_writes or []) for t in victim_after)
 
     run_property(
         backend,

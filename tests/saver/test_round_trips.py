@@ -9,7 +9,7 @@ in-process mock has no wire: these tests skip it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import AsyncGenerator, Awaitable
 from typing import Any
 
 from langgraph.checkpoint.mongo import MongoDBSaver
@@ -85,6 +85,7 @@ async def test_early_stop_closes_the_server_cursor(counting: Backend) -> None:
             stream = saver.alist(config(thread))
             async for _ in stream:
                 break
+            assert isinstance(stream, AsyncGenerator)  # closed as LangGraph closes it
             await stream.aclose()
         assert log.names == ["aggregate", "killCursors"]
 

@@ -49,6 +49,7 @@ async def test_regular_writes_keep_first_value_special_writes_replace(saver: Any
     await either(saver).put_writes(stored, [("ch", "second"), (INTERRUPT, "i2")], "t1")
     got = await either(saver).get_tuple(stored)
     assert got is not None
+    assert got.pending_writes is not None
     assert sorted(got.pending_writes) == [("t1", INTERRUPT, "i2"), ("t1", "ch", "first")]
     # One document per channel: the interrupt is stored at LangGraph's fixed index for
     # its channel, not at its position, which is what makes a retry replace it.
@@ -63,6 +64,7 @@ async def test_regular_writes_keep_first_value_special_writes_replace(saver: Any
         await either(saver).put_writes(stored, [(INTERRUPT, value)], "t2")
     got = await either(saver).get_tuple(stored)
     assert got is not None
+    assert got.pending_writes is not None
     assert sorted(w for w in got.pending_writes if w[0] == "t2") == [
         ("t2", INTERRUPT, "second"),
         ("t2", "ch", "first"),
@@ -78,6 +80,7 @@ async def test_retried_put_and_put_writes_leave_one_copy(saver: Any) -> None:
         await either(saver).put_writes(stored, [("x", 2), ("y", 3)], "t")
     [only] = await listed(saver, config(thread))
     assert only.checkpoint["id"] == cp["id"]
+    assert only.pending_writes is not None
     assert sorted(only.pending_writes) == [("t", "x", 2), ("t", "y", 3)]
 
 
@@ -223,7 +226,7 @@ async def test_bad_arguments_are_named(saver: Any) -> None:
     with pytest.raises(ValueError, match="configurable"):
         await either(saver).put({}, checkpoint(), {}, {})
     with pytest.raises(TypeError, match="task_id"):
-        await either(saver).put_writes(stored, [("c", 1)], {"$ne": None})
+        await either(saver).put_writes(stored, [("c", 1)], {"$ne": None})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="checkpoint_id"):
         await either(saver).put_writes(config(thread), [("c", 1)], "t")
     with pytest.raises(TypeError, match="filter key"):
@@ -237,7 +240,7 @@ async def test_bad_arguments_are_named(saver: Any) -> None:
     with pytest.raises(ValueError, match="strategy"):
         await either(saver).prune([thread], strategy="keep_oldest")
     with pytest.raises(TypeError, match="thread_id"):
-        await either(saver).delete_thread({"$ne": None})
+        await either(saver).delete_thread({"$ne": None})  # type: ignore[arg-type]
     assert len(await listed(saver, config(thread))) == 1
 
 
@@ -272,13 +275,13 @@ async def test_unencodable_values_raise_and_send_nothing(
         (["ab"], r"writes\[0\] must be"),
     ]:
         with pytest.raises(TypeError, match=named):
-            await either(saver).put_writes(stored, writes, "t")
+            await either(saver).put_writes(stored, writes, "t")  # type: ignore[arg-type]
     for args, named in [
         (("not a checkpoint", {}), "checkpoint must be a dict"),
         ((checkpoint(), "not metadata"), "metadata must be a dict"),
     ]:
         with pytest.raises(TypeError, match=named):
-            await either(saver).put(config(thread), *args, {})
+            await either(saver).put(config(thread), *args, {})  # type: ignore[arg-type]
     assert sent_commands == []
     assert command_log.names == []
     [only] = await listed(saver, config(thread))
@@ -346,7 +349,7 @@ async def test_saver_survives_copy(saver: Any) -> None:
     thread = new_thread()
     stored = await put(saver, thread)
     clone = copy.copy(saver)
-    assert (await either(clone).get_tuple(stored)).config == stored
+    assert (await either(clone).get_stored(stored)).config == stored
 
 
 @dataclasses.dataclass
@@ -374,7 +377,7 @@ async def test_with_allowlist_copy_decodes_with_its_own_serializer(backend: Back
 
 async def test_documents_of_the_official_saver_are_refused_by_name(saver: Any) -> None:
     # langgraph-checkpoint-mongodb uses the same default collection names.
-    foreign = {
+    foreign: dict[str, Any] = {
         "thread_id": "shared",
         "checkpoint_ns": "",
         "checkpoint_id": "1",
@@ -440,6 +443,7 @@ async def test_every_composite_key_has_one_field_order(saver: Any) -> None:
             assert write["_id"]["checkpoint"] == checkpoints[0]["_id"]
             assert write["_id"]["checkpoint"]["thread_id"] == write["thread_id"] == owner
     [got] = await listed(saver, config(copy_))
+    assert got.pending_writes is not None
     assert len(got.pending_writes) == 2
 
 

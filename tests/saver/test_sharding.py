@@ -7,12 +7,13 @@ The commands are recorded as the async saver sends them, on the in-process backe
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, testing
 from langgraph.checkpoint.mongo._commands import Command
+from langgraph.checkpoint.mongo._schema import Joined
 from langgraph.checkpoint.mongo.migrate import acopy_threads
 from support.backends import Backend
 from support.helpers import config, either, listed, new_thread, put
@@ -20,7 +21,7 @@ from support.helpers import config, either, listed, new_thread, put
 
 def _names_thread(query: Any, thread: str) -> bool:
     value = query.get("thread_id")
-    return value == thread or value == {"$in": [thread]}
+    return bool(value == thread or value == {"$in": [thread]})
 
 
 def _targets(command: Command, thread: str) -> bool:
@@ -166,7 +167,7 @@ def test_a_list_read_apart_resumes_exactly_where_it_stopped() -> None:
     from langgraph.checkpoint.mongo import _queries
     from langgraph.checkpoint.mongo._keys import checkpoint_key
 
-    collection = MongoClient().db.checkpoints
+    collection: Any = MongoClient().db.checkpoints  # mongomock: untyped
     for cid in ("c1", "c2", "c3"):  # the same ids in several threads and namespaces
         for thread in ("t1", "t2"):
             for ns in ("", "sub"):
@@ -188,7 +189,9 @@ def test_a_list_read_apart_resumes_exactly_where_it_stopped() -> None:
         for read in range(len(everything) - 1):
             page = len(everything) - read - 1
             rest = list(
-                collection.aggregate(_queries.without_join(pipeline, everything[read], page))
+                collection.aggregate(
+                    _queries.without_join(pipeline, cast(Joined, everything[read]), page)
+                )
             )
             assert [d["_id"] for d in rest] == [d["_id"] for d in everything[read + 1 :]]
 
@@ -216,5 +219,5 @@ async def test_chunked_states_name_their_thread(sent_commands: list[Command]) ->
     sent_commands.clear()
     await either(saver).copy_thread(thread, copy)
     assert all(_targets(c, copy) for c in sent_commands if c.method != "find")
-    assert (await either(saver).get_tuple(config(copy))).pending_writes == [("task", "a", big)]
+    assert (await either(saver).get_stored(config(copy))).pending_writes == [("task", "a", big)]
     await either(saver).delete_thread(thread)

@@ -17,13 +17,13 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.mongo import CheckpointTooLargeError
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._documents import (
-    MAX_DOCUMENT_SIZE,
     bson_size,
     checkpoint_document,
     write_documents,
 )
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._keys import CheckpointRef, upsert_filter
+from langgraph.checkpoint.mongo._schema import MAX_DOCUMENT_SIZE
 from support.helpers import checkpoint, config, either, listed, new_thread
 
 # Fields of the metadata, which their own tests pin.
@@ -100,6 +100,7 @@ async def test_msgpack_values_carry_no_type(saver: Any) -> None:
     got = await either(saver).get_tuple(stored)
     assert got is not None
     assert got.checkpoint["channel_values"] == {"text": "hello", "raw": b"\x00\x01"}
+    assert got.pending_writes is not None
     assert sorted(got.pending_writes) == [("task", "raw", b"\x02"), ("task", "text", "hi")]
 
 

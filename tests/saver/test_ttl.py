@@ -168,7 +168,7 @@ async def test_idle_thread_expires_whole_live_thread_stays(backend: Backend) -> 
             assert asyncio.get_running_loop().time() < deadline, "idle thread did not expire"
             await asyncio.sleep(1)
         assert await listed(saver, config(idle)) == []
-        assert (await either(saver).get_tuple(config(live))).pending_writes == [("t", "y", 1)]
+        assert (await either(saver).get_stored(config(live))).pending_writes == [("t", "y", 1)]
 
 
 async def index_ttl(collection: Any) -> Any:
@@ -218,7 +218,8 @@ async def test_an_index_of_that_name_on_another_field_is_refused(backend: Backen
     async with backend.saver() as saver:
         await maybe_await(saver.writes_collection.create_index([("other", 1)], name=TTL_INDEX_NAME))
         for ttl in (3600, None):
-            retimed = type(saver)(saver.client, saver.db.name, ttl=ttl)
+            client: Any = saver.client  # the saver's own kind of client
+            retimed = type(saver)(client, saver.db.name, ttl=ttl)
             with pytest.raises(ValueError, match=f"{TTL_INDEX_NAME}.*other.*skip_indexes"):
                 await maybe_await(retimed.setup())
         info = await maybe_await(saver.writes_collection.index_information())
@@ -372,11 +373,11 @@ async def test_writes_in_flight_together_move_the_thread_once(counting: Backend)
         log.reset()
 
         async def write(task: int) -> None:
-            args = (stored, [("w", task)], f"t{task}")
+            writes = [("w", task)]
             if counting.is_sync:  # threads, as LangGraph's sync runner writes
-                await asyncio.to_thread(saver.put_writes, *args)
+                await asyncio.to_thread(saver.put_writes, stored, writes, f"t{task}")
             else:
-                await saver.aput_writes(*args)
+                await saver.aput_writes(stored, writes, f"t{task}")
 
         await asyncio.gather(*(write(task) for task in range(8)))
         assert log.names == ["update"] * (8 + 1)

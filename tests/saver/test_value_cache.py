@@ -86,7 +86,7 @@ def test_cache_max_bytes_is_checked(value: Any, error: type[Exception]) -> None:
 
 
 def test_cache_max_bytes_sets_the_bound() -> None:
-    client = AsyncMongoMockClient()
+    client: Any = AsyncMongoMockClient()
     assert AsyncMongoDBSaver(client).storage.recent.max_bytes == DEFAULT_CACHE_MAX_BYTES
     assert AsyncMongoDBSaver(client, cache_max_bytes=0).storage.recent.max_bytes == 0
     assert AsyncMongoDBSaver(client, cache_max_bytes=12345).storage.recent.max_bytes == 12345
@@ -98,12 +98,14 @@ async def test_from_conn_string_takes_cache_max_bytes(backend: Backend) -> None:
         pytest.skip("from_conn_string opens a PyMongo client on the wire server")
     db_name = f"test_{uuid.uuid4().hex[:16]}"
     if backend.is_sync:
-        with MongoDBSaver.from_conn_string(backend.uri, db_name, cache_max_bytes=4096) as saver:
+        with MongoDBSaver.from_conn_string(
+            str(backend.uri), db_name, cache_max_bytes=4096
+        ) as saver:
             assert saver.storage.recent.max_bytes == 4096
             saver.client.drop_database(db_name)
     else:
         async with AsyncMongoDBSaver.from_conn_string(
-            backend.uri, db_name, cache_max_bytes=4096
+            str(backend.uri), db_name, cache_max_bytes=4096
         ) as asaver:
             assert asaver.storage.recent.max_bytes == 4096
             await asaver.client.drop_database(db_name)

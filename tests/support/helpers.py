@@ -43,6 +43,12 @@ class EitherSaver:
             return self.saver.get_tuple(config)
         return await self.saver.aget_tuple(config)
 
+    async def get_stored(self, config: RunnableConfig) -> CheckpointTuple:
+        """`get_tuple` of a checkpoint the test stored: present, or the test fails here."""
+        found = await self.get_tuple(config)
+        assert found is not None, f"nothing stored at {config}"
+        return found
+
     async def put(
         self,
         config: RunnableConfig,
@@ -116,6 +122,12 @@ class EitherSaver:
             listing = self.saver.alist_threads(filter=filter, limit=limit, before=before)
             return [t async for t in listing]
         raise TypeError(f"{type(self.saver).__name__} has no list_threads")
+
+
+def as_metadata(metadata: Mapping[str, Any]) -> CheckpointMetadata:
+    """Metadata of any keys, as LangGraph's API types it (its TypedDict names only its own
+    keys; a user's are the subject of many tests)."""
+    return cast(CheckpointMetadata, metadata)
 
 
 def either(saver: BaseCheckpointSaver[Any]) -> EitherSaver:
