@@ -63,7 +63,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """Mypy, strict on src/ (configured in pyproject.toml)."""
+    """Mypy, strict on src/ and tests/ (configured in pyproject.toml)."""
     _install(session, "test", "lint")
     session.run("mypy")
 
