@@ -63,7 +63,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """Mypy, strict on src/ (configured in pyproject.toml)."""
+    """Mypy, strict on src/ and tests/ (configured in pyproject.toml)."""
     _install(session, "test", "lint")
     session.run("mypy")
 
@@ -134,7 +134,8 @@ AGENT_SERVER = ("langgraph-cli[inmem]>=0.4,<0.5", "langgraph-api>=0.16,<0.17", "
 @nox.session(name="agent-server")
 def agent_server(session: nox.Session) -> None:
     """The real `langgraph dev` on examples/agent_server/ against the wire server, in a venv
-    of its own (tests/test_agent_server_e2e.py, required to run here: never skipped)."""
+    of its own (tests/agent_server/test_agent_server_e2e.py, required to run here: never
+    skipped)."""
     session.install(
         *AGENT_SERVER, "pytest>=8", "pytest-asyncio>=1.1", "pytest-markdown-docs>=0.9", ".[testing]"
     )
@@ -142,7 +143,7 @@ def agent_server(session: nox.Session) -> None:
         "python",
         "-m",
         "pytest",
-        "tests/test_agent_server_e2e.py",
+        "tests/agent_server/test_agent_server_e2e.py",
         *session.posargs,
         env={"REQUIRE_AGENT_SERVER": "1", "MONGODB_URI": None},
     )

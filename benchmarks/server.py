@@ -11,19 +11,16 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
-import sys
 from multiprocessing.connection import Connection
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-_TESTS = Path(__file__).resolve().parents[1] / "tests"
-
 
 def _serve(conn: Connection) -> None:
-    if str(_TESTS) not in sys.path:
-        sys.path.insert(0, str(_TESTS))  # for `support.wire` only
-    from support.wire import WireServer
+    # `tests` is a namespace package from the repository's root, where `python -m
+    # benchmarks` runs (the child process inherits that path).
+    from tests.support.wire import WireServer
 
     with WireServer() as server:
         conn.send(server.uri)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from langgraph.checkpoint.mongo._commands import Command
 from support.backends import BACKENDS, MONGODB_URI, Backend, CommandLog
 from support.wire import WireServer
 
@@ -33,6 +34,25 @@ def backend(request: pytest.FixtureRequest) -> Backend:
 
 
 @pytest.fixture
+def counting(backend: Backend) -> Backend:
+    """The backend, for a test of exact command names or counts on the wire (`getMore`,
+    `killCursors`, what a driver sends): skipped on the in-process mock, which has no wire.
+    Round trips the core sends are counted on every backend by `sent_commands`."""
+    if backend.name == "mock":
+        pytest.skip("the in-process mock has no wire to count commands on")
+    return backend
+
+
+@pytest.fixture
+def real_driver(backend: Backend) -> Backend:
+    """The backend, for a test of what a real driver does (its metadata, server
+    selection, `collMod`): skipped on the in-process mock, whose client is mongomock."""
+    if backend.name == "mock":
+        pytest.skip("the in-process mock has no real driver")
+    return backend
+
+
+@pytest.fixture
 def command_log() -> CommandLog:
     return CommandLog()
 
@@ -45,7 +65,7 @@ async def saver(backend: Backend, command_log: CommandLog) -> AsyncIterator[Any]
 
 
 @pytest.fixture
-def sent_commands(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+def sent_commands(monkeypatch: pytest.MonkeyPatch) -> list[Command]:
     """Every `Command` a saver (async or sync) sends from now on, in order (as the core
     built it: filters and pipelines whole, where the wire shows only command names).
 
@@ -53,10 +73,10 @@ def sent_commands(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     `_executors.call`."""
     from langgraph.checkpoint.mongo import _executors
 
-    commands: list[Any] = []
+    commands: list[Command] = []
     call = _executors.call
 
-    def recorded(collection: Any, command: Any) -> Any:
+    def recorded(collection: Any, command: Command) -> Any:
         commands.append(command)
         return call(collection, command)
 

@@ -99,10 +99,6 @@ class Backend:
         # "wire-async" ends with "sync" too: compare the driver part whole.
         return self.name.rpartition("-")[2] == "sync"
 
-    @property
-    def counts_commands(self) -> bool:
-        return self.name != "mock"
-
     @asynccontextmanager
     async def client(self, log: CommandLog | None = None) -> AsyncIterator[Any]:
         listeners = []

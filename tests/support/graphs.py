@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -79,8 +79,9 @@ class Norm:
 
     def snapshot(self, s: StateSnapshot) -> dict[str, Any]:
         metadata = dict(s.metadata or {})
-        if "parents" in metadata:
-            metadata["parents"] = {self.ns(k): self.id(v) for k, v in metadata["parents"].items()}
+        parents = metadata.get("parents")
+        if isinstance(parents, dict):
+            metadata["parents"] = {self.ns(k): self.id(v) for k, v in parents.items()}
         return {
             "config": self.config(s.config),
             "parent_config": self.config(s.parent_config),
@@ -148,8 +149,12 @@ class Driver:
 
     async def state(self, config: Any, *, subgraphs: bool = False) -> StateSnapshot:
         if self.sync:
-            return await asyncio.to_thread(self.graph.get_state, config, subgraphs=subgraphs)
-        return await self.graph.aget_state(config, subgraphs=subgraphs)
+            snapshot: StateSnapshot = await asyncio.to_thread(
+                self.graph.get_state, config, subgraphs=subgraphs
+            )
+            return snapshot
+        snapshot = await self.graph.aget_state(config, subgraphs=subgraphs)
+        return snapshot
 
     async def history(self, config: Any, **kwargs: Any) -> list[StateSnapshot]:
         if self.sync:
@@ -176,7 +181,7 @@ class Run:
     norm: Norm = field(default_factory=Norm)
     log: dict[str, Any] = field(default_factory=dict)
 
-    def compile(self, builder: StateGraph, checkpointer: Any = None) -> Driver:
+    def compile(self, builder: StateGraph[Any], checkpointer: Any = None) -> Driver:
         graph = builder.compile(checkpointer=checkpointer or self.checkpointer)
         return Driver(graph, self.sync)
 
@@ -248,11 +253,18 @@ class ChatState(TypedDict):
 
 
 def _delta_chat_state(snapshot_frequency: int) -> Any:
-    messages = DeltaChannel(_messages_delta_reducer, snapshot_frequency=snapshot_frequency)
-    return TypedDict("DeltaChatState", {"messages": Annotated[list[AnyMessage], messages]})
+    messages: DeltaChannel[Any] = DeltaChannel(
+        _messages_delta_reducer,  # type: ignore[arg-type]  # LangGraph's own reducer
+        snapshot_frequency=snapshot_frequency,
+    )
+    # Built at run time (the channel's frequency is a parameter): mypy checks only
+    # TypedDicts written out.
+    return TypedDict(  # type: ignore[operator]
+        "DeltaChatState", {"messages": Annotated[list[AnyMessage], messages]}
+    )
 
 
-def chat_graph(channel: str = "reducer", snapshot_frequency: int = 5) -> StateGraph:
+def chat_graph(channel: str = "reducer", snapshot_frequency: int = 5) -> StateGraph[Any]:
     """A deterministic bot answering each human message; with `channel="delta"` its
     messages are a `DeltaChannel` snapshotted every `snapshot_frequency` updates."""
 
@@ -264,7 +276,7 @@ def chat_graph(channel: str = "reducer", snapshot_frequency: int = 5) -> StateGr
         return {"messages": [AIMessage(reply, id=f"ai-{len(humans)}")]}
 
     state = _delta_chat_state(snapshot_frequency) if channel == "delta" else ChatState
-    builder = StateGraph(state)
+    builder: StateGraph[Any] = StateGraph(state)
     builder.add_node("bot", bot)
     builder.add_edge(START, "bot")
     builder.add_edge("bot", END)
@@ -300,11 +312,17 @@ def interrupt_with_config(value: Any, config: RunnableConfig) -> Any:
         return context.run(interrupt, value)
 
 
-def linear_graph(*names: str, ask: str | None = None, channel: str = "reducer") -> StateGraph:
+class NodeWithConfig(Protocol):
+    """A node that takes the run's config too, as LangGraph calls it (by keyword)."""
+
+    def __call__(self, state: Any, config: RunnableConfig) -> dict[str, Any]: ...
+
+
+def linear_graph(*names: str, ask: str | None = None, channel: str = "reducer") -> StateGraph[Any]:
     """`START -> names[0] -> ... -> END`, each node appending its name; the node named
     `ask` first `interrupt`s and appends the answer too."""
 
-    def node(name: str) -> Callable[[Any, RunnableConfig], dict[str, Any]]:
+    def node(name: str) -> NodeWithConfig:
         def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
             if name == ask:
                 question = {"question": f"{name}?", "seen": len(state.get("log", []))}
@@ -313,7 +331,7 @@ def linear_graph(*names: str, ask: str | None = None, channel: str = "reducer") 
 
         return run
 
-    builder = StateGraph(DeltaLogState if channel == "delta" else LogState)
+    builder: StateGraph[Any] = StateGraph(DeltaLogState if channel == "delta" else LogState)
     previous = START
     for name in names:
         builder.add_node(name, node(name))
@@ -323,16 +341,16 @@ def linear_graph(*names: str, ask: str | None = None, channel: str = "reducer") 
     return builder
 
 
-def parallel_interrupts_graph() -> StateGraph:
+def parallel_interrupts_graph() -> StateGraph[Any]:
     """`left` and `right` both fanned out from START, both interrupting, then `join`."""
 
-    def asking(name: str) -> Callable[[LogState, RunnableConfig], dict[str, Any]]:
-        def run(state: LogState, config: RunnableConfig) -> dict[str, Any]:
+    def asking(name: str) -> NodeWithConfig:
+        def run(state: Any, config: RunnableConfig) -> dict[str, Any]:
             return {"log": [f"{name}={interrupt_with_config(f'{name}?', config)}"]}
 
         return run
 
-    builder = StateGraph(LogState)
+    builder: StateGraph[Any] = StateGraph(LogState)
     builder.add_node("left", asking("left"))
     builder.add_node("right", asking("right"))
     builder.add_node("join", lambda state: {"log": [f"join({len(state['log'])})"]})
@@ -352,10 +370,10 @@ class ParentState(TypedDict, total=False):
     log: Annotated[list[str], merge_log]
 
 
-def subgraph_parent() -> StateGraph:
+def subgraph_parent() -> StateGraph[Any]:
     """`prep -> child -> finish`, where `child` is a compiled graph that interrupts."""
     child = linear_graph("sub_one", "sub_ask", "sub_two", ask="sub_ask").compile()
-    builder = StateGraph(ParentState)
+    builder: StateGraph[Any] = StateGraph(ParentState)
     builder.add_node("prep", lambda state: {"log": ["prep"]})
     builder.add_node("child", child)
     builder.add_node("finish", lambda state: {"log": [f"finish({len(state['log'])})"]})
@@ -369,6 +387,12 @@ def subgraph_parent() -> StateGraph:
 class FanOutState(TypedDict, total=False):
     items: list[int]
     results: Annotated[list[str], operator.add]
+
+
+class WorkItem(TypedDict):
+    """What `plan` sends `work` (a `Send` payload)."""
+
+    item: int
 
 
 @dataclass
@@ -385,8 +409,8 @@ class FlakyWork:
     runs: Counter[int] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def __call__(self, arg: dict[str, Any]) -> dict[str, Any]:
-        item = arg["item"]
+    def __call__(self, state: WorkItem) -> dict[str, Any]:
+        item = state["item"]
         with self.lock:
             self.runs[item] += 1
             first = self.runs[item] == 1
@@ -402,13 +426,13 @@ class FlakyWork:
         return {"results": [f"done-{item}"]}
 
 
-def fan_out_graph(work: FlakyWork) -> StateGraph:
+def fan_out_graph(work: FlakyWork) -> StateGraph[Any]:
     """`plan` sends each item to `work` (`Send`), then `collect` sums up."""
 
     def fan_out(state: FanOutState) -> list[Send]:
         return [Send("work", {"item": i}) for i in state["items"]]
 
-    builder = StateGraph(FanOutState)
+    builder: StateGraph[Any] = StateGraph(FanOutState)
     builder.add_node("plan", lambda state: {"results": ["planned"]})
     builder.add_node("work", work)
     builder.add_node("collect", lambda state: {"results": [f"collected {len(state['results'])}"]})

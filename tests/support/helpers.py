@@ -8,17 +8,135 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import Checkpoint, CheckpointTuple
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+)
 from langgraph.checkpoint.base.id import uuid6
 
-from langgraph.checkpoint.mongo import MongoDBSaver
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver, ThreadInfo
+from langgraph.checkpoint.mongo._commands import Command
 
 
-async def call(saver: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+class EitherSaver:
+    """Either saver through one typed async API: `MongoDBSaver`'s own sync methods, or
+    the async ones of any other saver (`AsyncMongoDBSaver`, `InMemorySaver` as the
+    reference); a test awaits `either(saver).put(...)`.
+
+    Metadata is any mapping: tests store metadata LangGraph's `TypedDict` does not name.
+    """
+
+    def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
+        self.saver = saver
+
+    async def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        if isinstance(self.saver, MongoDBSaver):
+            return self.saver.get_tuple(config)
+        return await self.saver.aget_tuple(config)
+
+    async def get_stored(self, config: RunnableConfig) -> CheckpointTuple:
+        """`get_tuple` of a checkpoint the test stored: present, or the test fails here."""
+        found = await self.get_tuple(config)
+        assert found is not None, f"nothing stored at {config}"
+        return found
+
+    async def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: Mapping[str, Any],
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        md = cast(CheckpointMetadata, metadata)
+        if isinstance(self.saver, MongoDBSaver):
+            return self.saver.put(config, checkpoint, md, new_versions)
+        return await self.saver.aput(config, checkpoint, md, new_versions)
+
+    async def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        if isinstance(self.saver, MongoDBSaver):
+            return self.saver.put_writes(config, writes, task_id, task_path)
+        return await self.saver.aput_writes(config, writes, task_id, task_path)
+
+    async def delete_thread(self, thread_id: str) -> None:
+        if isinstance(self.saver, MongoDBSaver):
+            return self.saver.delete_thread(thread_id)
+        return await self.saver.adelete_thread(thread_id)
+
+    async def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        if isinstance(self.saver, MongoDBSaver):
+            return self.saver.delete_for_runs(run_ids)
+        return await self.saver.adelete_for_runs(run_ids)
+
+    async def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        if isinstance(self.saver, MongoDBSaver):
+            return self.saver.copy_thread(source_thread_id, target_thread_id)
+        return await self.saver.acopy_thread(source_thread_id, target_thread_id)
+
+    async def prune(
+        self,
+        thread_ids: Sequence[str],
+        *,
+        strategy: str = "keep_latest",
+        keep_last: int | None = None,
+    ) -> None:
+        """`keep_last` is this package's (and the Redis saver's); it is passed on only when
+        given, so `InMemorySaver` and the other savers keep their own signature."""
+        extra = {} if keep_last is None else {"keep_last": keep_last}
+        if isinstance(self.saver, MongoDBSaver):
+            return self.saver.prune(thread_ids, strategy=strategy, **extra)
+        return await self.saver.aprune(thread_ids, strategy=strategy, **extra)
+
+    async def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        if isinstance(self.saver, MongoDBSaver):
+            return self.saver.get_delta_channel_history(config=config, channels=channels)
+        return await self.saver.aget_delta_channel_history(config=config, channels=channels)
+
+    async def list_threads(
+        self,
+        *,
+        filter: dict[str, Any] | None = None,
+        limit: int | None = None,
+        before: str | ThreadInfo | None = None,
+    ) -> list[ThreadInfo]:
+        """This package's own method (LangGraph's savers have none): only on ours."""
+        if isinstance(self.saver, MongoDBSaver):
+            return list(self.saver.list_threads(filter=filter, limit=limit, before=before))
+        if isinstance(self.saver, AsyncMongoDBSaver):
+            listing = self.saver.alist_threads(filter=filter, limit=limit, before=before)
+            return [t async for t in listing]
+        raise TypeError(f"{type(self.saver).__name__} has no list_threads")
+
+
+def as_metadata(metadata: Mapping[str, Any]) -> CheckpointMetadata:
+    """Metadata of any keys, as LangGraph's API types it (its TypedDict names only its own
+    keys; a user's are the subject of many tests)."""
+    return cast(CheckpointMetadata, metadata)
+
+
+def either(saver: BaseCheckpointSaver[Any]) -> EitherSaver:
+    return EitherSaver(saver)
+
+
+async def call_by_name(saver: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+    """Call a method named by data (tests parametrized over the savers' methods): the
+    sync method on `MongoDBSaver`, its `a`-prefixed twin on `AsyncMongoDBSaver`."""
     if isinstance(saver, MongoDBSaver):
         return getattr(saver, method)(*args, **kwargs)
     return await getattr(saver, "a" + method)(*args, **kwargs)
@@ -83,10 +201,13 @@ async def put(
     cp = checkpoint(values, id=id)
     md: dict[str, Any] = {"source": "loop", "step": 0, "parents": {}}
     md.update(metadata or {})
-    result: RunnableConfig = await call(
-        saver, "put", config(thread_id, ns, parent), cp, md, cp["channel_versions"]
-    )
-    return result
+    return await either(saver).put(config(thread_id, ns, parent), cp, md, cp["channel_versions"])
+
+
+def methods(commands: Sequence[Command]) -> list[str]:
+    """The driver methods of `sent_commands`, in order: one round trip each (a cursor's
+    further batches aside), on every backend."""
+    return [str(command.method) for command in commands]
 
 
 def ids(tuples: list[CheckpointTuple]) -> list[str]:

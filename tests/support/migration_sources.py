@@ -106,7 +106,7 @@ def fail_bulk_writes_after(monkeypatch: pytest.MonkeyPatch, allowed: int) -> lis
                 raise AutoReconnect("injected: connection lost")
             sent.append(command.target.value)
 
-    execute_sync, execute_async = migrate.execute_sync, migrate.execute_async
+    from langgraph.checkpoint.mongo._executors import execute_async, execute_sync
 
     def failing(operation: str, collection: Any, command: Any) -> Any:
         check(command)

@@ -32,7 +32,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend
-from support.helpers import call, checkpoint
+from support.helpers import as_metadata, checkpoint, either
 
 # Examples per property: many in process, fewer over a socket.
 MOCK_EXAMPLES = 150
@@ -214,9 +214,10 @@ async def put_both(
     values: dict[str, Any] | None = None,
 ) -> RunnableConfig:
     cp = checkpoint(values)
-    stored: RunnableConfig = await call(
-        saver, "put", cfg, cp, copy.deepcopy(metadata), cp["channel_versions"]
+    stored: RunnableConfig = await either(saver).put(
+        cfg, cp, copy.deepcopy(metadata), cp["channel_versions"]
     )
-    expected = memory.put(copy.deepcopy(cfg), cp, copy.deepcopy(metadata), cp["channel_versions"])
+    md = as_metadata(copy.deepcopy(metadata))
+    expected = memory.put(copy.deepcopy(cfg), cp, md, cp["channel_versions"])
     assert stored == expected
     return stored

@@ -1,6 +1,6 @@
 """LangGraph's serializer where this package needs more than its public API: the one module
 that names `JsonPlusSerializer`'s private parts, so that a LangGraph release moving them
-breaks here and nowhere else, and `tests/test_langgraph_serde.py` (which checks every name
+breaks here and nowhere else, and `tests/migration/test_langgraph_serde.py` (which checks every name
 below against the installed LangGraph) says what moved.
 
 `copy-threads` decodes a source's values exactly (`migrate/_decoding.py`): it wraps the

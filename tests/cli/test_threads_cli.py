@@ -1,0 +1,299 @@
+"""`python -m langgraph.checkpoint.mongo threads ls | show | prune | delete`: in a
+subprocess against the wire server (or `MONGODB_URI`), as an operator runs it, and
+in process through `main` for the paths a subprocess cannot reach (answering the prompt).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from pymongo import MongoClient
+
+from langgraph.checkpoint.mongo import MongoDBSaver
+from langgraph.checkpoint.mongo.migrate._cli import main
+from support.backends import MONGODB_URI
+from support.cli import run_command
+from support.graphs import chat_graph, human
+from support.helpers import checkpoint, config
+
+COMMAND = [sys.executable, "-m", "langgraph.checkpoint.mongo", "threads"]
+
+
+@pytest.fixture
+def uri(request: pytest.FixtureRequest) -> str:
+    return MONGODB_URI or request.getfixturevalue("wire_server").uri
+
+
+@pytest.fixture
+def saver(uri: str) -> Iterator[MongoDBSaver]:
+    """A set-up saver on a database of its own (dropped afterwards)."""
+    name = f"threads_cli_{uuid.uuid4().hex[:12]}"
+    with MongoClient[dict[str, Any]](uri) as client:
+        saver = MongoDBSaver(client, name)
+        saver.setup()
+        yield saver
+        client.drop_database(name)
+
+
+def run(saver: MongoDBSaver, action: str, *args: str, tty: bool = False) -> Any:
+    return run_command(
+        [*COMMAND, action, *args, "--db", saver.db.name],
+        tty=tty,
+        env={"MONGODB_URI": uri_of(saver)},
+    )
+
+
+def uri_of(saver: MongoDBSaver) -> str:
+    host, port = saver.client.address or ("", 0)
+    return MONGODB_URI or f"mongodb://{host}:{port}/"
+
+
+def chats(saver: MongoDBSaver, turns: dict[str, int]) -> None:
+    graph = chat_graph().compile(checkpointer=saver)
+    for thread_id, count in turns.items():
+        for turn in range(count):
+            graph.invoke(human(turn), config(thread_id))
+
+
+def put_at(saver: MongoDBSaver, thread_id: str, when: datetime, count: int = 3) -> None:
+    """`count` root checkpoints whose `ts` is `when` (a time relative to now)."""
+    parent = None
+    for step in range(count):
+        cp = checkpoint({"n": step})
+        cp["ts"] = when.isoformat()
+        stored = saver.put(
+            config(thread_id, "", parent), cp, {"step": step}, cp["channel_versions"]
+        )
+        parent = stored["configurable"]["checkpoint_id"]
+
+
+def per_namespace(saver: MongoDBSaver, thread_id: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for item in saver.list({"configurable": {"thread_id": thread_id}}):
+        ns = item.config["configurable"]["checkpoint_ns"]
+        counts[ns] = counts.get(ns, 0) + 1
+    return counts
+
+
+def test_help_says_what_every_flag_does() -> None:
+    top = run_command([*COMMAND[:-1], "--help"])
+    assert top.returncode == 0
+    assert "threads" in top.stdout
+    assert "copy-threads" in top.stdout
+    threads = run_command([*COMMAND, "--help"])
+    assert "2 bad arguments" in threads.stdout
+    assert "130 interrupted" in threads.stdout
+    for action, flags in {
+        "ls": ["--json", "--filter", "--limit", "--after"],
+        "show": ["--history"],
+        "prune": ["--keep-last", "--idle-for", "--dry-run", "--no-progress"],
+        "delete": ["--yes"],
+    }.items():
+        shown = run_command([*COMMAND, action, "--help"])
+        assert shown.returncode == 0
+        for flag in [*flags, "--uri", "--db", "--checkpoints", "--writes", "--timeout"]:
+            assert flag in shown.stdout, (action, flag)
+
+
+def test_ls_prints_a_table_and_json(saver: MongoDBSaver) -> None:
+    chats(saver, {"user-b": 2, "user-a": 1, "with space": 1})
+    table = run(saver, "ls")
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0].split() == ["CHECKPOINTS", "LAST", "ACTIVITY", "THREAD"]
+    rows = [line.split() for line in lines[1:]]
+    assert [row[-1] for row in rows] == ["user-a", "user-b", "space'"]
+    assert lines[3].endswith("'with space'")
+    counts = [sum(per_namespace(saver, t).values()) for t in ("user-a", "user-b", "with space")]
+    assert [int(row[0]) for row in rows] == counts
+    assert counts[1] > counts[0] > 0
+    assert all(" UTC (" in line and " ago)" in line for line in lines[1:])
+    as_json = run(saver, "ls", "--json", "--limit", "2", "--after", "user-a")
+    assert as_json.returncode == 0, as_json.stderr
+    found = json.loads(as_json.stdout)
+    latest = saver.get_tuple(config("user-b"))
+    assert latest is not None
+    assert found == [
+        {
+            "thread_id": "user-b",
+            "checkpoints": counts[1],
+            "last_activity": latest.checkpoint["ts"],
+            "checkpoint_id": latest.config["configurable"]["checkpoint_id"],
+            "metadata": json.loads(json.dumps(latest.metadata)),
+        },
+        {
+            "thread_id": "with space",
+            "checkpoints": counts[2],
+            "last_activity": found[1]["last_activity"],
+            "checkpoint_id": found[1]["checkpoint_id"],
+            "metadata": found[1]["metadata"],
+        },
+    ]
+    step = latest.metadata["step"]
+    filtered = run(saver, "ls", "--json", "--filter", f"step={step}")
+    assert [t["thread_id"] for t in json.loads(filtered.stdout)] == ["user-b"]
+
+
+def test_ls_of_an_empty_database_says_so(saver: MongoDBSaver) -> None:
+    empty = run(saver, "ls")
+    assert (empty.returncode, empty.stdout) == (0, "")
+    assert empty.stderr == f"no threads in {saver.db.name}.checkpoints at {uri_of(saver)}\n"
+    assert run(saver, "ls", "--json").stdout == "[]\n"
+
+
+def test_show_summarizes_the_latest_state_and_its_history(saver: MongoDBSaver) -> None:
+    chats(saver, {"chat": 3})
+    shown = run(saver, "show", "chat", "--history", "4")
+    assert shown.returncode == 0, shown.stderr
+    latest = saver.get_tuple(config("chat"))
+    assert latest is not None
+    total = sum(per_namespace(saver, "chat").values())
+    lines = shown.stdout.splitlines()
+    assert lines[0] == f"thread 'chat': {total} checkpoints"
+    step = latest.metadata["step"]
+    assert lines[1].startswith(
+        f"latest: {latest.config['configurable']['checkpoint_id']}, step {step}"
+    )
+    assert "  channels (1):" in lines
+    assert any(line.startswith("    messages: [HumanMessage(") for line in lines)
+    heading = f"history (newest first, 4 of {total}):"
+    history = lines[lines.index(heading) + 1 :]
+    assert history[0].split()[:4] == ["CHECKPOINT", "NAMESPACE", "STEP", "SOURCE"]
+    want = [t.config["configurable"]["checkpoint_id"] for t in saver.list(config("chat"), limit=4)]
+    assert [row.split()[0] for row in history[1:]] == want
+    missing = run(saver, "show", "nobody")
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("error: no thread 'nobody' in ")
+
+
+def test_prune_keeps_the_newest_and_reports_what_went(saver: MongoDBSaver) -> None:
+    chats(saver, {"a": 3, "b": 1})
+    latest = {t: saver.get_tuple(config(t)) for t in ("a", "b")}
+    before = {t: per_namespace(saver, t) for t in ("a", "b")}
+    total = sum(sum(counts.values()) for counts in before.values())
+    assert before["b"][""] > 2
+    gone = total - 4
+    dry = run(saver, "prune", "--keep-last", "2", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.startswith(
+        f"dry run: would prune 2 thread(s) to 2 checkpoint(s) per namespace: about {gone} "
+        f"of {total}"
+    )
+    assert {t: per_namespace(saver, t) for t in ("a", "b")} == before
+    pruned = run(saver, "prune", "--keep-last", "2", tty=True)
+    assert pruned.returncode == 0, pruned.stderr
+    assert pruned.stdout == (
+        f"pruned 2 thread(s) to 2 checkpoint(s) per namespace: {gone} of {total} checkpoints "
+        "removed, with their pending writes; 4 kept\n"
+    )
+    assert "prune: 100%" in pruned.stderr  # the bar, on the terminal
+    assert f"{gone} checkpoints removed" in pruned.stderr
+    assert per_namespace(saver, "a") == per_namespace(saver, "b") == {"": 2}
+    assert {t: saver.get_tuple(config(t)) for t in ("a", "b")} == latest
+
+
+def test_prune_idle_for_leaves_active_threads_alone(saver: MongoDBSaver) -> None:
+    now = datetime.now(timezone.utc)
+    put_at(saver, "old", now - timedelta(days=10))
+    put_at(saver, "recent", now - timedelta(hours=1))
+    pruned = run(saver, "prune", "--keep-last", "1", "--idle-for", "7d")
+    assert pruned.returncode == 0, pruned.stderr
+    assert pruned.stdout == (
+        "pruned 1 thread(s) (1 active in the last 7d left alone) to 1 checkpoint(s) per "
+        "namespace: 2 of 3 checkpoints removed, with their pending writes; 1 kept\n"
+    )
+    assert per_namespace(saver, "old") == {"": 1}
+    assert per_namespace(saver, "recent") == {"": 3}
+    bad = run(saver, "prune", "--keep-last", "1", "--idle-for", "7 days")
+    assert bad.returncode == 2
+    assert "must be a duration such as 7d" in bad.stderr
+    negative = run(saver, "prune", "--keep-last", "-1")
+    assert negative.returncode == 2
+    assert "must be 0 or more" in negative.stderr
+
+
+def test_delete_refuses_without_a_terminal_and_deletes_with_yes(saver: MongoDBSaver) -> None:
+    chats(saver, {"a": 1, "b": 1})
+    refused = run(saver, "delete", "a")
+    assert refused.returncode == 2
+    assert "stdin is not a terminal" in refused.stderr
+    assert "--yes" in refused.stderr
+    assert saver.get_tuple(config("a")) is not None
+    deleted = run(saver, "delete", "a", "nobody", "--yes")
+    assert deleted.returncode == 1  # one of them was not there
+    assert deleted.stdout == f"deleted 'a' ({per_namespace(saver, 'b')['']} checkpoints)\n"
+    assert "no thread 'nobody'" in deleted.stderr
+    assert saver.get_tuple(config("a")) is None
+    assert saver.get_tuple(config("b")) is not None
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("answer", "code"), [("y\n", 0), ("yes\n", 0), ("n\n", 1), ("", 1)])
+def test_delete_asks_on_a_terminal(
+    saver: MongoDBSaver, monkeypatch: pytest.MonkeyPatch, answer: str, code: int
+) -> None:
+    chats(saver, {"a": 1})
+    checkpoints = per_namespace(saver, "a")[""]
+    monkeypatch.setattr(sys, "stdin", _Terminal(answer))
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["threads", "delete", "a", "--uri", uri_of(saver), "--db", saver.db.name]
+    assert main(argv, out, err) == code
+    assert f"delete 1 thread(s), {checkpoints} checkpoints, from " in err.getvalue()
+    assert "delete them? [y/N] " in err.getvalue()
+    assert (saver.get_tuple(config("a")) is None) is (code == 0)
+    if code:
+        assert err.getvalue().endswith("nothing deleted\n")
+
+
+def test_delete_without_a_terminal_refuses_before_connecting() -> None:
+    unreachable = "mongodb://127.0.0.1:9/"
+    refused = run_command([*COMMAND, "delete", "a", "--uri", unreachable, "--timeout", "0.5"])
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        "error: delete asks before deleting, and stdin is not a terminal to ask on: pass "
+        "--yes to delete without asking\n"
+    )
+
+
+def test_connection_problems_are_named_without_the_password(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("MONGODB_URI", raising=False)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["threads", "ls"], out, err) == 2
+    assert err.getvalue() == "error: no server: pass --uri or set MONGODB_URI\n"
+    unreachable = "mongodb://someone:secret@127.0.0.1:9/?authSource=admin"
+    started = time.monotonic()
+    down = run_command([*COMMAND, "ls", "--timeout", "0.5"], env={"MONGODB_URI": unreachable})
+    assert time.monotonic() - started < 20
+    assert down.returncode == 1
+    assert down.stderr.startswith(
+        "error: cannot reach the server (--uri) at mongodb://***@127.0.0.1:9/?***: no server "
+        "answered within 0.5 s (--timeout)"
+    )
+    assert "secret" not in down.stderr
+
+
+def test_refuses_the_official_savers_collections(
+    saver: MongoDBSaver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same default names as `langgraph-checkpoint-mongodb`: the command says whose they
+    are instead of listing nothing."""
+    foreign = saver.db["theirs"]
+    foreign.create_index([("thread_id", 1), ("checkpoint_ns", 1), ("checkpoint_id", -1)])
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["threads", "ls", "--uri", uri_of(saver), "--db", saver.db.name]
+    assert main([*argv, "--checkpoints", "theirs"], out, err) == 1
+    assert "langgraph-checkpoint-mongodb" in err.getvalue()

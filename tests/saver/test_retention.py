@@ -1,0 +1,263 @@
+"""How many checkpoints a thread keeps: `prune(keep_last=N)`, on every backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from langgraph.checkpoint.mongo._commands import Command as DriverCommand
+from langgraph.checkpoint.mongo._drivers import maybe_await
+from support.backends import Backend, CommandLog
+from support.graphs import CHANNELS, Driver, Norm, Run, chat_graph, compare, linear_graph
+from support.helpers import config, either, ids, listed, methods, new_thread, put, settle
+
+
+async def chain(saver: Any, thread: str, n: int, ns: str = "") -> list[str]:
+    """`n` checkpoints of one namespace, each the parent of the next, each with a write."""
+    made: list[str] = []
+    for _ in range(n):
+        stored = await put(saver, thread, ns=ns, parent=made[-1] if made else None)
+        made.append(stored["configurable"]["checkpoint_id"])
+        await either(saver).put_writes(stored, [("w", made[-1])], "t")
+    return made
+
+
+async def tuples(saver: Any, thread: str, ns: str, checkpoint_ids: list[str]) -> list[Any]:
+    return [await either(saver).get_tuple(config(thread, ns, c)) for c in checkpoint_ids]
+
+
+async def stored_write_owners(saver: Any, thread: str) -> set[str]:
+    """The checkpoint ids that writes are stored for (joined to a checkpoint or not)."""
+    docs = await maybe_await(saver.writes_collection.find({"thread_id": thread}).to_list(None))
+    return {doc["_id"]["checkpoint"]["checkpoint_id"] for doc in docs}
+
+
+async def test_keep_last_keeps_the_newest_of_each_namespace_and_their_writes(
+    saver: Any,
+) -> None:
+    thread, other = new_thread(), new_thread()
+    root = await chain(saver, thread, 5)
+    child = await chain(saver, thread, 3, ns="child:1")
+    untouched = await chain(saver, other, 4)
+    before_root = await tuples(saver, thread, "", root)
+    before_child = await tuples(saver, thread, "child:1", child)
+    before_other = await listed(saver, config(other))
+
+    await either(saver).prune([thread], keep_last=2)
+
+    assert await tuples(saver, thread, "", root[-2:]) == before_root[-2:]
+    assert await tuples(saver, thread, "child:1", child[-2:]) == before_child[-2:]
+    assert await tuples(saver, thread, "", root[:-2]) == [None] * 3
+    assert await tuples(saver, thread, "child:1", child[:-2]) == [None]
+    # The writes of removed checkpoints went with them.
+    assert await stored_write_owners(saver, thread) == {*root[-2:], *child[-2:]}
+    assert await listed(saver, config(other)) == before_other
+    assert await stored_write_owners(saver, other) == set(untouched)
+
+
+async def test_keep_last_overrides_strategy_zero_removes_all_and_more_changes_nothing(
+    saver: Any, sent_commands: list[DriverCommand]
+) -> None:
+    thread = new_thread()
+    made = await chain(saver, thread, 4)
+    before = await listed(saver, config(thread))
+
+    sent_commands.clear()
+    await either(saver).prune([thread], strategy="delete", keep_last=4)
+    # The lineage is read, then chunks a crash left looked for: nothing to delete.
+    assert methods(sent_commands) == ["find", "find"]
+    assert await listed(saver, config(thread)) == before
+    await either(saver).prune([thread], keep_last=10**30)  # beyond any int64: everything
+    assert await listed(saver, config(thread)) == before
+
+    # The Redis saver's spelling of the same call.
+    await either(saver).prune([thread], strategy="keep_last", keep_last=3)
+    assert ids(await listed(saver, config(thread))) == made[:0:-1]
+
+    await either(saver).prune([thread], strategy="keep_latest", keep_last=0)
+    assert await listed(saver, config(thread)) == []
+    assert await stored_write_owners(saver, thread) == set()
+
+
+@pytest.mark.parametrize(
+    ("keep_last", "error", "message"),
+    [
+        (-1, ValueError, "keep_last must be 0 or more.*got -1"),
+        (True, TypeError, "keep_last must be an int or None, got bool"),
+        (1.0, TypeError, "keep_last must be an int or None, got float"),
+        ("2", TypeError, "keep_last must be an int or None, got str"),
+    ],
+)
+async def test_bad_keep_last_is_refused_before_anything_is_read(
+    saver: Any,
+    command_log: CommandLog,
+    sent_commands: list[DriverCommand],
+    keep_last: Any,
+    error: Any,
+    message: str,
+) -> None:
+    thread = new_thread()
+    await chain(saver, thread, 2)
+    command_log.reset()
+    sent_commands.clear()
+    with pytest.raises(error, match=message):
+        await either(saver).prune([thread], keep_last=keep_last)
+    with pytest.raises(error, match=message):
+        await either(saver).prune([], keep_last=keep_last)
+    assert sent_commands == []
+    assert command_log.names == []
+    assert len(await listed(saver, config(thread))) == 2
+
+
+async def test_keep_last_strategy_needs_a_number(saver: Any) -> None:
+    with pytest.raises(ValueError, match=r"strategy='keep_last'.*needs keep_last=N"):
+        await either(saver).prune([new_thread()], strategy="keep_last")
+    with pytest.raises(ValueError, match="strategy must be one of"):
+        await either(saver).prune([new_thread()], strategy="keep_lats", keep_last=2)
+
+
+async def chat(graph: Driver, thread: str, turns: range) -> None:
+    for turn in turns:
+        message = HumanMessage(f"turn {turn}", id=f"h-{turn}")
+        await graph.invoke({"messages": [message]}, config(thread))
+
+
+async def states_by_id(graph: Driver, thread: str) -> dict[str, Any]:
+    """Every checkpoint of the thread, as `get_state` rebuilds it."""
+    found = {}
+    for snapshot in await graph.history(config(thread)):
+        rebuilt = await graph.state(snapshot.config)
+        found[snapshot.config["configurable"]["checkpoint_id"]] = (rebuilt.values, rebuilt.next)
+    return found
+
+
+@pytest.mark.parametrize("channel", ["reducer", "delta"])
+async def test_kept_checkpoints_of_a_real_chat_read_back_as_before(
+    backend: Backend, channel: str
+) -> None:
+    """A `DeltaChannel` chat (snapshot every 5 updates) keeps the ancestors its kept
+    checkpoints rebuild from; a plain one keeps exactly the newest N."""
+    async with backend.saver() as saver:
+        graph = Driver(chat_graph(channel, snapshot_frequency=5).compile(saver), backend.is_sync)
+        thread = new_thread()
+        await chat(graph, thread, range(8))  # 3 checkpoints per turn
+        before = await states_by_id(graph, thread)
+        stored_before = dict(
+            zip(before, await tuples(saver, thread, "", list(before)), strict=True)
+        )
+        newest = sorted(before, reverse=True)[:4]
+
+        await either(saver).prune([thread], keep_last=4)
+
+        after = await states_by_id(graph, thread)
+        assert set(newest) <= set(after)
+        assert {c: before[c] for c in after} == after
+        assert await tuples(saver, thread, "", list(after)) == [stored_before[c] for c in after]
+        if channel == "reducer":
+            assert set(after) == set(newest)
+        else:  # the ancestors back to the last snapshot stay, no more
+            assert len(newest) < len(after) < len(before)
+        # The thread goes on as if nothing was pruned.
+        await chat(graph, thread, range(8, 10))
+        state = await graph.state(config(thread))
+        assert [m.id for m in state.values["messages"]][-4:] == ["h-8", "ai-9", "h-9", "ai-10"]
+        assert len(state.values["messages"]) == 20
+
+
+# The saver's `keep_last`: threads trimmed as they are written.
+
+KEEP = 5
+
+
+async def stored_ids(saver: Any, thread: str) -> dict[str, list[str]]:
+    """The checkpoint ids stored for the thread, by namespace, newest first."""
+    docs = await maybe_await(saver.checkpoint_collection.find({"thread_id": thread}).to_list(None))
+    by_ns: dict[str, list[str]] = {}
+    for doc in docs:
+        by_ns.setdefault(doc["_id"]["checkpoint_ns"], []).append(doc["_id"]["checkpoint_id"])
+    return {ns: sorted(found, reverse=True) for ns, found in by_ns.items()}
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+async def test_keep_last_bounds_a_chat_as_it_is_written(backend: Backend, channel: str) -> None:
+    """A 30-turn chat keeps between `keep_last` and twice as many checkpoints (once the
+    trims the saver runs in the background are done), plus, for a `DeltaChannel`, the
+    ancestors back to the last snapshot; no write without its checkpoint; every kept
+    checkpoint reads as `InMemorySaver`'s (which keeps all)."""
+    thread = new_thread()
+    memory = Driver(chat_graph(channel, snapshot_frequency=5).compile(InMemorySaver()), False)
+    async with backend.saver(keep_last=KEEP) as saver:
+        graph = Driver(chat_graph(channel, snapshot_frequency=5).compile(saver), backend.is_sync)
+        for turns in (range(15), range(15, 30)):
+            await chat(graph, thread, turns)
+            await chat(memory, thread, turns)
+            await settle(saver)
+            [ids_] = (await stored_ids(saver, thread)).values()
+            assert KEEP <= len(ids_) <= 2 * KEEP + (5 if channel == "delta" else 0)
+            assert await stored_write_owners(saver, thread) <= set(ids_)
+            want = [Norm()(s) for s in await memory.history(config(thread), limit=KEEP)]
+            got = await graph.history(config(thread), limit=KEEP)
+            assert [Norm()(s) for s in got] == want
+            # Rebuilt one by one too: a kept DeltaChannel checkpoint still finds its seed.
+            rebuilt = [await graph.state(s.config) for s in got]
+            assert [Norm()(s)["values"] for s in rebuilt] == [s["values"] for s in want]
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+async def test_keep_last_interrupts_time_travel_and_forks_behave_as_in_memory(
+    backend: Backend, channel: str
+) -> None:
+    """Histories are compared over the window (`limit=keep_last`), where every checkpoint
+    is kept; time travel and forks go to checkpoints inside it."""
+
+    async def scenario(run: Run) -> None:
+        cfg = config("kept")
+        graph = run.compile(linear_graph("a", "b", "c", ask="b", channel=channel))
+        for round_ in range(3):
+            run.record(f"first {round_}", await graph.invoke({"log": [f"start {round_}"]}, cfg))
+            run.record(f"interrupted {round_}", await graph.state(cfg))
+            resumed = await graph.invoke(Command(resume=f"yes {round_}"), cfg)
+            run.record(f"resumed {round_}", resumed)
+            history = run.record(f"history {round_}", await graph.history(cfg, limit=KEEP))
+            before_c = next(s for s in history if s.next == ("c",))
+            forked = run.record(
+                f"fork {round_}", await graph.update(before_c.config, {"log": ["B2"]}, "b")
+            )
+            run.record(f"fork run {round_}", await graph.invoke(None, forked))
+            run.record(f"update {round_}", await graph.update(cfg, {"log": ["manual"]}, "a"))
+            run.record(f"window {round_}", await graph.history(cfg, limit=KEEP))
+        run.record("state", await graph.state(cfg))
+
+    log = await compare(backend, scenario, keep_last=KEEP)
+    assert log["fork run 2"]["log"][-2:] == ["B2", "c"]
+
+
+async def test_keep_last_trims_after_put_in_the_background_in_two_commands(
+    counting: Backend,
+) -> None:
+    """No trim before the namespace holds more than twice `keep_last`; then one, sent
+    after that `put` returned, of the checkpoints and then of their writes."""
+    log = CommandLog()
+    thread = new_thread()
+    async with counting.saver(log, keep_last=2) as saver:
+        made = [await put(saver, thread)]
+        for _ in range(4):
+            log.reset()
+            made.append(await put(saver, thread, parent=made[-1]["configurable"]["checkpoint_id"]))
+            await settle(saver)
+            await either(saver).put_writes(made[-1], [("w", 1)], "t")
+            trimmed = len(made) == 2 * 2 + 1
+            assert log.names == ["update", *(["delete", "delete"] if trimmed else []), "update"]
+        kept = [c["configurable"]["checkpoint_id"] for c in made[-2:]]
+        assert ids(await listed(saver, config(thread))) == kept[::-1]
+
+
+async def test_saver_keep_last_is_checked(backend: Backend) -> None:
+    for bad, error in ((0, ValueError), (-3, ValueError), (True, TypeError), (2.0, TypeError)):
+        with pytest.raises(error, match="keep_last"):
+            async with backend.saver(keep_last=bad):
+                pass

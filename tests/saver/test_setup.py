@@ -1,0 +1,262 @@
+"""`setup()`: the indexes, the switches for services that refuse some, and its errors."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from langgraph.checkpoint.mongo import IndexCreationError, MongoDBSaver
+from langgraph.checkpoint.mongo import _operations as ops
+from langgraph.checkpoint.mongo._channel_values import RecentValues
+from langgraph.checkpoint.mongo._codec import Codec
+from langgraph.checkpoint.mongo._commands import Command, Target
+from langgraph.checkpoint.mongo._drivers import maybe_await
+from langgraph.checkpoint.mongo._queries import WritesJoin
+from langgraph.checkpoint.mongo._runners import run_plan
+from support.backends import Backend, CommandLog
+from support.helpers import checkpoint, config, either, listed, methods, new_thread, put
+
+
+async def run_setup(saver: Any, **kwargs: Any) -> None:
+    await maybe_await(saver.setup(**kwargs))
+
+
+async def index_names(collection: Any) -> set[str]:
+    return set(await maybe_await(collection.index_information()))
+
+
+async def test_setup_is_idempotent_and_creates_every_index(saver: Any) -> None:
+    for _ in range(2):
+        await run_setup(saver)
+    assert {"thread_ns_checkpoint", "metadata_run_id"} <= await index_names(
+        saver.checkpoint_collection
+    )
+    writes_indexes = await index_names(saver.writes_collection)
+    assert "thread_checkpoint" in writes_indexes
+    assert "checkpoint" not in writes_indexes  # only the plain join needs it
+
+
+async def test_plain_joins_get_the_index_they_need(backend: Backend) -> None:
+    async with backend.saver(targeted_joins=False) as plain:
+        assert {"thread_checkpoint", "checkpoint"} <= await index_names(plain.writes_collection)
+
+
+async def test_skip_indexes_and_create_indexes_false(backend: Backend) -> None:
+    async with backend.client() as client:
+        from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
+
+        cls = MongoDBSaver if backend.is_sync else AsyncMongoDBSaver
+        db_name = f"test_{new_thread()}"
+        try:
+            skipping = cls(client, db_name)
+            await run_setup(skipping, skip_indexes={"metadata_run_id"})
+            assert "metadata_run_id" not in await index_names(skipping.checkpoint_collection)
+            assert "thread_ns_checkpoint" in await index_names(skipping.checkpoint_collection)
+            none = cls(client, db_name, "other_checkpoints", "other_writes")
+            await run_setup(none, create_indexes=False)
+            assert await index_names(none.checkpoint_collection) <= {"_id_"}
+            # The saver works without its indexes, only slower.
+            thread = new_thread()
+            stored = await put(none, thread)
+            assert [t.config for t in await listed(none, config(thread))] == [stored]
+            with pytest.raises(ValueError, match="no_such_index"):
+                await run_setup(none, skip_indexes=["no_such_index"])
+            with pytest.raises(TypeError, match="skip_indexes"):
+                await run_setup(none, skip_indexes=[1])
+        finally:
+            await maybe_await(client.drop_database(db_name))
+
+
+async def test_refused_index_names_index_collection_and_fix(saver: Any) -> None:
+    # Another index already holds the name with other keys: the server refuses ours.
+    await maybe_await(saver.writes_collection.drop_index("thread_checkpoint"))
+    await maybe_await(
+        saver.writes_collection.create_index([("channel", 1)], name="thread_checkpoint")
+    )
+    with pytest.raises(IndexCreationError) as caught:
+        await run_setup(saver)
+    message = str(caught.value)
+    assert "'thread_checkpoint'" in message
+    assert saver.writes_collection_name in message
+    assert "skip_indexes={'thread_checkpoint'}" in message
+    assert caught.value.collection == saver.writes_collection_name
+    await run_setup(saver, skip_indexes={"thread_checkpoint"})
+
+
+async def test_setup_refuses_the_official_savers_collections(saver: Any) -> None:
+    # langgraph-checkpoint-mongodb uses the same default collection names and creates this
+    # index on them; a read of one namespace would not see its documents (they have no
+    # `_id.checkpoint_ns`), so setup() says so instead.
+    await maybe_await(
+        saver.checkpoint_collection.create_index(
+            [("thread_id", 1), ("checkpoint_ns", 1), ("checkpoint_id", -1)], unique=True
+        )
+    )
+    with pytest.raises(ValueError, match="checkpoint_collection_name="):
+        await run_setup(saver, create_indexes=False)  # a read, so checked all the same
+    with pytest.raises(ValueError, match="thread_id_1_checkpoint_ns_1_checkpoint_id_-1") as caught:
+        await run_setup(saver)
+    message = str(caught.value)
+    assert saver.checkpoint_collection_name in message
+    assert "langgraph-checkpoint-mongodb" in message
+    assert "checkpoint_collection_name=" in message
+
+
+def _setup_answering(options: dict[str, Any]) -> None:
+    """Run setup()'s plan, the server answering `options()` with `options`, every other
+    command with nothing: mongomock keeps no collation (the integration suite creates a
+    collection with one on a real server)."""
+    names = {Target.CHECKPOINTS: "cps", Target.WRITES: "ws"}
+    storage = ops.Storage(Codec(JsonPlusSerializer()), WritesJoin("ws"), None, RecentValues())
+    plan = ops.setup(storage, names, True, ())
+
+    def answer(command: Command) -> Any:
+        return options if command.method == "options" else {}
+
+    run_plan(plan, answer)
+
+
+def test_setup_refuses_a_default_collation_other_than_the_binary_one() -> None:
+    with pytest.raises(ValueError, match=r"'cps' has the default collation .*'locale': 'en'"):
+        _setup_answering({"collation": {"locale": "en", "strength": 2}})
+    _setup_answering({"collation": {"locale": "simple"}})
+    _setup_answering({})
+
+
+# The setup() before a saver's first command, for code that never calls it (as the
+# official saver's users never do: its constructor creates its indexes).
+
+
+def count_setups(saver: Any) -> list[dict[str, Any]]:
+    """The `setup()` calls of `saver` from now on (their keyword arguments)."""
+    calls: list[dict[str, Any]] = []
+    setup = saver.setup
+
+    def counted(**kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return setup(**kwargs)
+
+    saver.setup = counted
+    return calls
+
+
+async def test_the_first_command_sets_the_saver_up_once(
+    backend: Backend, sent_commands: list[Command]
+) -> None:
+    log = CommandLog()
+    async with backend.saver(log, set_up=False, ttl=3600) as saver:
+        setups = count_setups(saver)
+        thread = new_thread()
+        log.reset()
+        sent_commands.clear()
+        assert await either(saver).get_tuple(config(thread)) is None
+        assert setups == [{}]  # setup() as a user calls it: every index, the TTL index
+        # Collection options and indexes read (listCollections, listIndexes on the wire),
+        # the missing indexes created, then the read itself.
+        sent = methods(sent_commands)
+        assert sent[:4] == ["options"] * 2 + ["index_information"] * 2, sent
+        assert sent[-1] == "aggregate"
+        assert {"thread_ns_checkpoint", "metadata_run_id", "thread_ttl"} <= await index_names(
+            saver.checkpoint_collection
+        )
+        assert {"thread_checkpoint", "thread_ttl"} <= await index_names(saver.writes_collection)
+        # Later calls pay nothing for it.
+        log.reset()
+        sent_commands.clear()
+        stored = await put(saver, thread)
+        await either(saver).put_writes(stored, [("c", 1)], "task")
+        assert len(await listed(saver, config(thread))) == 1
+        await either(saver).get_tuple(config(thread))
+        assert setups == [{}]
+        assert not {"options", "index_information", "create_indexes"} & set(methods(sent_commands))
+        assert not {"listCollections", "listIndexes", "createIndexes"} & set(log.names)
+
+
+async def test_a_saver_set_up_by_hand_is_not_set_up_again(backend: Backend) -> None:
+    # setup() stays for those who call it (from_conn_string and the Agent Server's
+    # factory do), and create_indexes=False keeps the indexes in the user's hands.
+    async with backend.saver(set_up=False) as saver:
+        await run_setup(saver, create_indexes=False)
+        setups = count_setups(saver)
+        thread = new_thread()
+        await put(saver, thread)
+        assert len(await listed(saver, config(thread))) == 1
+        assert setups == []
+        assert await index_names(saver.checkpoint_collection) <= {"_id_"}
+
+
+async def test_with_allowlist_copies_share_the_setup(backend: Backend) -> None:
+    strict = JsonPlusSerializer(allowed_msgpack_modules=[("os", "PathLike")])
+    async with backend.saver(set_up=False, serde=strict) as saver:
+        copy = saver.with_allowlist([("module", "Type")])
+        assert copy is not saver
+        setups = count_setups(saver)
+        await either(copy).get_tuple(config(new_thread()))
+        await either(saver).get_tuple(config(new_thread()))
+        assert setups == []  # the copy ran its own setup(), which counts for both
+        assert "thread_ns_checkpoint" in await index_names(saver.checkpoint_collection)
+
+
+async def test_many_first_calls_at_once_run_one_setup(backend: Backend) -> None:
+    if backend.wire is not None:
+        backend.wire.delay = 0.01  # each command takes a while: the calls overlap
+    async with backend.saver(set_up=False) as saver:
+        setups = count_setups(saver)
+        threads = [new_thread() for _ in range(8)]
+        if isinstance(saver, MongoDBSaver):
+            with ThreadPoolExecutor(len(threads)) as pool:
+                found = await asyncio.to_thread(
+                    lambda: list(pool.map(lambda t: saver.get_tuple(config(t)), threads))
+                )
+        else:
+            found = await asyncio.gather(*(saver.aget_tuple(config(t)) for t in threads))
+        assert found == [None] * len(threads)
+        assert setups == [{}]
+
+
+async def test_the_sync_savers_async_methods_set_it_up_once(backend: Backend) -> None:
+    if not backend.is_sync:
+        pytest.skip("MongoDBSaver's async methods")
+    if backend.wire is not None:
+        backend.wire.delay = 0.01
+    async with backend.saver(set_up=False) as saver:
+        setups = count_setups(saver)
+        thread = new_thread()
+        first = [saver.aget_tuple(config(new_thread())) for _ in range(4)]
+        found = await asyncio.gather(*first, saver.aput(config(thread), *checkpoint_args()))
+        assert found[:4] == [None] * 4
+        assert [t.config async for t in saver.alist(config(thread))] == [found[4]]
+        assert setups == [{}]
+
+
+async def test_a_failed_setup_fails_the_call_and_the_next_call_tries_again(
+    backend: Backend,
+) -> None:
+    async with backend.saver(set_up=False) as saver:
+        setups = count_setups(saver)
+        official_index = [("thread_id", 1), ("checkpoint_ns", 1), ("checkpoint_id", -1)]
+        await maybe_await(saver.checkpoint_collection.create_index(official_index, unique=True))
+        thread = new_thread()
+        for _ in range(2):
+            with pytest.raises(ValueError, match="langgraph-checkpoint-mongodb"):
+                await put(saver, thread)
+        assert await index_names(saver.checkpoint_collection) == {
+            "_id_",
+            "thread_id_1_checkpoint_ns_1_checkpoint_id_-1",
+        }
+        await maybe_await(
+            saver.checkpoint_collection.drop_index("thread_id_1_checkpoint_ns_1_checkpoint_id_-1")
+        )
+        stored = await put(saver, thread)
+        assert [t.config for t in await listed(saver, config(thread))] == [stored]
+        assert len(setups) == 3
+        assert "thread_ns_checkpoint" in await index_names(saver.checkpoint_collection)
+
+
+def checkpoint_args() -> tuple[Any, ...]:
+    cp = checkpoint({"x": 1})
+    return cp, {"source": "loop", "step": 0, "parents": {}}, cp["channel_versions"]

@@ -1,0 +1,385 @@
+"""Whole-thread TTL: a thread expires as a unit, a live one never loses documents."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver
+from langgraph.checkpoint.mongo._commands import Command
+from langgraph.checkpoint.mongo._drivers import maybe_await
+from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
+from langgraph.checkpoint.mongo._schema import Field
+from support.backends import MONGODB_URI, Backend, CommandLog
+from support.graphs import Driver, linear_graph
+from support.helpers import config, either, listed, methods, new_thread, put, settle
+
+
+class Clock:
+    def __init__(self, start: datetime) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class Ticking:
+    """A clock that reads `times` one after the other, then `then`: time passing mid-write."""
+
+    def __init__(self, times: list[datetime], then: datetime) -> None:
+        self.times, self.then = list(times), then
+
+    def __call__(self) -> datetime:
+        return self.times.pop(0) if self.times else self.then
+
+
+def hour_boundary() -> datetime:
+    """The latest whole hour: a bucket boundary of `ttl=16 h` savers (buckets of an hour).
+
+    Relative to now, never a fixed date: a TTL index (the embedded one too) deletes what
+    was stamped more than `ttl` ago, so a fixed clock turns the suite red a day later.
+    """
+    return datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
+
+
+@asynccontextmanager
+async def two_writers(backend: Backend) -> AsyncIterator[tuple[Any, Any]]:
+    """Two savers with `ttl=16 h` on one database, as two processes writing one thread."""
+    ttl = timedelta(hours=16)
+    async with (
+        backend.saver(ttl=ttl) as first,
+        backend.saver(db_name=first.db.name, ttl=ttl) as second,
+    ):
+        yield first, second
+
+
+async def stamps(saver: Any, thread: str) -> set[datetime]:
+    found = set()
+    for collection in (saver.checkpoint_collection, saver.writes_collection):
+        cursor = collection.find({"thread_id": thread}, {Field.TOUCHED_AT: 1})
+        docs = await maybe_await(cursor.to_list(None))
+        found |= {doc.get(Field.TOUCHED_AT) for doc in docs}
+    return found
+
+
+async def test_all_documents_of_a_thread_share_one_stamp(
+    backend: Backend, sent_commands: list[Command]
+) -> None:
+    log = CommandLog()
+    async with backend.saver(log, ttl=timedelta(hours=16)) as saver:
+        boundary = hour_boundary()
+        clock = Clock(boundary - timedelta(minutes=55))
+        assert saver.storage.expiry is not None
+        saver.storage.expiry.clock = clock
+        thread, other = new_thread(), new_thread()
+        sent_commands.clear()
+        first = await put(saver, thread)
+        # The first write of a bucket moves the thread: the writes' move, then the
+        # checkpoints' with the checkpoint in one command.
+        assert methods(sent_commands) == ["update_many", "bulk_write"]
+        await either(saver).put_writes(first, [("a", 1)], "t")
+        sent_commands.clear()
+        second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
+        await either(saver).put_writes(second, [("a", 2)], "t")
+        assert methods(sent_commands) == ["update_one", "update_one"]  # no extra round trip
+        await put(saver, other)
+        [stamp] = await stamps(saver, thread)
+        assert stamp.replace(tzinfo=timezone.utc) == boundary
+
+        # An hour later the bucket (ttl / 16 = 1 hour) is the next one: every
+        # document of the thread moves, not just the new one; other threads stay.
+        clock.now += timedelta(hours=1)
+        await either(saver).put_writes(second, [("b", 3)], "t2")
+        [moved] = await stamps(saver, thread)
+        assert moved.replace(tzinfo=timezone.utc) == boundary + timedelta(hours=1)
+        [untouched] = await stamps(saver, other)
+        assert untouched == stamp
+
+        await either(saver).copy_thread(thread, "copied-" + thread)
+        [copied] = await stamps(saver, "copied-" + thread)
+        assert copied == moved
+
+
+@asynccontextmanager
+async def counted_ttl_saver(counting: Backend) -> AsyncIterator[tuple[Any, CommandLog, Clock]]:
+    """A `ttl=16 h` saver whose commands are counted at the wire (a test using it takes
+    the `counting` fixture), on a clock half a bucket before a boundary."""
+    log = CommandLog()
+    async with counting.saver(log, ttl=timedelta(hours=16)) as saver:
+        clock = Clock(hour_boundary() - timedelta(minutes=30))
+        assert saver.storage.expiry is not None
+        saver.storage.expiry.clock = clock
+        yield saver, log, clock
+
+
+@pytest.mark.parametrize("durability", ["async", "sync"])
+async def test_an_invoke_that_moves_the_stamp_costs_one_command_more(
+    counting: Backend, durability: str
+) -> None:
+    """However many of its writes are in flight when the bucket changes, the thread
+    moves once: one command more than an invoke in the same bucket."""
+    async with counted_ttl_saver(counting) as (saver, log, clock):
+        graph = Driver(
+            linear_graph("a", "b", "c", "d", "e").compile(checkpointer=saver), counting.is_sync
+        )
+        thread = new_thread()
+        counts = []
+        for hour in (0, 0, 1, 0, 2):
+            clock.now += timedelta(hours=hour)
+            log.reset()
+            await graph.invoke({"log": []}, config(thread), durability=durability)
+            counts.append(log.count())
+        same_bucket = counts[1]
+        assert counts[2:] == [same_bucket + 1, same_bucket, same_bucket + 1]
+        [stamp] = await stamps(saver, thread)
+        assert stamp.replace(tzinfo=timezone.utc) == clock.now.replace(minute=0) + timedelta(
+            hours=1
+        )
+
+
+async def test_idle_thread_expires_whole_live_thread_stays(backend: Backend) -> None:
+    """On a real server this relies on the TTL monitor, which deletes expired documents
+    in a pass every 60 s (`ttlMonitorSleepSecs`; on a sharded cluster each shard runs its
+    own, so a thread's checkpoints and writes may go in different passes): it waits up to
+    two passes for every document of the idle thread to be gone. The embedded backends
+    expire on access."""
+    async with backend.saver(ttl=60) as saver:
+        idle, live = new_thread(), new_thread()
+        assert saver.storage.expiry is not None
+        saver.storage.expiry.clock = Clock(datetime.now(timezone.utc) - timedelta(hours=2))
+        parent = None
+        for i in range(3):
+            stored = await put(saver, idle, parent=parent)
+            await either(saver).put_writes(stored, [("x", i)], "t")
+            parent = stored["configurable"]["checkpoint_id"]
+        # Stamped 10 minutes ahead: the wait can outlast ttl=60 s, and a thread written
+        # now would then rightly expire before it is looked at.
+        assert saver.storage.expiry is not None
+        saver.storage.expiry.clock = Clock(datetime.now(timezone.utc) + timedelta(minutes=10))
+        kept = await put(saver, live)
+        await either(saver).put_writes(kept, [("y", 1)], "t")
+        deadline = asyncio.get_running_loop().time() + (130 if MONGODB_URI else 5)
+        while await stamps(saver, idle):  # checkpoints and writes: the whole thread
+            assert asyncio.get_running_loop().time() < deadline, "idle thread did not expire"
+            await asyncio.sleep(1)
+        assert await listed(saver, config(idle)) == []
+        assert (await either(saver).get_stored(config(live))).pending_writes == [("t", "y", 1)]
+
+
+async def index_ttl(collection: Any) -> Any:
+    info = await maybe_await(collection.index_information())
+    return info[TTL_INDEX_NAME].get("expireAfterSeconds") if TTL_INDEX_NAME in info else None
+
+
+async def test_setup_retimes_the_ttl_index(real_driver: Backend) -> None:
+    """A new `ttl` changes the index's expiry in place (`collMod`, which mongomock lacks)."""
+    async with real_driver.saver(ttl=3600) as saver:
+        assert await index_ttl(saver.checkpoint_collection) == 3600
+        async with real_driver.saver(db_name=saver.db.name, ttl=timedelta(days=2)) as retimed:
+            assert await index_ttl(retimed.checkpoint_collection) == 2 * 86400
+            assert await index_ttl(retimed.writes_collection) == 2 * 86400
+
+
+async def test_setup_creates_and_keeps_the_ttl_index(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with backend.saver(ttl=3600) as saver:
+        assert await index_ttl(saver.checkpoint_collection) == 3600
+        assert await index_ttl(saver.writes_collection) == 3600
+
+    # A saver without ttl (a script, a notebook) leaves the services' expiry as it is,
+    # and says so.
+    async with backend.saver(ttl=3600) as saver:
+        caplog.clear()
+        async with backend.saver(db_name=saver.db.name):
+            assert await index_ttl(saver.checkpoint_collection) == 3600
+            assert await index_ttl(saver.writes_collection) == 3600
+        warned = [r for r in caplog.records if r.levelname == "WARNING"]
+        assert len(warned) == 2
+        assert TTL_INDEX_NAME in warned[0].getMessage()
+
+
+async def test_ttl_index_can_be_skipped(backend: Backend) -> None:
+    for options in ({"skip_indexes": {TTL_INDEX_NAME}}, {"create_indexes": False}):
+        async with backend.saver(ttl=3600) as saver:
+            await maybe_await(saver.checkpoint_collection.drop_index(TTL_INDEX_NAME))
+            await maybe_await(saver.writes_collection.drop_index(TTL_INDEX_NAME))
+            await maybe_await(saver.setup(**options))
+            assert await index_ttl(saver.checkpoint_collection) is None, options
+            assert await index_ttl(saver.writes_collection) is None, options
+
+
+async def test_an_index_of_that_name_on_another_field_is_refused(backend: Backend) -> None:
+    async with backend.saver() as saver:
+        await maybe_await(saver.writes_collection.create_index([("other", 1)], name=TTL_INDEX_NAME))
+        for ttl in (3600, None):
+            client: Any = saver.client  # the saver's own kind of client
+            retimed = type(saver)(client, saver.db.name, ttl=ttl)
+            with pytest.raises(ValueError, match=f"{TTL_INDEX_NAME}.*other.*skip_indexes"):
+                await maybe_await(retimed.setup())
+        info = await maybe_await(saver.writes_collection.index_information())
+        assert "expireAfterSeconds" not in info[TTL_INDEX_NAME]
+
+
+async def test_a_write_stamped_before_another_writers_move_is_moved_too(
+    backend: Backend,
+) -> None:
+    """Two writers straddle a bucket boundary (ttl / 16 = 1 hour here).
+
+    `late` writes at 11:01 and moves the thread to the 12:00 stamp; `early` stamped
+    its document at 10:59 (11:00) but it lands after that move. It must not keep the
+    older stamp, or it would expire a bucket before the rest of its thread.
+    """
+    async with two_writers(backend) as (early, late):
+        boundary = hour_boundary()
+        late.storage.expiry.clock = Clock(boundary + timedelta(minutes=1))
+        thread = new_thread()
+        first = await put(late, thread)
+        early.storage.expiry.clock = Ticking(
+            [boundary - timedelta(minutes=1)], then=boundary + timedelta(minutes=2)
+        )
+        await put(early, thread, parent=first["configurable"]["checkpoint_id"])
+        [stamp] = await stamps(early, thread)
+        assert stamp.replace(tzinfo=timezone.utc) == boundary + timedelta(hours=1)
+
+
+async def test_enabling_ttl_stamps_older_documents_of_a_thread(backend: Backend) -> None:
+    async with backend.saver() as plain:
+        thread = new_thread()
+        first = await put(plain, thread)
+        await either(plain).put_writes(first, [("a", 1)], "t")
+        async with backend.saver(db_name=plain.db.name, ttl=3600) as timed:
+            await put(timed, thread, parent=first["configurable"]["checkpoint_id"])
+            [stamp] = await stamps(timed, thread)
+            assert stamp is not None
+
+
+@pytest.mark.parametrize(
+    ("ttl", "error"),
+    [(0, ValueError), (-5, ValueError), (0.5, ValueError), (True, TypeError), ("1h", TypeError)],
+)
+def test_bad_ttl_is_refused(ttl: Any, error: type[Exception]) -> None:
+    from mongomock_motor import AsyncMongoMockClient
+
+    with pytest.raises(error, match="ttl"):
+        AsyncMongoDBSaver(AsyncMongoMockClient(), ttl=ttl)
+
+
+async def test_without_ttl_nothing_is_stamped(saver: Any) -> None:
+    thread = new_thread()
+    stored = await put(saver, thread)
+    await either(saver).put_writes(stored, [("a", 1)], "t")
+    assert await stamps(saver, thread) == {None}
+
+
+async def test_a_writer_with_a_lagging_clock_never_moves_a_thread_back(backend: Backend) -> None:
+    """Stamps only move forward: a writer whose clock is a bucket behind stamps its own
+    document in its bucket, but leaves the newer stamps of the thread where they are."""
+    async with two_writers(backend) as (ahead, behind):
+        boundary = hour_boundary()
+        ahead.storage.expiry.clock = Clock(boundary + timedelta(minutes=1))
+        behind.storage.expiry.clock = Clock(boundary - timedelta(minutes=1))
+        thread = new_thread()
+        first = await put(ahead, thread)
+        await either(ahead).put_writes(first, [("a", 1)], "t")
+        await put(behind, thread, parent=first["configurable"]["checkpoint_id"])
+        later, earlier = boundary + timedelta(hours=1), boundary
+        found = {stamp.replace(tzinfo=timezone.utc) for stamp in await stamps(ahead, thread)}
+        assert found == {later, earlier}
+        writes = await maybe_await(
+            ahead.writes_collection.find({"thread_id": thread}).to_list(None)
+        )
+        assert [w[Field.TOUCHED_AT].replace(tzinfo=timezone.utc) for w in writes] == [later]
+
+
+async def test_refresh_ttl_on_read_moves_the_stamp_once_per_bucket_in_the_background(
+    backend: Backend, sent_commands: list[Command]
+) -> None:
+    log = CommandLog()
+    ttl = timedelta(hours=16)
+    async with backend.saver(log, ttl=ttl, refresh_ttl_on_read=True) as saver:
+        clock = Clock(hour_boundary() - timedelta(minutes=30))
+        assert saver.storage.expiry is not None
+        saver.storage.expiry.clock = clock
+        thread = new_thread()
+        stored = await put(saver, thread)
+        await either(saver).put_writes(stored, [("a", 1)], "t")
+        [written] = await stamps(saver, thread)
+        clock.now += timedelta(hours=1)
+        wire = backend.wire
+        if wire is not None:  # the move waits on the server: the read must not
+            wire.hold = lambda name, body: 30.0 if name == "update" else 0.0
+        log.reset()
+        sent_commands.clear()
+        got = await either(saver).get_tuple(config(thread))
+        assert got is not None
+        assert got.pending_writes == [("t", "a", 1)]
+        if wire is not None:
+            settling = asyncio.ensure_future(settle(saver))
+            await asyncio.sleep(0.2)
+            assert not settling.done()
+            assert await stamps(saver, thread) == {written}
+            wire.hold = None
+            wire.release()
+            await settling
+        await settle(saver)
+        [moved] = await stamps(saver, thread)
+        assert moved.replace(tzinfo=timezone.utc) == hour_boundary() + timedelta(hours=1)
+        for _ in range(3):  # the same bucket: no more moves
+            await either(saver).get_tuple(config(thread))
+            await listed(saver, config(thread))
+            await put(saver, thread, parent=stored["configurable"]["checkpoint_id"])
+        await settle(saver)
+        # The two update_many of one move, then the 3 puts' update_one.
+        sent = methods(sent_commands)
+        assert (sent.count("update_many"), sent.count("update_one")) == (2, 3), sent
+        assert log.names.count("update") in (0, 2 + 3)  # on the wire too (none on the mock)
+
+    # Without the option a read moves nothing; reads of no single thread never do.
+    async with backend.saver(ttl=ttl) as plain:
+        assert plain.storage.expiry is not None
+        plain.storage.expiry.clock = clock
+        thread = new_thread()
+        await put(plain, thread)
+        [written] = await stamps(plain, thread)
+        clock.now += timedelta(hours=1)
+        await either(plain).get_tuple(config(thread))
+        await listed(plain, None)
+        await settle(plain)
+        assert await stamps(plain, thread) == {written}
+
+
+async def test_refresh_ttl_on_read_is_checked(backend: Backend) -> None:
+    with pytest.raises(ValueError, match="refresh_ttl_on_read must be False without a ttl"):
+        async with backend.saver(refresh_ttl_on_read=True):
+            pass
+    with pytest.raises(TypeError, match="refresh_ttl_on_read must be a bool"):
+        async with backend.saver(ttl=60, refresh_ttl_on_read="yes"):
+            pass
+
+
+async def test_writes_in_flight_together_move_the_thread_once(counting: Backend) -> None:
+    """Eight `put_writes` at once in a new bucket: one of them moves the thread (one
+    command more), the others send their own command only."""
+    async with counted_ttl_saver(counting) as (saver, log, clock):
+        thread = new_thread()
+        stored = await put(saver, thread)
+        clock.now += timedelta(hours=1)
+        log.reset()
+
+        async def write(task: int) -> None:
+            writes = [("w", task)]
+            if counting.is_sync:  # threads, as LangGraph's sync runner writes
+                await asyncio.to_thread(saver.put_writes, stored, writes, f"t{task}")
+            else:
+                await saver.aput_writes(stored, writes, f"t{task}")
+
+        await asyncio.gather(*(write(task) for task in range(8)))
+        assert log.names == ["update"] * (8 + 1)
+        [stamp] = await stamps(saver, thread)
+        assert stamp.replace(tzinfo=timezone.utc) == hour_boundary() + timedelta(hours=1)
