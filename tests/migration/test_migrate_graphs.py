@@ -195,10 +195,10 @@ async def test_a_copy_stopped_halfway_leaves_an_older_whole_state(
         await run_on(source.saver, True, None, start)
         theirs = Driver(chat_graph("delta", 100).compile(checkpointer=source.saver), True)
         ours = Driver(chat_graph("delta", 100).compile(checkpointer=target), backend.is_sync)
-        fail_bulk_writes_after(monkeypatch, allowed=4)
-        with pytest.raises(AutoReconnect, match="injected"):
-            await copy(backend, source, target, batch_size=3)
-        monkeypatch.undo()
+        with monkeypatch.context() as failing:
+            fail_bulk_writes_after(failing, allowed=4)
+            with pytest.raises(AutoReconnect, match="injected"):
+                await copy(backend, source, target, batch_size=3)
 
         partial = await ours.state(cfg)
         assert 0 < len(partial.values["messages"]) < 14
@@ -225,10 +225,10 @@ async def test_an_interrupt_without_langgraph_installed_fails_its_thread_by_name
 
     async with open_source(kind, backend, tmp_path) as source, backend.saver() as target:
         await run_on(source.saver, True, None, start)
-        monkeypatch.setitem(sys.modules, "langgraph.types", None)  # import fails
-        report = await copy(backend, source, target)
-        verified = await verify(backend, source, target)
-        monkeypatch.undo()
+        with monkeypatch.context() as without_langgraph:
+            without_langgraph.setitem(sys.modules, "langgraph.types", None)  # import fails
+            report = await copy(backend, source, target)
+            verified = await verify(backend, source, target)
         found = {t.thread_id: t for t in report.threads}
         assert found["plain"].status is ThreadStatus.COPIED
         assert found["hitl"].status is ThreadStatus.FAILED
