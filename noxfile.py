@@ -137,7 +137,11 @@ def agent_server(session: nox.Session) -> None:
     of its own (tests/agent_server/test_agent_server_e2e.py, required to run here: never
     skipped)."""
     session.install(
-        *AGENT_SERVER, "pytest>=8", "pytest-asyncio>=1.1", "pytest-markdown-docs>=0.9", ".[testing]"
+        *AGENT_SERVER,
+        "pytest>=8",
+        "pytest-asyncio>=1.1",
+        "pytest-markdown-docs>=0.9.2",
+        ".[testing]",
     )
     session.run(
         "python",

@@ -12,7 +12,16 @@ from langgraph.types import Command
 from langgraph.checkpoint.mongo._commands import Command as DriverCommand
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend, CommandLog
-from support.graphs import CHANNELS, Driver, Norm, Run, chat_graph, compare, linear_graph
+from support.graphs import (
+    CHANNELS,
+    LANGGRAPH_1_2_13,
+    Driver,
+    Norm,
+    Run,
+    chat_graph,
+    compare,
+    linear_graph,
+)
 from support.helpers import config, either, ids, listed, methods, new_thread, put, settle
 
 
@@ -233,7 +242,10 @@ async def test_keep_last_interrupts_time_travel_and_forks_behave_as_in_memory(
         run.record("state", await graph.state(cfg))
 
     log = await compare(backend, scenario, keep_last=KEEP)
-    assert log["fork run 2"]["log"][-2:] == ["B2", "c"]
+    # LangGraph's own answer to a DeltaChannel fork (the comparison above holds on every
+    # 1.2 release): before 1.2.13 it runs the forked step's node again.
+    if LANGGRAPH_1_2_13 or channel == "reducer":
+        assert log["fork run 2"]["log"][-2:] == ["B2", "c"]
 
 
 async def test_keep_last_trims_after_put_in_the_background_in_two_commands(
