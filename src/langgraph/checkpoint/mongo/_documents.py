@@ -7,6 +7,7 @@ does not read back as the metadata `get_tuple` returns (see `_metadata`).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, TypeVar, cast
@@ -79,7 +80,7 @@ def _payload_size(stored: Any) -> int:
     """The length of a stored value's serialized bytes (bare, or a `StoredValue`'s data)."""
     if isinstance(stored, bytes):
         return len(stored)
-    if isinstance(stored, Mapping) and Field.DATA in stored:
+    if stored is not None and isinstance(stored, Mapping) and Field.DATA in stored:
         return len(stored[Field.DATA])
     return 0
 
@@ -462,6 +463,10 @@ def stored_write_form(doc: WriteDocument) -> tuple[WriteDocument, list[ChunkDocu
     return split_write(doc, doc.get(Field.TOUCHED_AT))
 
 
+# What LangGraph hands `put_writes`, answered without the slower ABC checks.
+_PLAIN_SEQUENCES = frozenset({list, tuple, deque})
+
+
 def _write_documents(
     codec: Codec,
     ref: CheckpointRef,
@@ -480,14 +485,18 @@ def _write_documents(
         )
     require_str(task_id, "task_id")
     require_str(task_path, "task_path")
-    if isinstance(writes, (str, bytes)) or not isinstance(writes, Sequence):
+    if type(writes) not in _PLAIN_SEQUENCES and (
+        isinstance(writes, (str, bytes)) or not isinstance(writes, Sequence)
+    ):
         raise TypeError(
             f"writes must be a sequence of (channel, value) pairs, got {type(writes).__name__}"
         )
     join_key = checkpoint_key(ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id)
     documents = []
     for position, pair in enumerate(writes):
-        if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+        if (type(pair) is not tuple or len(pair) != 2) and (
+            isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2
+        ):
             raise TypeError(
                 f"writes[{position}] must be a (channel, value) pair, got {short_repr(pair)}"
             )

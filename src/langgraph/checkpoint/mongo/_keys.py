@@ -82,6 +82,10 @@ def require_str(value: Any, what: str) -> str:
 
 
 def _configurable(config: Any, what: str) -> Mapping[str, Any]:
+    if type(config) is dict:  # what LangGraph passes; the ABC checks are slower
+        configurable = config.get("configurable")
+        if type(configurable) is dict:
+            return configurable
     if not isinstance(config, Mapping):
         raise TypeError(f"{what} must be a RunnableConfig dict, got {type(config).__name__}")
     configurable = config.get("configurable")

@@ -287,7 +287,10 @@ def _stamped_write(
     same time included, send nothing more. A write that lands in a later bucket than it
     was stamped in moves the thread after it, as `touch_thread` does.
     """
-    if expiry is None or stamp is None or not expiry.claim(thread_id, stamp):
+    if expiry is None or stamp is None:
+        yield send(())
+        return
+    if not expiry.claim(thread_id, stamp):
         yield send(())
         yield from _late_move(expiry, thread_id, stamp)
         return
