@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import uuid
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Command
 
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 from langgraph.checkpoint.mongo._commands import Command as DriverCommand
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend, CommandLog
@@ -273,3 +277,68 @@ async def test_saver_keep_last_is_checked(backend: Backend) -> None:
         with pytest.raises(error, match="keep_last"):
             async with backend.saver(keep_last=bad):
                 pass
+
+
+async def test_leaving_from_conn_string_waits_for_the_trims_in_flight(
+    real_driver: Backend,
+) -> None:
+    """The client `from_conn_string` opened closes only after the saver's background
+    trims finished: a trim cut off between its two deletes would leave the deleted
+    checkpoints' writes behind, and its retry queue goes with the saver."""
+    thread = new_thread()
+    uri, wire = real_driver.uri, real_driver.wire
+    assert uri is not None
+    cls = MongoDBSaver if real_driver.is_sync else AsyncMongoDBSaver
+    db_name = f"test_{uuid.uuid4().hex[:16]}"
+    opened = cls.from_conn_string(uri, db_name, keep_last=1)
+    if wire is not None:
+        wire.delay = 0.2  # the trim is still on its way when the block ends
+    try:
+        if isinstance(opened, AbstractContextManager):
+            with opened as saver:
+                await _three_with_writes(saver, thread)
+        else:
+            async with opened as saver:
+                await _three_with_writes(saver, thread)
+    finally:
+        if wire is not None:
+            wire.delay = 0.0
+    async with real_driver.saver(db_name=db_name) as reader:
+        kept = await listed(reader, config(thread))
+        assert len(kept) == 1
+        cursor = reader.writes_collection.find({"thread_id": thread}, {"_id": 1})
+        owners = {doc["_id"]["checkpoint"]["checkpoint_id"] for doc in await to_list(cursor)}
+        assert owners == {kept[0].config["configurable"]["checkpoint_id"]}
+        await maybe_await(reader.client.drop_database(db_name))
+
+
+async def to_list(cursor: Any) -> list[Any]:
+    return list(await maybe_await(cursor.to_list(None)))
+
+
+async def _three_with_writes(saver: Any, thread: str) -> None:
+    made = [await put(saver, thread)]
+    await either(saver).put_writes(made[-1], [("w", 0)], "t")
+    for n in (1, 2):
+        made.append(await put(saver, thread, parent=made[-1]["configurable"]["checkpoint_id"]))
+        await either(saver).put_writes(made[-1], [("w", n)], "t")
+
+
+async def test_with_allowlist_copies_share_the_savers_background_work(backend: Backend) -> None:
+    """LangGraph runs a graph on `with_allowlist` copies (one per run under strict
+    msgpack): `settle()` of the saver waits for the trims the copies started."""
+    thread = new_thread()
+    strict = JsonPlusSerializer(allowed_msgpack_modules=[("collections", "OrderedDict")])
+    async with backend.saver(keep_last=1, serde=strict) as saver:
+        copy = saver.with_allowlist([("decimal", "Decimal")])
+        assert copy is not saver
+        assert isinstance(copy, (AsyncMongoDBSaver, MongoDBSaver))
+        await _three_with_writes(copy, thread)
+        if backend.wire is not None:
+            backend.wire.delay = 0.1  # the copy's trim is still on its way
+        try:
+            await settle(saver)
+        finally:
+            if backend.wire is not None:
+                backend.wire.delay = 0.0
+        assert len(await listed(saver, config(thread))) == 1

@@ -10,6 +10,7 @@ import inspect
 import random
 import threading
 from collections.abc import Callable, Collection
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import timedelta
 from typing import Any, ClassVar, Generic, NoReturn, TypeVar, cast
@@ -58,6 +59,22 @@ class SetupState(Generic[LockT]):
 
     lock: LockT
     done: bool = False
+
+
+@dataclasses.dataclass(eq=False)
+class Background:
+    """What a saver runs in the background (`keep_last` trims, the stamp moves of
+    `refresh_ttl_on_read`): one per saver, which its `with_allowlist` copies share (as
+    LangGraph makes one per run under strict msgpack), so that `settle()` and `close()`
+    of the saver wait for the copies' work too.
+
+    `tasks`: `AsyncMongoDBSaver`'s, in flight (the loop holds tasks weakly).
+    `executor`: `MongoDBSaver`'s worker thread, made on first use, under `lock`.
+    """
+
+    tasks: set[asyncio.Task[None]] = dataclasses.field(default_factory=set)
+    executor: ThreadPoolExecutor | None = None
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
 
 
 class _SaverContextManagerBase:
@@ -235,6 +252,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         self._setup_state: SetupState[Any] = SetupState(
             asyncio.Lock() if self.asynchronous else threading.Lock()
         )
+        self._background = Background()
 
     @classmethod
     def from_conn_string(

@@ -40,7 +40,7 @@ Order: chunks are written before the document that refers to them, so no reader 
 meets a reference to a missing chunk. A crash in between leaves chunks no document refers
 to: readers never see them (a chunk is only read through a reference), and they go with
 their checkpoint's writes, with the thread (`delete_thread`, TTL), or through
-`remove_unreferenced_chunks` (which `prune` and `delete_for_runs` run) once older than
+`remove_unreferenced_chunks` (which `prune` runs) once older than
 `ORPHAN_GRACE`.
 """
 

@@ -162,6 +162,7 @@ async def checkpointer(
     settings = Settings.from_env() if settings is None else settings
     if client is None:
         client = _client(settings.uri)
+    saver: AsyncMongoDBSaver | None = None
     try:
         saver = AsyncMongoDBSaver(
             client,
@@ -185,4 +186,6 @@ async def checkpointer(
             ) from error
         yield saver
     finally:
+        if saver is not None:  # its background work (keep_last trims) uses the client
+            await saver.settle()
         await close_client(client)

@@ -92,8 +92,6 @@ class AsyncMongoDBSaver(
     before). Its sync methods run their calls on it, from other threads."""
     # A close started by `close()` on the loop.
     _closing: asyncio.Task[None] | None = None
-    # What `_in_background` runs, in flight (the loop holds tasks weakly).
-    _background: set[asyncio.Task[None]] | None = None
 
     def _bind_loop(self) -> None:
         if self.loop is None:
@@ -108,12 +106,15 @@ class AsyncMongoDBSaver(
         build: Callable[[AsyncMongoClient[dict[str, Any]]], AsyncMongoDBSaver],
     ) -> AsyncIterator[AsyncMongoDBSaver]:
         client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(conn_string, **client_kwargs)
+        saver: AsyncMongoDBSaver | None = None
         try:
             saver = build(client)
             saver._owned_client = client
             await saver.setup()
             yield saver
         finally:
+            if saver is not None:  # its background work uses the client: let it finish
+                await saver.settle()
             await close_client(client)
 
     async def aclose(self) -> None:
@@ -223,18 +224,16 @@ class AsyncMongoDBSaver(
         cancel it, and a write it sent finishes before a cancellation of the task itself
         propagates."""
         if plan is not None:
-            if self._background is None:
-                self._background = set()
             task = asyncio.get_running_loop().create_task(self._run(operation, plan))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._background.tasks.add(task)
+            task.add_done_callback(self._background.tasks.discard)
             task.add_done_callback(partial(_background_done, operation))
 
     async def settle(self) -> None:
         """Wait until what the saver runs in the background (`keep_last` trims, stamp
         moves of `refresh_ttl_on_read`) has finished."""
-        while self._background:
-            await asyncio.wait(list(self._background))
+        while self._background.tasks:
+            await asyncio.wait(list(self._background.tasks))
 
     async def alist(
         self,

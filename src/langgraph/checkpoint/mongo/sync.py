@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -51,9 +50,6 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
 
     asynchronous = False
     """`False`: the saver takes a synchronous client (`AsyncMongoDBSaver`'s is `True`)."""
-    # The worker of what `_in_background` runs, made on first use.
-    _background: ThreadPoolExecutor | None = None
-    _background_lock = threading.Lock()
 
     @classmethod
     @contextmanager
@@ -64,12 +60,15 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         build: Callable[[MongoClient[dict[str, Any]]], MongoDBSaver],
     ) -> Iterator[MongoDBSaver]:
         client: MongoClient[dict[str, Any]] = MongoClient(conn_string, **client_kwargs)
+        saver: MongoDBSaver | None = None
         try:
             saver = build(client)
             saver._owned_client = client
             saver.setup()
             yield saver
         finally:
+            if saver is not None:  # its background work uses the client: let it finish
+                saver.settle()
             client.close()
 
     def close(self) -> None:
@@ -160,19 +159,21 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         worker thread of the saver's own, which the caller does not wait for (`settle`
         and `close` do)."""
         if plan is not None:
-            with self._background_lock:
-                if self._background is None:
-                    self._background = ThreadPoolExecutor(1, "langgraph-checkpoint-mongo")
-                future = self._background.submit(self._run, operation, plan)
+            background = self._background
+            with background.lock:
+                if background.executor is None:
+                    background.executor = ThreadPoolExecutor(1, "langgraph-checkpoint-mongo")
+                future = background.executor.submit(self._run, operation, plan)
             future.add_done_callback(partial(_background_done, operation))
 
     def settle(self) -> None:
         """Wait until what the saver runs in the background (`keep_last` trims, stamp
         moves of `refresh_ttl_on_read`) has finished."""
-        with self._background_lock:
-            background, self._background = self._background, None
-        if background is not None:
-            background.shutdown(wait=True)
+        background = self._background
+        with background.lock:
+            executor, background.executor = background.executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
 
     def list(
         self,
