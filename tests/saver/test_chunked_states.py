@@ -12,11 +12,12 @@ import asyncio
 import operator
 import os
 import random
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any, TypedDict
 
 import bson
 import pytest
+from bson import ObjectId
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
@@ -199,6 +200,41 @@ async def test_every_delete_takes_the_chunks_with_it(backend: Backend) -> None:
         await either(saver).prune([copy], strategy="delete")
         assert await _chunks_of(saver, copy) == []
         assert len(await _chunks_of(saver, other)) == 3  # untouched
+
+
+async def test_a_copy_stores_its_chunks_under_new_value_ids(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`copy_thread` writes the chunks first, then the documents that refer to them, and a
+    `prune` of the target may run in between: it spares chunks younger than
+    `ORPHAN_GRACE`, judged by their value id's time. So the copy's chunks get value ids of
+    their own, dated by the copy, not by the source's write (which may be older)."""
+    two_hours_ago = datetime.now(timezone.utc) - timedelta(hours=2)
+
+    def dated_two_hours_ago() -> ObjectId:
+        return ObjectId(ObjectId.from_datetime(two_hours_ago).binary[:4] + os.urandom(8))
+
+    async with backend.saver() as saver:
+        thread, copy = new_thread(), new_thread()
+        with monkeypatch.context() as old_clock:
+            old_clock.setattr(_chunks, "ObjectId", dated_two_hours_ago)
+            stored = await _put([saver], thread, {"blob": os.urandom(17 * MIB)})
+            await either(saver).put_writes(stored, [("w", os.urandom(17 * MIB))], "t")
+        source_ids = {c["_id"]["chunk"] for c in await _chunks_of(saver, thread)}
+        assert all(
+            ObjectId(i).generation_time < two_hours_ago + timedelta(minutes=1) for i in source_ids
+        )
+        await either(saver).copy_thread(thread, copy)
+        copy_ids = {c["_id"]["chunk"] for c in await _chunks_of(saver, copy)}
+        assert len(copy_ids) == len(source_ids) == 2
+        young = datetime.now(timezone.utc) - _chunks.ORPHAN_GRACE
+        assert all(ObjectId(i).generation_time > young for i in copy_ids)
+        copied = await either(saver).get_tuple(config(copy))
+        original = await either(saver).get_tuple(config(thread))
+        assert copied is not None
+        assert original is not None
+        assert copied.checkpoint["channel_values"] == original.checkpoint["channel_values"]
+        assert copied.pending_writes == original.pending_writes
 
 
 async def _chunk_owners(saver: Any, thread: str) -> set[str]:

@@ -259,6 +259,55 @@ def _want(wanted: dict[KeyFields, list[ChunkKey]], owner: CheckpointKey, ref: Ch
     keys += [chunk_key(owner, ref[Field.REF_ID], part) for part in range(ref[Field.PARTS])]
 
 
+def fresh_value_ids(
+    checkpoints: Iterable[Mapping[str, Any]], writes: Iterable[Mapping[str, Any]]
+) -> dict[str, str]:
+    """A new value id for each chunked value these documents (as stored) refer to. A copy
+    stores its chunks under new ids, so that they are dated by the copy: under the source's
+    ids, a copy of a thread older than `ORPHAN_GRACE` would have chunks that a `prune` of
+    the target, run before the copy's documents land, takes for old orphans."""
+    ids: dict[str, str] = {}
+    for checkpoint in checkpoints:
+        for entry in checkpoint.get(Field.CHANNEL_VALUES) or ():
+            if Field.CHUNKS in entry:
+                ids[entry[Field.CHUNKS][Field.REF_ID]] = str(ObjectId())
+    for write in writes:
+        value = write[Field.VALUE]
+        if isinstance(value, Mapping) and Field.CHUNKS in value:
+            ids[value[Field.CHUNKS][Field.REF_ID]] = str(ObjectId())
+    return ids
+
+
+def with_value_ids(doc: Any, ids: Mapping[str, str]) -> Any:
+    """`doc` (a checkpoint, pending-write or chunk document, as stored) referring to its
+    chunked values by the ids `ids` maps them to (`fresh_value_ids`); a copy when any
+    changes."""
+    if not ids:
+        return doc
+    key = doc[Field.ID]
+    if Field.CHUNK in key:
+        return {
+            **doc,
+            Field.ID: chunk_key(key[Field.CHECKPOINT], ids[key[Field.CHUNK]], key[Field.PART]),
+        }
+    if Field.CHANNEL_VALUES in doc:
+        return {
+            **doc,
+            Field.CHANNEL_VALUES: [_renamed(entry, ids) for entry in doc[Field.CHANNEL_VALUES]],
+        }
+    value = doc.get(Field.VALUE)
+    if isinstance(value, Mapping) and Field.CHUNKS in value:
+        return {**doc, Field.VALUE: _renamed(value, ids)}
+    return doc
+
+
+def _renamed(value: Mapping[str, Any], ids: Mapping[str, str]) -> Mapping[str, Any]:
+    if Field.CHUNKS not in value:
+        return value
+    ref = value[Field.CHUNKS]
+    return {**value, Field.CHUNKS: {**ref, Field.REF_ID: ids[ref[Field.REF_ID]]}}
+
+
 # Chunks that no document refers to.
 
 

@@ -837,16 +837,26 @@ def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) 
     # the copied checkpoints: a write no checkpoint joins (left by an interrupted
     # delete) must not land in the target thread.
     kept = [doc for doc in writes if key_fields(doc[Field.ID][Field.CHECKPOINT]) in copied_ids]
-    # Before both, the chunks they refer to, one checkpoint's at a time (see `_chunks`).
+    # Before both, the chunks they refer to, one checkpoint's at a time, under new value
+    # ids (dated by this copy: see `_chunks.fresh_value_ids`).
+    ids = _chunks.fresh_value_ids(checkpoints, kept)
     for read in _chunks.referenced_chunks(checkpoints, kept):
         found: list[WriteDocument] = yield read
-        moved = [(False, moved_write(chunk, target, stamp)) for chunk in found]
+        moved = [
+            (False, _chunks.with_value_ids(moved_write(chunk, target, stamp), ids))
+            for chunk in found
+        ]
         if moved:  # none when a concurrent delete took the source's checkpoint
             yield upsert_command(Target.WRITES, moved, ordered=True)
-    copied_writes = [(False, moved_write(doc, target, stamp)) for doc in kept]
+    copied_writes = [
+        (False, _chunks.with_value_ids(moved_write(doc, target, stamp), ids)) for doc in kept
+    ]
     if copied_writes:
         yield upsert_command(Target.WRITES, copied_writes)
-    copied = [(False, moved_checkpoint(doc, target, stamp)) for doc in checkpoints]
+    copied = [
+        (False, _chunks.with_value_ids(moved_checkpoint(doc, target, stamp), ids))
+        for doc in checkpoints
+    ]
     yield upsert_command(Target.CHECKPOINTS, copied)
     yield from touch_thread(expiry, target, stamp)
 
