@@ -6,6 +6,7 @@ wrapper itself (the savers' suites drive it through the wire server in
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import pytest
 
@@ -56,7 +57,8 @@ async def test_a_cancelled_caller_waits_for_the_write_then_raises(
     with pytest.raises(asyncio.CancelledError) as caught:
         await caller
     assert write.finished
-    assert caught.value.__cause__ is failure
+    if sys.version_info >= (3, 11):  # 3.10's tasks drop the cause of a CancelledError
+        assert caught.value.__cause__ is failure
 
 
 async def test_a_cancelled_write_cancels_its_caller() -> None:
