@@ -9,8 +9,9 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from pymongo.errors import ConnectionFailure
 
-from langgraph.checkpoint.mongo import AsyncMongoDBSaver
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 from langgraph.checkpoint.mongo._commands import Command
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
@@ -383,3 +384,44 @@ async def test_writes_in_flight_together_move_the_thread_once(counting: Backend)
         assert log.names == ["update"] * (8 + 1)
         [stamp] = await stamps(saver, thread)
         assert stamp.replace(tzinfo=timezone.utc) == hour_boundary() + timedelta(hours=1)
+
+
+async def test_a_refresh_whose_run_failed_before_it_started_is_left_to_the_next_read(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `list` schedules its thread's stamp move before the saver's first `setup()`; when
+    that setup fails, the move never ran, and the next read of the bucket moves the thread
+    (the move is claimed when it runs, not when it is scheduled)."""
+    async with backend.saver(ttl=timedelta(hours=16), refresh_ttl_on_read=True) as saver:
+        clock = Clock(hour_boundary() - timedelta(minutes=30))
+        assert saver.storage.expiry is not None
+        saver.storage.expiry.clock = clock
+        thread = new_thread()
+        await put(saver, thread)
+        [written] = await stamps(saver, thread)
+        clock.now += timedelta(hours=1)
+        failures = [ConnectionFailure("injected"), ConnectionFailure("injected")]
+        real_setup: Any = saver.setup
+
+        def failing_sync(*args: Any, **kwargs: Any) -> Any:
+            if failures:
+                raise failures.pop()
+            return real_setup(*args, **kwargs)
+
+        async def failing_async(*args: Any, **kwargs: Any) -> Any:
+            if failures:
+                raise failures.pop()
+            return await real_setup(*args, **kwargs)
+
+        failing = failing_sync if isinstance(saver, MongoDBSaver) else failing_async
+        monkeypatch.setattr(saver, "setup", failing)
+        saver._setup_state.done = False  # as a saver before its first command
+        with pytest.raises(ConnectionFailure):
+            await listed(saver, config(thread))
+        await settle(saver)  # the scheduled move failed in setup(), before it started
+        assert failures == []
+        assert await stamps(saver, thread) == {written}
+        await listed(saver, config(thread))
+        await settle(saver)
+        [moved] = await stamps(saver, thread)
+        assert moved.replace(tzinfo=timezone.utc) == hour_boundary() + timedelta(hours=1)

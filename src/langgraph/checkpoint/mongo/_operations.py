@@ -319,9 +319,17 @@ def refresh_on_read(storage: Storage, config: RunnableConfig | None) -> Plan[Non
         return None
     thread_id = config.get("configurable", {}).get("thread_id")
     stamp = expiry.stamp()
-    if not isinstance(thread_id, str) or not expiry.claim(thread_id, stamp):
+    if not isinstance(thread_id, str) or not expiry.needs_move(thread_id, stamp):
         return None
-    return _move_thread(expiry, thread_id, stamp)
+    return _claimed_move(expiry, thread_id, stamp)
+
+
+def _claimed_move(expiry: ThreadExpiry, thread_id: str, stamp: datetime) -> Plan[None]:
+    """A read's move of its thread, claimed when the saver runs it rather than when it is
+    scheduled: a run that fails before the plan starts (a failed `setup()`) holds no
+    claim, and the next read moves the thread."""
+    if expiry.claim(thread_id, stamp):
+        yield from _move_thread(expiry, thread_id, stamp)
 
 
 def _move_thread(expiry: ThreadExpiry, thread_id: str, stamp: datetime) -> Plan[None]:
