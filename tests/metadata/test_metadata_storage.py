@@ -310,6 +310,7 @@ async def test_a_filter_of_plain_values_is_one_equality_per_key_an_index_serves(
         "$match": {
             "metadata.source": {"$eq": "loop", "$not": {"$type": "array"}},
             "metadata.user_id": {"$eq": "u1", "$not": {"$type": "array"}},
+            "trimmed": {"$exists": False},  # out of a `keep_last` window: gone
         }
     }
     assert {"$limit": 5} in pipeline
@@ -317,7 +318,8 @@ async def test_a_filter_of_plain_values_is_one_equality_per_key_an_index_serves(
     await listed(saver, None, filter={"flag": True}, limit=1)
     [pipeline] = _list_pipelines(sent_commands)
     assert pipeline[0]["$match"] == {
-        "metadata.flag": {"$in": [True, 1], "$not": {"$type": "array"}}
+        "metadata.flag": {"$in": [True, 1], "$not": {"$type": "array"}},
+        "trimmed": {"$exists": False},
     }
 
 

@@ -18,14 +18,14 @@ import os
 from typing import Any
 
 import pytest
-from pymongo import WriteConcern
+from pymongo import UpdateMany, WriteConcern
 from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, IndexCreationError, MongoDBSaver
 from langgraph.checkpoint.mongo._commands import Command, Target
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import MONGODB_URI, Backend
-from support.helpers import config, either, listed, new_thread, put
+from support.helpers import config, either, listed, new_thread, put, settle
 from support.real_server import INDEX_STAGES, INDEXED_JOINS, Plan, deployment
 
 pytestmark = pytest.mark.integration
@@ -59,17 +59,23 @@ def _explainable(saver: Any, command: Command) -> list[dict[str, Any]]:
         return [{"update": name, "updates": [{"q": args[0], "u": args[1], "upsert": True}]}]
     if command.method == "delete_many":
         return [{"delete": name, "deletes": [{"q": args[0], "limit": 0}]}]
-    if command.method == "bulk_write":
+    if command.method == "bulk_write":  # upserts, and the `UpdateMany`s that ride with them
         return [
-            {"update": name, "updates": [{"q": r._filter, "u": r._doc, "upsert": True}]}
+            {
+                "update": name,
+                "updates": [
+                    {"q": r._filter, "u": r._doc, "upsert": bool(r._upsert)}
+                    | ({"multi": True} if isinstance(r, UpdateMany) else {})
+                ],
+            }
             for r in args[0]
         ]
     raise AssertionError(f"no explain for {command}")
 
 
-@pytest.mark.parametrize("targeted_joins", [True, False])
+@pytest.mark.parametrize(("targeted_joins", "keep_last"), [(True, None), (False, None), (True, 10)])
 async def test_every_query_uses_an_index(
-    sent_commands: list[Command], targeted_joins: bool
+    sent_commands: list[Command], targeted_joins: bool, keep_last: int | None
 ) -> None:
     """Every command of a thread's operations, explained on the server.
 
@@ -78,12 +84,13 @@ async def test_every_query_uses_an_index(
     `indexesUsed` of a classic `$lookup` (5.0+) or the `indexName` of an `EQ_LOOKUP`; and
     through `mongos`, on one shard's explain per shard a command went to. The commands are
     recorded on AsyncMongoDBSaver (MongoDBSaver builds the same ones from the same core),
-    so this runs once, not per driver.
+    so this runs once, not per driver. With `keep_last`, `get_tuple`'s window `$lookup`,
+    the marks in each `put` and the background trims are among them.
     """
     join_index = "thread_checkpoint" if targeted_joins else "checkpoint"
     sharded = deployment().topology == "sharded"
     async with Backend("async", MONGODB_URI).saver(
-        ttl=3600, targeted_joins=targeted_joins
+        ttl=3600, targeted_joins=targeted_joins, keep_last=keep_last
     ) as saver:
         thread, copy_ = new_thread(), new_thread()
         parent = None
@@ -93,6 +100,7 @@ async def test_every_query_uses_an_index(
             parent = stored["configurable"]["checkpoint_id"]
         await either(saver).get_tuple(config(thread))
         await either(saver).get_tuple(stored)
+        await settle(saver)  # the trims `keep_last` sends in the background
         await listed(saver, config(thread), limit=10)
         await listed(saver, config(thread), before=stored, limit=10)
         await either(saver).get_delta_channel_history(config=stored, channels=["c"])

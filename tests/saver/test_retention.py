@@ -11,6 +11,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Command
+from pymongo.errors import AutoReconnect
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 from langgraph.checkpoint.mongo._commands import Command as DriverCommand
@@ -197,27 +198,73 @@ async def stored_ids(saver: Any, thread: str) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("channel", CHANNELS)
 async def test_keep_last_bounds_a_chat_as_it_is_written(backend: Backend, channel: str) -> None:
-    """A 30-turn chat keeps between `keep_last` and twice as many checkpoints (once the
-    trims the saver runs in the background are done), plus, for a `DeltaChannel`, the
-    ancestors back to the last snapshot; no write without its checkpoint; every kept
-    checkpoint reads as `InMemorySaver`'s (which keeps all)."""
+    """After every turn, reads see exactly the `keep_last` newest checkpoints (a
+    `DeltaChannel` chat also the ancestors back to its last snapshot), before the
+    background trims ran too; each of them reads as `InMemorySaver`'s (which keeps all);
+    one out of the window reads as gone. Stored: at most twice the window once the trims
+    are done, and no write without its checkpoint."""
     thread = new_thread()
+    ancestors = 5 if channel == "delta" else 0  # snapshot_frequency
     memory = Driver(chat_graph(channel, snapshot_frequency=5).compile(InMemorySaver()), False)
     async with backend.saver(keep_last=KEEP) as saver:
         graph = Driver(chat_graph(channel, snapshot_frequency=5).compile(saver), backend.is_sync)
-        for turns in (range(15), range(15, 30)):
-            await chat(graph, thread, turns)
-            await chat(memory, thread, turns)
-            await settle(saver)
-            [ids_] = (await stored_ids(saver, thread)).values()
-            assert KEEP <= len(ids_) <= 2 * KEEP + (5 if channel == "delta" else 0)
-            assert await stored_write_owners(saver, thread) <= set(ids_)
-            want = [Norm()(s) for s in await memory.history(config(thread), limit=KEEP)]
-            got = await graph.history(config(thread), limit=KEEP)
-            assert [Norm()(s) for s in got] == want
+        for turn in range(12):
+            await chat(graph, thread, range(turn, turn + 1))
+            await chat(memory, thread, range(turn, turn + 1))
+            every = await memory.history(config(thread))
+            seen = await graph.history(config(thread))
+            want = [Norm()(s) for s in every[:KEEP]]
+            assert [Norm()(s) for s in seen[:KEEP]] == want
+            assert len(seen) >= min(KEEP, len(every))
+            if channel == "reducer":
+                assert len(seen) == min(KEEP, len(every))
+            else:  # exactly what `prune(keep_last=KEEP)` keeps, of a copy
+                copy = new_thread()
+                await either(saver).copy_thread(thread, copy)
+                await either(saver).prune([copy], keep_last=KEEP)
+                assert ids(await listed(saver, config(copy))) == [
+                    s.config["configurable"]["checkpoint_id"] for s in seen
+                ]
             # Rebuilt one by one too: a kept DeltaChannel checkpoint still finds its seed.
-            rebuilt = [await graph.state(s.config) for s in got]
+            rebuilt = [await graph.state(s.config) for s in seen[:KEEP]]
             assert [Norm()(s)["values"] for s in rebuilt] == [s["values"] for s in want]
+            if len(every) > len(seen):
+                gone = every[len(seen)].config
+                assert await either(saver).get_tuple(gone) is None
+        await settle(saver)
+        [stored] = (await stored_ids(saver, thread)).values()
+        assert KEEP <= len(stored) <= 2 * KEEP + ancestors
+        assert await stored_write_owners(saver, thread) <= set(stored)
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+async def test_keep_last_holds_from_the_first_turn_of_a_new_process(
+    backend: Backend, channel: str
+) -> None:
+    """A thread written without `keep_last` (or by another process): the first turn of a
+    saver with `keep_last` leaves exactly the window visible, to that saver and to
+    any other, and the stored history beyond it goes with the saver's next trim."""
+    thread = new_thread()
+    ancestors = 5 if channel == "delta" else 0
+    async with backend.saver() as before:
+        graph = Driver(chat_graph(channel, snapshot_frequency=5).compile(before), backend.is_sync)
+        await chat(graph, thread, range(6))  # 18 checkpoints
+        async with backend.saver(keep_last=KEEP, db_name=before.db.name) as saver:
+            kept = Driver(chat_graph(channel, snapshot_frequency=5).compile(saver), backend.is_sync)
+            await chat(kept, thread, range(6, 7))
+            for reader in (kept, graph):
+                seen = await reader.history(config(thread))
+                if channel == "reducer":
+                    assert len(seen) == KEEP
+                else:
+                    assert KEEP <= len(seen) <= KEEP + ancestors + 3
+            state = await kept.state(config(thread))
+            assert [m.id for m in state.values["messages"]][-2:] == ["h-6", "ai-7"]
+            assert len(state.values["messages"]) == 14
+            await chat(kept, thread, range(7, 12))
+            await settle(saver)
+            [stored] = (await stored_ids(saver, thread)).values()
+            assert len(stored) <= 2 * KEEP + ancestors
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
@@ -252,24 +299,109 @@ async def test_keep_last_interrupts_time_travel_and_forks_behave_as_in_memory(
         assert log["fork run 2"]["log"][-2:] == ["B2", "c"]
 
 
-async def test_keep_last_trims_after_put_in_the_background_in_two_commands(
-    counting: Backend,
+async def test_keep_last_marks_in_the_puts_command_and_deletes_in_the_background(
+    counting: Backend, sent_commands: list[DriverCommand]
 ) -> None:
-    """No trim before the namespace holds more than twice `keep_last`; then one, sent
-    after that `put` returned, of the checkpoints and then of their writes."""
+    """Every `put` past the window marks the checkpoint that leaves it in its own
+    `update` command (after the upsert: a failed upsert marks nothing), so reads never
+    see more than `keep_last`; once the namespace holds more than twice `keep_last`, one
+    trim, sent after that `put` returned, deletes the marked checkpoints and then their
+    writes."""
     log = CommandLog()
     thread = new_thread()
     async with counting.saver(log, keep_last=2) as saver:
         made = [await put(saver, thread)]
-        for _ in range(4):
+        deleted: set[str] = set()
+        for _ in range(5):
             log.reset()
+            sent_commands.clear()
             made.append(await put(saver, thread, parent=made[-1]["configurable"]["checkpoint_id"]))
             await settle(saver)
             await either(saver).put_writes(made[-1], [("w", 1)], "t")
             trimmed = len(made) == 2 * 2 + 1
             assert log.names == ["update", *(["delete", "delete"] if trimmed else []), "update"]
-        kept = [c["configurable"]["checkpoint_id"] for c in made[-2:]]
-        assert ids(await listed(saver, config(thread))) == kept[::-1]
+            store = sent_commands[0]
+            kept = [c["configurable"]["checkpoint_id"] for c in made[-2:]]
+            assert ids(await listed(saver, config(thread))) == kept[::-1]
+            if len(made) > 2:
+                [requests] = store.args
+                assert [type(r).__name__ for r in requests] == ["UpdateOne", "UpdateMany"]
+                assert await either(saver).get_tuple(made[-3]) is None
+                marked = await maybe_await(
+                    saver.checkpoint_collection.find(
+                        {"thread_id": thread, "trimmed": True}
+                    ).to_list(None)
+                )
+                left = {doc["_id"]["checkpoint_id"] for doc in marked}
+                older = {c["configurable"]["checkpoint_id"] for c in made[:-2]}
+                assert left == (set() if trimmed else older - deleted)
+            else:
+                assert store.method.name == "UPDATE_ONE"
+            if trimmed:
+                deleted = {c["configurable"]["checkpoint_id"] for c in made[:-2]}
+
+
+async def test_checkpoints_out_of_the_window_are_gone_for_every_operation(
+    backend: Backend,
+) -> None:
+    """What `keep_last` marked and has not deleted yet: a saver without `keep_last` does
+    not read it either, `copy_thread` leaves it (and its writes) behind, and any `prune`
+    deletes it, however many checkpoints it keeps."""
+    thread, copy = new_thread(), new_thread()
+    async with backend.saver(keep_last=3) as saver:
+        made = await chain(saver, thread, 5)  # no trim yet: 5 <= 2 * 3
+        assert len(await stored_ids(saver, thread)) == 1
+        [stored] = (await stored_ids(saver, thread)).values()
+        assert stored == made[::-1]
+        async with backend.saver(db_name=saver.db.name) as plain:
+            assert ids(await listed(plain, config(thread))) == made[:1:-1]
+            assert await tuples(plain, thread, "", made[:2]) == [None, None]
+            await either(plain).copy_thread(thread, copy)
+            assert ids(await listed(plain, config(copy))) == made[:1:-1]
+            assert (await stored_ids(plain, copy))[""] == made[:1:-1]
+            assert await stored_write_owners(plain, copy) == set(made[2:])
+            await either(plain).prune([thread], keep_last=100)
+            assert (await stored_ids(plain, thread))[""] == made[:1:-1]
+            assert await stored_write_owners(plain, thread) == set(made[2:])
+
+
+async def test_a_failed_put_leaves_the_window_whole(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `put` whose command failed may not have stored its checkpoint: the saver does
+    not count it in the window, so the next turn (which reads the thread first, as
+    LangGraph does) still keeps `keep_last` checkpoints, not one fewer."""
+    from langgraph.checkpoint.mongo import _executors
+
+    thread = new_thread()
+    call = _executors.call
+    failing = {"left": 0}
+
+    def flaky(collection: Any, command: DriverCommand) -> Any:
+        if failing["left"] and command.method.name == "BULK_WRITE":
+            failing["left"] -= 1
+            raise AutoReconnect("injected: connection lost")
+        return call(collection, command)
+
+    monkeypatch.setattr(_executors, "call", flaky)
+    async with backend.saver(keep_last=2) as saver:
+        made = await chain(saver, thread, 3)
+        failing["left"] = 1
+        with pytest.raises(AutoReconnect):
+            await put(saver, thread, parent=made[-1])
+        latest = await either(saver).get_tuple(config(thread))
+        assert latest is not None
+        assert latest.config["configurable"]["checkpoint_id"] == made[-1]
+        made += await chain_from(saver, thread, made[-1], 1)
+        assert ids(await listed(saver, config(thread))) == made[:-3:-1]
+
+
+async def chain_from(saver: Any, thread: str, parent: str, n: int) -> list[str]:
+    made: list[str] = []
+    for _ in range(n):
+        stored = await put(saver, thread, parent=made[-1] if made else parent)
+        made.append(stored["configurable"]["checkpoint_id"])
+    return made
 
 
 async def test_saver_keep_last_is_checked(backend: Backend) -> None:

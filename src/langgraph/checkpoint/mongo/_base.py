@@ -28,7 +28,7 @@ from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES
 from langgraph.checkpoint.mongo._drivers import client_options, identify, require_client
 from langgraph.checkpoint.mongo._logging import logger
-from langgraph.checkpoint.mongo._queries import WritesJoin
+from langgraph.checkpoint.mongo._queries import WindowRead, WritesJoin
 from langgraph.checkpoint.mongo._retention import KeepLast
 from langgraph.checkpoint.mongo._ttl import ThreadExpiry
 
@@ -153,8 +153,9 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             for what it counts and how to size it.
         keep_last: each thread keeps its `keep_last` newest checkpoints per namespace
             (and the ancestors their `DeltaChannel`s rebuild from), trimmed as it is
-            written: once this process knows more than `2 * keep_last` of them, the
-            older ones go with their writes, in the background after that `put` (see
+            written: the `put` of a checkpoint takes the oldest one out of the window
+            for every read, in the same command, and the checkpoints out of the window
+            are deleted with their writes in the background, a batch at a time (see
             [retention](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/retention/)).
             `None`: threads keep every checkpoint.
         refresh_ttl_on_read: with `ttl`, a read of a thread (`get_tuple`, `list` of one
@@ -246,6 +247,11 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             expiry=ThreadExpiry(ttl_delta) if ttl_delta is not None else None,
             recent=RecentValues(cache_bound),
             keep_last=KeepLast(self.keep_last) if self.keep_last is not None else None,
+            window=(
+                WindowRead(checkpoint_collection_name, self.keep_last)
+                if self.keep_last is not None and targeted_joins
+                else None
+            ),
             refresh_on_read=self.refresh_ttl_on_read,
             max_bytes=_options.state_max_bytes(state_max_bytes),
         )

@@ -118,10 +118,13 @@ def needed_by(lineage: Lineage, survivors: Iterable[str]) -> set[str]:
 
 def prunable(lineage_docs: Iterable[LineageDocument], keep_last: int = 1) -> list[CheckpointKey]:
     """What `prune` deletes, of the checkpoints it has read: all but the `keep_last`
-    newest of each namespace and the ancestors their delta channels rebuild from."""
+    newest of each namespace and the ancestors their delta channels rebuild from. The
+    newest are counted among those reads return: a checkpoint `keep_last` trimmed goes
+    (unless a kept one rebuilds from it)."""
     doomed: list[CheckpointKey] = []
     for (thread_id, ns), lineage in by_namespace(lineage_docs).items():
-        newest = sorted(lineage, reverse=True)[:keep_last]
+        visible = [c for c, doc in lineage.items() if not doc.get(Field.TRIMMED)]
+        newest = sorted(visible, reverse=True)[:keep_last]
         keep = set(newest) | needed_by(lineage, newest)
         doomed += [checkpoint_key(thread_id, ns, c) for c in sorted(lineage) if c not in keep]
     return doomed

@@ -104,6 +104,9 @@ class Storage:
             the next checkpoint reuses instead of reading its parent.
         keep_last: the saver's `keep_last` (the lineage it has seen, the trims it owes);
             `None` when threads keep every checkpoint.
+        window: with `keep_last`, what `get_tuple` reads of the namespace's newest
+            checkpoints beside the one it returns; `None` without `keep_last`, or with
+            `targeted_joins=False` (services without MongoDB 5.0's `$lookup`).
         refresh_on_read: the saver's `refresh_ttl_on_read`: a read of a thread moves
             its expiry stamp too (see `refresh_on_read`).
         max_bytes: the largest checkpoint or pending write stored (`state_max_bytes`).
@@ -114,6 +117,7 @@ class Storage:
     expiry: ThreadExpiry | None
     recent: RecentValues
     keep_last: KeepLast | None = None
+    window: _queries.WindowRead | None = None
     refresh_on_read: bool = False
     max_bytes: int = DEFAULT_STATE_MAX_BYTES
 
@@ -368,18 +372,23 @@ def _parent_values(storage: Storage, new: NewCheckpoint) -> Plan[StoredValues | 
     return values
 
 
-def store_checkpoint(document: CheckpointDocument, first: Sequence[UpdateMany] = ()) -> Command:
+def store_checkpoint(
+    document: CheckpointDocument,
+    first: Sequence[UpdateMany] = (),
+    then: Sequence[UpdateMany] = (),
+) -> Command:
     """The one command that stores a checkpoint document: an upsert (`update_one`).
 
     `first`: updates of the checkpoints collection the write must not land without (the
-    thread's expiry stamp moved), sent before the upsert in the same command (an ordered
-    `bulk_write`, which stops at the first failure). PyMongo sends one wire command per
-    kind of request: an `UpdateMany` shares the upsert's, a `DeleteMany` would cost a
-    round trip of its own.
+    thread's expiry stamp moved), sent before the upsert in the same command; `then`:
+    updates that must not happen unless it landed (`keep_last`'s marks), sent after it.
+    Either makes the command an ordered `bulk_write`, which stops at the first failure.
+    PyMongo sends one wire command per kind of request: an `UpdateMany` shares the
+    upsert's, a `DeleteMany` would cost a round trip of its own.
     """
-    if not first:
+    if not first and not then:
         return upsert_command(Target.CHECKPOINTS, [(False, document)])
-    requests = [*first, _queries.upsert_request(document)]
+    requests = [*first, _queries.upsert_request(document), *then]
     return Command(Target.CHECKPOINTS, Method.BULK_WRITE, (requests,))
 
 
@@ -399,8 +408,10 @@ def put(
     document (the pieces of a value too large for one document) are yielded between
     `build_checkpoint` and `store_checkpoint` (`_chunks`); updates that must ride with
     the document in its one command (moving the thread's stamp) go in
-    `store_checkpoint(..., first=...)` (`_stamped_write`). With `keep_last`, the trim it
-    queues is the saver's to send, in the background (`trim_after_put`).
+    `store_checkpoint(..., first=...)` (`_stamped_write`), and those that must follow it
+    in `then=` (with `keep_last`, the marks of the checkpoints that leave the window:
+    see `_retention`). The trim it queues is the saver's to send, in the background
+    (`trim_after_put`).
     """
     new = new_checkpoint(ref_from_config(config), checkpoint, metadata, config, new_versions)
     # A config that already names the checkpoint (peers' suites and users' tests put them
@@ -416,13 +427,34 @@ def put(
         yield upsert_command(
             Target.WRITES, [(False, chunk) for chunk in built.chunks], ordered=True
         )
-    send = partial(store_checkpoint, built.document)
-    yield from _stamped_write(expiry, new.ref.thread_id, stamp, Target.CHECKPOINTS, send)
+    keep_last = storage.keep_last
+    if keep_last is None:
+        send = partial(store_checkpoint, built.document)
+        yield from _stamped_write(expiry, new.ref.thread_id, stamp, Target.CHECKPOINTS, send)
+    else:
+        yield from _stored_in_window(keep_last, built.document, expiry, stamp)
     storage.recent.remember(new.key, built.values)
-    if storage.keep_last is not None:
-        storage.keep_last.saw([built.document])
-        storage.keep_last.after_put(new.ref.thread_id, new.ref.checkpoint_ns)
     return new.ref.config()
+
+
+def _stored_in_window(
+    keep_last: KeepLast,
+    document: CheckpointDocument,
+    expiry: ThreadExpiry | None,
+    stamp: datetime | None,
+) -> Plan[None]:
+    """`put`'s command with `keep_last`: the checkpoints that leave the window are marked
+    in it, after the upsert (see `_retention`)."""
+    thread_id, ns = document[Field.THREAD_ID], document[Field.ID][Field.CHECKPOINT_NS]
+    below = keep_last.mark_below(document)
+    then = [] if below is None else [UpdateMany(*_queries.trim_marks(thread_id, ns, below))]
+    send = partial(store_checkpoint, document, then=then)
+    try:
+        yield from _stamped_write(expiry, thread_id, stamp, Target.CHECKPOINTS, send)
+    except BaseException:
+        keep_last.failed(thread_id, ns)
+        raise
+    keep_last.after_put(thread_id, ns, below)
 
 
 def put_writes(
@@ -524,14 +556,15 @@ def _read_joined(
 
 
 def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
-    pipeline = _queries.get_tuple_pipeline(ref_from_config(config), storage.join)
+    pipeline = _queries.get_tuple_pipeline(ref_from_config(config), storage.join, storage.window)
     docs: list[JoinedCheckpoint] = yield from _read_joined(pipeline)
     if not docs:
         return None
+    window = docs[0].pop(Field.WINDOW, [])
     yield from _chunks.resolve(docs)
     found = checkpoint_tuple(storage.codec, docs[0])
     if storage.keep_last is not None:
-        storage.keep_last.saw(docs)
+        storage.keep_last.saw([*window, *docs])
     # A graph's next `put` names this checkpoint as its parent: keep its stored values.
     versions = found.checkpoint.get("channel_versions", {})
     storage.recent.remember(
@@ -830,7 +863,7 @@ def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) 
     source = require_str(source_thread_id, "source_thread_id")
     target = require_str(target_thread_id, "target_thread_id")
     checkpoints: list[CheckpointDocument] = yield Command(
-        Target.CHECKPOINTS, Method.FIND, (_queries.of_thread(source),)
+        Target.CHECKPOINTS, Method.FIND, (_queries.visible_of_thread(source),)
     )
     if not checkpoints:
         return

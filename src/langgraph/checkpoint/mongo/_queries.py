@@ -92,6 +92,24 @@ def checkpoints_of(keys: list[CheckpointKey]) -> dict[str, Any]:
     return {**_threads_of(keys), Field.ID: {"$in": keys}}
 
 
+def visible_of_thread(thread_id: str) -> dict[str, Any]:
+    """A thread's checkpoints that reads return (not `trimmed`)."""
+    return {Field.THREAD_ID: thread_id, **NOT_TRIMMED}
+
+
+# What every read of checkpoints matches: a checkpoint out of its namespace's `keep_last`
+# window is gone for reads, though a background trim deletes it later (see `_retention`).
+NOT_TRIMMED: Mapping[str, Any] = {Field.TRIMMED: {"$exists": False}}
+
+
+def trim_marks(thread_id: str, checkpoint_ns: str, below: str) -> tuple[dict[str, Any], Any]:
+    """`update_many` filter and update: mark a namespace's checkpoints with ids below
+    `below` `trimmed` (those not marked yet; by the checkpoints' index)."""
+    return {**checkpoints_below(thread_id, checkpoint_ns, below), **NOT_TRIMMED}, {
+        "$set": {Field.TRIMMED: True}
+    }
+
+
 def checkpoints_below(thread_id: str, checkpoint_ns: str, below: str) -> dict[str, Any]:
     """A namespace's checkpoints with ids below `below` (by the checkpoints' index)."""
     return {
@@ -216,21 +234,58 @@ class WritesJoin:
         return {"$lookup": lookup}
 
 
-def get_tuple_pipeline(ref: CheckpointRef, join: WritesJoin) -> list[dict[str, Any]]:
-    """The checkpoint `ref` names, or the newest of its thread and namespace."""
+@dataclass(frozen=True, slots=True)
+class WindowRead:
+    """With the saver's `keep_last`: `get_tuple` also returns the lineage of the `size`
+    newest checkpoints of the namespace (`Field.WINDOW`), so the first `put` of a process
+    knows which checkpoint leaves the window (see `_retention`). One more `$lookup` in
+    the same aggregation, of the checkpoints collection (`collection`) into itself, in
+    MongoDB 5.0's concise correlated form (`targeted_joins`), so no round trip more."""
+
+    collection: str
+    size: int
+
+    def stage(self, ref: CheckpointRef) -> dict[str, Any]:
+        newest = {Field.ID_CHECKPOINT_NS: ref.checkpoint_ns, **NOT_TRIMMED}
+        return {
+            "$lookup": {
+                "from": self.collection,
+                "localField": Field.THREAD_ID,
+                "foreignField": Field.THREAD_ID,
+                "pipeline": [
+                    {"$match": newest},
+                    {"$sort": {Field.ID_CHECKPOINT_ID: DESCENDING}},
+                    {"$limit": self.size},
+                    {"$project": LINEAGE_PROJECTION},
+                ],
+                "as": Field.WINDOW,
+            }
+        }
+
+
+def get_tuple_pipeline(
+    ref: CheckpointRef, join: WritesJoin, window: WindowRead | None = None
+) -> list[dict[str, Any]]:
+    """The checkpoint `ref` names, or the newest of its thread and namespace; with
+    `window`, and the lineage of the namespace's newest checkpoints (after the join:
+    `without_join` leaves it out with the writes)."""
     match: dict[str, Any] = {
         Field.THREAD_ID: ref.thread_id,
         Field.ID_CHECKPOINT_NS: ref.checkpoint_ns,
+        **NOT_TRIMMED,
     }
     if ref.checkpoint_id is not None:
         match[Field.ID_CHECKPOINT_ID] = ref.checkpoint_id
-    return [
+    pipeline: list[dict[str, Any]] = [
         {"$match": match},
         {"$sort": {Field.ID_CHECKPOINT_ID: DESCENDING}},
         {"$limit": 1},
         {"$project": _READ_PROJECTION},
         join.stage(ref.thread_id),
     ]
+    if window is not None:
+        pipeline.append(window.stage(ref))
+    return pipeline
 
 
 def list_pipeline(
@@ -246,7 +301,7 @@ def list_pipeline(
     """Checkpoints newest first across threads and namespaces, as `PostgresSaver` orders
     them. `metadata_conditions` (see `_metadata`) are on `metadata.<key>` paths, so an
     index a user creates on one serves them."""
-    match: dict[str, Any] = dict(metadata_conditions)
+    match: dict[str, Any] = {**metadata_conditions, **NOT_TRIMMED}
     if thread_id is not None:
         match[Field.THREAD_ID] = thread_id
     if checkpoint_ns is not None:
@@ -359,7 +414,7 @@ _MAX_BATCH_SIZE = 2**31 - 1
 def checkpoint_counts_pipeline(thread_ids: Sequence[str]) -> list[dict[str, Any]]:
     """How many checkpoints each of these threads has, per namespace (`CountDocument`)."""
     return [
-        {"$match": of_threads(thread_ids)},
+        {"$match": {**of_threads(thread_ids), **NOT_TRIMMED}},
         {
             "$group": {
                 Field.ID: {
@@ -382,6 +437,8 @@ LINEAGE_PROJECTION = {
     Field.REPLAYED_CHANNELS: 1,
     # Where `replayed_channels` is left out, the channels are these counters' keys.
     f"{Field.METADATA}.{DELTA_COUNTERS}": 1,
+    # `prune` deletes what `keep_last` trimmed, however many checkpoints it keeps.
+    Field.TRIMMED: 1,
 }
 # Lineage documents are small (ids and channel names); one large batch keeps a lineage
 # read to one round trip up to the 16 MiB reply limit (some 50,000 checkpoints).

@@ -25,32 +25,43 @@ class Trim(NamedTuple):
 
 
 class KeepLast:
-    """The saver's `keep_last`: which checkpoints of a namespace it may delete, from the
-    lineage this process has seen (its own `put`s, and the reads LangGraph starts each run
-    with), never a read of its own.
+    """The saver's `keep_last`: which checkpoints of a namespace leave its window, from
+    the lineage this process has seen (its own `put`s, the reads LangGraph starts each
+    run with, and the window `get_tuple` reads beside the checkpoint).
 
-    Trimming is amortized: once more than `2 * keep_last` checkpoints of a namespace are
-    known, everything older than the `keep_last` newest known ones (and the ancestors
-    their `DeltaChannel`s rebuild from) goes, in two commands the saver sends in the
-    background (`_operations.trim_after_put`). Checkpoints this process
-    does not know (another process's) can only be newer than the cut-off or older than
-    it: the newest `keep_last` known ones always stay, so a trim never keeps fewer than
-    `keep_last`. A `DeltaChannel` namespace is trimmed only when the known lineage reaches
-    back to the seeds its kept checkpoints need; otherwise it waits.
+    Two steps, so that no read ever sees more than the window and a chat turn sends no
+    command more (`_operations.put`):
+
+    - each `put` marks the checkpoints older than the `keep_last` newest known ones (and
+      the ancestors their `DeltaChannel`s rebuild from) `trimmed`, with an `UpdateMany`
+      that rides in the put's own command, after its upsert; every read leaves marked
+      checkpoints out (`_queries.NOT_TRIMMED`);
+    - once more than `2 * keep_last` checkpoints of a namespace are known, the marked
+      ones and their writes are deleted, in two commands the saver sends in the
+      background (`_operations.trim_after_put`).
+
+    Checkpoints this process does not know (another process's) can only be newer than the
+    cut-off or older than it: the newest `keep_last` known ones always stay, so a mark
+    never leaves fewer than `keep_last`. A `DeltaChannel` namespace is marked only when
+    the known lineage reaches back to the seeds its kept checkpoints need; otherwise it
+    waits.
     """
 
     def __init__(self, keep_last: int) -> None:
         self.keep_last = keep_last
         self._known: OrderedDict[tuple[str, str], dict[str, LineageDocument]] = OrderedDict()
         self._trimmed_below: dict[tuple[str, str], str] = {}
+        self._marked_below: dict[tuple[str, str], str] = {}
         self._pending: dict[str, list[Trim]] = {}
         self._lock = threading.Lock()
 
     def saw(self, docs: Iterable[Mapping[str, Any]]) -> None:
         """Remember the lineage of these stored checkpoints (documents of any projection
-        that holds `LINEAGE_PROJECTION`'s fields)."""
+        that holds `LINEAGE_PROJECTION`'s fields), except those out of the window."""
         with self._lock:
             for doc in docs:
+                if doc.get(Field.TRIMMED):
+                    continue
                 key = doc[Field.ID]
                 namespace = (key[Field.THREAD_ID], key[Field.CHECKPOINT_NS])
                 below = self._trimmed_below.get(namespace)
@@ -62,21 +73,40 @@ class KeepLast:
             while len(self._known) > _NAMESPACES:
                 # Forgotten whole, its queued trim included: memory stays bounded, and a
                 # namespace written again is trimmed once it is known again.
-                (thread_id, ns), _ = self._known.popitem(last=False)
-                self._trimmed_below.pop((thread_id, ns), None)
-                pending = [t for t in self._pending.pop(thread_id, []) if t.checkpoint_ns != ns]
-                if pending:
-                    self._pending[thread_id] = pending
+                self._forget(next(iter(self._known)))
 
-    def after_put(self, thread_id: str, checkpoint_ns: str) -> None:
-        """After a `put`: queue a trim of the namespace once it holds enough to trim."""
+    def mark_below(self, document: Mapping[str, Any]) -> str | None:
+        """Before the `put` of `document`: the id below which its namespace's checkpoints
+        leave the window once it is stored (`None`: nothing more to mark).
+
+        `document` counts as known from here on; a `put` that fails must call `failed`,
+        which forgets the namespace (the document may not be stored, and a window
+        counted with it could keep fewer than `keep_last`)."""
+        self.saw([document])
+        key = document[Field.ID]
+        namespace = (key[Field.THREAD_ID], key[Field.CHECKPOINT_NS])
+        with self._lock:
+            known = self._known.get(namespace, {})
+            if len(known) <= self.keep_last:
+                return None
+            below = _keep_from(known, self.keep_last)
+            marked = self._marked_below.get(namespace)
+            if below is None or (marked is not None and below <= marked):
+                return None
+            return below
+
+    def after_put(self, thread_id: str, checkpoint_ns: str, marked: str | None) -> None:
+        """After a `put` that marked below `marked`: remember it, and queue a delete of
+        the marked checkpoints once the namespace holds enough to delete."""
         with self._lock:
             namespace = (thread_id, checkpoint_ns)
+            if marked is not None:
+                self._marked_below[namespace] = max(
+                    marked, self._marked_below.get(namespace, marked)
+                )
             known = self._known.get(namespace, {})
-            if len(known) <= 2 * self.keep_last:
-                return
-            below = _keep_from(known, self.keep_last)
-            if below is None or below <= min(known):
+            below = self._marked_below.get(namespace)
+            if len(known) <= 2 * self.keep_last or below is None or below <= min(known):
                 return
             for old in [c for c in known if c < below]:
                 del known[old]
@@ -84,6 +114,23 @@ class KeepLast:
             pending = self._pending.setdefault(thread_id, [])
             pending[:] = [t for t in pending if t.checkpoint_ns != checkpoint_ns]
             pending.append(Trim(thread_id, checkpoint_ns, below))
+
+    def failed(self, thread_id: str, checkpoint_ns: str) -> None:
+        """A `put` failed: forget what was known of its namespace (the next read of it
+        tells again), its trim queued before included."""
+        with self._lock:
+            self._forget((thread_id, checkpoint_ns))
+
+    def _forget(self, namespace: tuple[str, str]) -> None:
+        """Drop all that is known of the namespace, its queued trim included (under the
+        lock)."""
+        thread_id, ns = namespace
+        self._known.pop(namespace, None)
+        self._trimmed_below.pop(namespace, None)
+        self._marked_below.pop(namespace, None)
+        pending = [t for t in self._pending.pop(thread_id, []) if t.checkpoint_ns != ns]
+        if pending:
+            self._pending[thread_id] = pending
 
     def take(self, thread_id: str) -> list[Trim]:
         """The trims queued for the thread, now owned by the caller (`give_back` on failure)."""
@@ -106,8 +153,7 @@ class KeepLast:
             for thread_id in doomed:
                 self._pending.pop(thread_id, None)
             for namespace in [n for n in self._known if n[0] in doomed]:
-                del self._known[namespace]
-                self._trimmed_below.pop(namespace, None)
+                self._forget(namespace)
 
 
 def lineage_entry(doc: Mapping[str, Any]) -> LineageDocument:
