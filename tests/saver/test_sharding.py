@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, testing
@@ -38,13 +39,23 @@ def _targets(command: Command, thread: str) -> bool:
     return _names_thread(command.args[0], thread)
 
 
-async def test_thread_operations_name_their_thread(sent_commands: list[Command]) -> None:
-    saver = AsyncMongoDBSaver(testing.async_client(), ttl=3600)
+@pytest.mark.parametrize("keep_last", [None, 1])
+async def test_thread_operations_name_their_thread(
+    sent_commands: list[Command], keep_last: int | None
+) -> None:
+    """With `keep_last`: `get_tuple`'s window `$lookup`, the marks in each `put` and the
+    background trims too."""
+    saver = AsyncMongoDBSaver(testing.async_client(), ttl=3600, keep_last=keep_last)
     await saver.setup()
     thread, copy = new_thread(), new_thread()
     sent_commands.clear()
     first = await put(saver, thread, metadata={"run_id": "r1"})
     second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
+    third = await put(saver, thread, parent=second["configurable"]["checkpoint_id"])
+    await saver.settle()
+    if keep_last is not None:  # two marks, and a trim
+        assert sum(c.method == "delete_many" for c in sent_commands) == 2
+    await either(saver).put_writes(third, [("a", 0)], "task")
     await either(saver).put_writes(second, [("a", 1), ("__error__", "x")], "task")
     await either(saver).put_writes(second, [("b", 2)], "task-2")  # one write: update_one
     await either(saver).get_tuple(config(thread))

@@ -246,7 +246,12 @@ class WindowRead:
     size: int
 
     def stage(self, ref: CheckpointRef) -> dict[str, Any]:
-        newest = {Field.ID_CHECKPOINT_NS: ref.checkpoint_ns, **NOT_TRIMMED}
+        # The thread again, as the writes join names it: one shard of a sharded collection.
+        newest = {
+            Field.THREAD_ID: ref.thread_id,
+            Field.ID_CHECKPOINT_NS: ref.checkpoint_ns,
+            **NOT_TRIMMED,
+        }
         return {
             "$lookup": {
                 "from": self.collection,
