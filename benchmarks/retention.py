@@ -120,7 +120,10 @@ def _storage(server: ServerProcess, result: Retention, checks: list[str]) -> Non
         result.stored_bytes, result.stored_documents = _thread_bytes(client, saver)
         kept = saver.checkpoint_collection.count_documents({"thread_id": STORAGE_THREAD})
         if not KEEP_LAST <= kept <= 2 * KEEP_LAST + 2:
-            checks.append(f"retention: {kept} checkpoints kept with {KEEP}")
+            checks.append(f"retention: {kept} checkpoints stored with {KEEP}")
+        listed = len(list(saver.list(thread_config(STORAGE_THREAD))))
+        if listed != KEEP_LAST:
+            checks.append(f"retention: {listed} checkpoints listed with {KEEP}")
         state = saver.get_tuple(thread_config(STORAGE_THREAD))
         messages = state.checkpoint["channel_values"].get("messages", []) if state else []
         if len(messages) != 2 * result.storage_turns:
