@@ -108,6 +108,9 @@ async def test_the_example_runs_on_the_factory(
     monkeypatch.setenv("MONGODB_COMPRESSION", "zstd")
     monkeypatch.setenv("MONGODB_TTL_SECONDS", "3600")
     monkeypatch.setenv("MONGODB_KEEP_LAST", "3")
+    monkeypatch.setenv("MONGODB_REFRESH_TTL_ON_READ", "true")
+    monkeypatch.setenv("MONGODB_STATE_MAX_BYTES", str(32 * 1024 * 1024))
+    monkeypatch.setenv("MONGODB_CACHE_MAX_BYTES", "0")
     async with AsyncExitStack() as stack:
         kwargs, close = await factory_arguments(backend, stack, monkeypatch)
         async with factory(**kwargs) as saver:
@@ -119,6 +122,9 @@ async def test_the_example_runs_on_the_factory(
                 3600,
             )
             assert saver.keep_last == 3
+            assert saver.refresh_ttl_on_read is True
+            assert saver.storage.max_bytes == 32 * 1024 * 1024
+            assert saver.storage.recent.max_bytes == 0
             # What the server checks for: present, so rollback, fast copies and pruning work.
             for method in ("adelete_for_runs", "acopy_thread", "aprune"):
                 assert getattr(type(saver), method) is not getattr(BaseCheckpointSaver, method)
@@ -190,6 +196,9 @@ def test_settings_come_from_the_environment() -> None:
         "MONGODB_TARGETED_JOINS": "false",
         "MONGODB_ALLOWED_MSGPACK_MODULES": "my_agent.models:Order,my_agent.state:Cart",
         "MONGODB_KEEP_LAST": "10",
+        "MONGODB_REFRESH_TTL_ON_READ": "yes",
+        "MONGODB_STATE_MAX_BYTES": "33554432",
+        "MONGODB_CACHE_MAX_BYTES": "0",
     }
     assert Settings.from_env(env) == Settings(
         "mongodb://db.example:27017",
@@ -201,6 +210,9 @@ def test_settings_come_from_the_environment() -> None:
         False,
         (("my_agent.models", "Order"), ("my_agent.state", "Cart")),
         10,
+        True,
+        33554432,
+        0,
     )
 
 
@@ -220,6 +232,17 @@ def test_settings_come_from_the_environment() -> None:
         ),
         *(("MONGODB_KEEP_LAST", value, "must be 1 or more") for value in ("0", "-1")),
         *(("MONGODB_KEEP_LAST", value, "must be a whole number") for value in ("2.5", "ten")),
+        ("MONGODB_REFRESH_TTL_ON_READ", "sometimes", "must be true or false"),
+        *(
+            ("MONGODB_STATE_MAX_BYTES", value, "must be at least 16777216")
+            for value in ("16777215", "0", "-1")
+        ),
+        *(
+            (variable, value, "must be a whole number")
+            for variable in ("MONGODB_STATE_MAX_BYTES", "MONGODB_CACHE_MAX_BYTES")
+            for value in ("64MiB", "1e8", "2.5")
+        ),
+        ("MONGODB_CACHE_MAX_BYTES", "-1", "must be 0 (no cache) or more bytes"),
         *(
             ("MONGODB_DB_NAME", value, "must be a MongoDB database name")
             for value in ("my.db", "my db", "a/b", "a\\b", "a$b", 'a"b', "a\x00b", "d" * 64)
@@ -234,6 +257,20 @@ def test_settings_come_from_the_environment() -> None:
 def test_a_bad_variable_is_named(variable: str, value: str, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(f"{variable} {message}")):
         Settings.from_env({"MONGODB_URI": "mongodb://db.example", variable: value})
+
+
+@pytest.mark.parametrize("ttl", [None, ""])
+def test_refresh_ttl_on_read_without_a_ttl_names_both_variables(ttl: str | None) -> None:
+    env = {"MONGODB_REFRESH_TTL_ON_READ": "true"}
+    if ttl is not None:
+        env["MONGODB_TTL_SECONDS"] = ttl  # empty: unset
+    with pytest.raises(
+        ValueError,
+        match=r"MONGODB_REFRESH_TTL_ON_READ must be False without MONGODB_TTL_SECONDS: .*; "
+        r"set MONGODB_TTL_SECONDS too",
+    ):
+        Settings.from_env(env)
+    assert Settings.from_env({**env, "MONGODB_REFRESH_TTL_ON_READ": "false"}) == Settings()
 
 
 @pytest.mark.parametrize(

@@ -279,6 +279,34 @@ def test_delete_without_a_terminal_refuses_before_connecting() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("flags", "name"),
+    [
+        (["--checkpoints", "same", "--writes", "same"], "same"),
+        (["--writes", "checkpoints"], "checkpoints"),  # the other's default
+        (["--checkpoints", "checkpoint_writes"], "checkpoint_writes"),
+    ],
+)
+def test_equal_collection_flags_are_refused_by_name_before_connecting(
+    flags: list[str], name: str
+) -> None:
+    """The saver would refuse them too, naming its own arguments
+    (`checkpoint_collection_name`), and only once connected: the command names its flags,
+    as copy-threads and the Agent Server do, with argparse's exit code."""
+    unreachable = "mongodb://127.0.0.1:9/"
+    for action in (["ls"], ["show", "a"], ["prune", "--keep-last", "1"], ["delete", "a"]):
+        out, err = io.StringIO(), io.StringIO()
+        argv = ["threads", *action, "--uri", unreachable, "--timeout", "30", *flags]
+        started = time.monotonic()
+        assert main(argv, out, err) == 2
+        assert time.monotonic() - started < 10  # no server was waited for
+        assert err.getvalue() == (
+            f"error: --checkpoints and --writes must name two different collections, both "
+            f"are {name!r}\n"
+        )
+        assert out.getvalue() == ""
+
+
 def test_connection_problems_are_named_without_the_password(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -356,7 +356,7 @@ async def test_refresh_ttl_on_read_moves_the_stamp_once_per_bucket_in_the_backgr
 
 
 async def test_refresh_ttl_on_read_is_checked(backend: Backend) -> None:
-    with pytest.raises(ValueError, match="refresh_ttl_on_read must be False without a ttl"):
+    with pytest.raises(ValueError, match="refresh_ttl_on_read must be False without ttl"):
         async with backend.saver(refresh_ttl_on_read=True):
             pass
     with pytest.raises(TypeError, match="refresh_ttl_on_read must be a bool"):

@@ -126,15 +126,20 @@ def keep_last(value: Any, option: str = "keep_last") -> int | None:
 
 
 def refresh_ttl_on_read(
-    value: Any, ttl: timedelta | None, option: str = "refresh_ttl_on_read"
+    value: Any,
+    ttl: timedelta | float | None,
+    option: str = "refresh_ttl_on_read",
+    ttl_option: str = "ttl",
 ) -> bool:
-    """`refresh_ttl_on_read`: a bool, `True` only with a `ttl` (there is a stamp to move)."""
+    """`refresh_ttl_on_read`: a bool, `True` only with a `ttl` (there is a stamp to move);
+    `ttl_option` is how the user spelt the ttl (`MONGODB_TTL_SECONDS`), for the message."""
     if not isinstance(value, bool):
         raise OptionTypeError(option, f"must be a bool, got {_shown(value)}")
     if value and ttl is None:
         raise OptionValueError(
             option,
-            "must be False without a ttl: threads never expire, so there is no stamp to move",
+            f"must be False without {ttl_option}: threads never expire, so there is no "
+            f"stamp to move; set {ttl_option} too, or leave {option} False",
         )
     return value
 

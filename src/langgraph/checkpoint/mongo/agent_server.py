@@ -25,6 +25,12 @@ Environment variables (a bad one raises a `ValueError` naming it, before any I/O
   2147483647 seconds (default: none);
 - `MONGODB_KEEP_LAST`: each thread keeps that many newest checkpoints per namespace,
   trimmed as it is written (the saver's `keep_last`; default: all);
+- `MONGODB_REFRESH_TTL_ON_READ`: `true` for a read of a thread to move its expiry stamp
+  too (the saver's `refresh_ttl_on_read`); needs `MONGODB_TTL_SECONDS` (default `false`);
+- `MONGODB_STATE_MAX_BYTES`: the largest checkpoint or pending write stored, in bytes, at
+  least 16777216 (16 MiB) (the saver's `state_max_bytes`; default 64 MiB);
+- `MONGODB_CACHE_MAX_BYTES`: the bound, in bytes, of the cache of channel values; `0`
+  turns it off (the saver's `cache_max_bytes`; default 64 MiB);
 - `MONGODB_COMPRESSION`: `zstd` (recommended) or `zlib` (default: none);
 - `MONGODB_TARGETED_JOINS`: `false` for services without MongoDB 5.0's `$lookup`, such as
   Azure Cosmos DB for MongoDB (default `true`);
@@ -53,7 +59,9 @@ from langgraph.checkpoint.mongo._base import (
     DEFAULT_DB_NAME,
     DEFAULT_WRITES_COLLECTION,
 )
+from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES
 from langgraph.checkpoint.mongo._codec import Compression
+from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES
 from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, close_client
 from langgraph.checkpoint.mongo._options import AllowedTypes, redact_uri
 from langgraph.checkpoint.mongo.aio import AsyncMongoDBSaver
@@ -78,6 +86,14 @@ def _keep_last(text: str, variable: str) -> int | None:
     return _options.keep_last(_options.parse_int(text, variable), variable)
 
 
+def _state_max_bytes(text: str, variable: str) -> int:
+    return _options.state_max_bytes(_options.parse_int(text, variable), variable)
+
+
+def _cache_max_bytes(text: str, variable: str) -> int:
+    return _options.cache_max_bytes(_options.parse_int(text, variable), variable)
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """What the factory builds the saver from; `from_env` reads the variables above.
@@ -94,6 +110,9 @@ class Settings:
     targeted_joins: bool = True
     allowed_msgpack_modules: AllowedTypes | None = None
     keep_last: int | None = None
+    refresh_ttl_on_read: bool = False
+    state_max_bytes: int = DEFAULT_STATE_MAX_BYTES
+    cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES
 
     def __repr__(self) -> str:
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -111,18 +130,32 @@ class Settings:
             env.get("MONGODB_WRITES_COLLECTION") or DEFAULT_WRITES_COLLECTION,
             ("MONGODB_CHECKPOINT_COLLECTION", "MONGODB_WRITES_COLLECTION"),
         )
+        ttl = _variable(env, "MONGODB_TTL_SECONDS", _ttl_seconds, None)
+        refresh_ttl_on_read = _options.refresh_ttl_on_read(
+            _variable(env, "MONGODB_REFRESH_TTL_ON_READ", _options.parse_bool, False),
+            ttl,
+            "MONGODB_REFRESH_TTL_ON_READ",
+            "MONGODB_TTL_SECONDS",
+        )
         return cls(
             uri=env.get("MONGODB_URI") or None,
             db_name=_variable(env, "MONGODB_DB_NAME", _options.db_name, DEFAULT_DB_NAME),
             checkpoint_collection_name=checkpoints,
             writes_collection_name=writes,
-            ttl=_variable(env, "MONGODB_TTL_SECONDS", _ttl_seconds, None),
+            ttl=ttl,
             compression=_variable(env, "MONGODB_COMPRESSION", _options.parse_compression, None),
             targeted_joins=_variable(env, "MONGODB_TARGETED_JOINS", _options.parse_bool, True),
             allowed_msgpack_modules=_variable(
                 env, "MONGODB_ALLOWED_MSGPACK_MODULES", _options.parse_msgpack_modules, None
             ),
             keep_last=_variable(env, "MONGODB_KEEP_LAST", _keep_last, None),
+            refresh_ttl_on_read=refresh_ttl_on_read,
+            state_max_bytes=_variable(
+                env, "MONGODB_STATE_MAX_BYTES", _state_max_bytes, DEFAULT_STATE_MAX_BYTES
+            ),
+            cache_max_bytes=_variable(
+                env, "MONGODB_CACHE_MAX_BYTES", _cache_max_bytes, DEFAULT_CACHE_MAX_BYTES
+            ),
         )
 
 
@@ -174,6 +207,9 @@ async def checkpointer(
             targeted_joins=settings.targeted_joins,
             serde=_serializer(settings),
             keep_last=settings.keep_last,
+            refresh_ttl_on_read=settings.refresh_ttl_on_read,
+            state_max_bytes=settings.state_max_bytes,
+            cache_max_bytes=settings.cache_max_bytes,
         )
         try:
             await saver.setup()
