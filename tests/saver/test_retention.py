@@ -11,11 +11,12 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Command
-from pymongo.errors import AutoReconnect
+from pymongo.errors import AutoReconnect, BulkWriteError
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
 from langgraph.checkpoint.mongo._commands import Command as DriverCommand
 from langgraph.checkpoint.mongo._drivers import maybe_await
+from langgraph.checkpoint.mongo._retention import TRIM_BATCH
 from support.backends import Backend, CommandLog
 from support.graphs import (
     CHANNELS,
@@ -185,6 +186,8 @@ async def test_kept_checkpoints_of_a_real_chat_read_back_as_before(
 # The saver's `keep_last`: threads trimmed as they are written.
 
 KEEP = 5
+# The most marked checkpoints of a thread stored before a trim deletes them, plus one.
+BATCH = max(KEEP, TRIM_BATCH)
 
 
 async def stored_ids(saver: Any, thread: str) -> dict[str, list[str]]:
@@ -201,8 +204,8 @@ async def test_keep_last_bounds_a_chat_as_it_is_written(backend: Backend, channe
     """After every turn, reads see exactly the `keep_last` newest checkpoints (a
     `DeltaChannel` chat also the ancestors back to its last snapshot), before the
     background trims ran too; each of them reads as `InMemorySaver`'s (which keeps all);
-    one out of the window reads as gone. Stored: at most twice the window once the trims
-    are done, and no write without its checkpoint."""
+    one out of the window reads as gone. Stored: the window and fewer marked checkpoints
+    than a trim batch once the trims are done, and no write without its checkpoint."""
     thread = new_thread()
     ancestors = 5 if channel == "delta" else 0  # snapshot_frequency
     memory = Driver(chat_graph(channel, snapshot_frequency=5).compile(InMemorySaver()), False)
@@ -233,7 +236,7 @@ async def test_keep_last_bounds_a_chat_as_it_is_written(backend: Backend, channe
                 assert await either(saver).get_tuple(gone) is None
         await settle(saver)
         [stored] = (await stored_ids(saver, thread)).values()
-        assert KEEP <= len(stored) <= 2 * KEEP + ancestors
+        assert KEEP <= len(stored) < KEEP + BATCH + ancestors
         assert await stored_write_owners(saver, thread) <= set(stored)
 
 
@@ -264,7 +267,7 @@ async def test_keep_last_holds_from_the_first_turn_of_a_new_process(
             await chat(kept, thread, range(7, 12))
             await settle(saver)
             [stored] = (await stored_ids(saver, thread)).values()
-            assert len(stored) <= 2 * KEEP + ancestors
+            assert len(stored) < KEEP + BATCH + ancestors
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
@@ -299,46 +302,95 @@ async def test_keep_last_interrupts_time_travel_and_forks_behave_as_in_memory(
         assert log["fork run 2"]["log"][-2:] == ["B2", "c"]
 
 
+@pytest.mark.parametrize("channel", CHANNELS)
+async def test_after_forks_the_window_is_what_prune_keeps_and_each_checkpoint_whole(
+    backend: Backend, channel: str
+) -> None:
+    """A fork from inside the window, then the main line going on from its head: the
+    fork leaves the window once it is not among the newest (nor an ancestor they
+    rebuild from), as `prune(keep_last=N)` would delete it, and every checkpoint listed
+    at any time reads back as it did when it was written (its `DeltaChannel` seeds
+    kept)."""
+    thread = new_thread()
+    async with backend.saver(keep_last=3) as saver:
+        graph = Driver(chat_graph(channel, snapshot_frequency=5).compile(saver), backend.is_sync)
+        first_seen: dict[str, Any] = {}
+
+        async def check() -> None:
+            seen = await graph.history(config(thread))
+            for snapshot in seen:
+                rebuilt = Norm()(await graph.state(snapshot.config))["values"]
+                cid = snapshot.config["configurable"]["checkpoint_id"]
+                assert first_seen.setdefault(cid, rebuilt) == rebuilt
+            copy = new_thread()
+            await either(saver).copy_thread(thread, copy)
+            await either(saver).prune([copy], keep_last=3)
+            want = [s.config["configurable"]["checkpoint_id"] for s in seen]
+            assert ids(await listed(saver, config(copy))) == want
+
+        await chat(graph, thread, range(4))
+        await check()
+        window = await graph.history(config(thread))
+        head = window[0].config
+        await graph.update(window[-1].config, {"messages": [HumanMessage("fork", id="f")]}, "bot")
+        await check()
+        for turn in range(4, 8):
+            message = HumanMessage(f"turn {turn}", id=f"h-{turn}")
+            await graph.invoke({"messages": [message]}, head)
+            head = (await graph.history(config(thread), limit=1))[0].config
+            await check()
+        state = await graph.state(config(thread))
+        assert [m.id for m in state.values["messages"]][-2:] == ["h-7", "ai-8"]
+
+
 async def test_keep_last_marks_in_the_puts_command_and_deletes_in_the_background(
     counting: Backend, sent_commands: list[DriverCommand]
 ) -> None:
     """Every `put` past the window marks the checkpoint that leaves it in its own
-    `update` command (after the upsert: a failed upsert marks nothing), so reads never
-    see more than `keep_last`; once the namespace holds more than twice `keep_last`, one
-    trim, sent after that `put` returned, deletes the marked checkpoints and then their
-    writes."""
+    `update` command, after the upsert, with an `UpdateOne` (a retryable write; the
+    namespace's first mark also marks older checkpoints this process never saw, with an
+    `UpdateMany`), so reads never see more than `keep_last`. Once `TRIM_BATCH`
+    checkpoints of the thread were marked, one trim, sent after that `put` returned,
+    finds the marked checkpoints and deletes their writes, then them."""
     log = CommandLog()
     thread = new_thread()
     async with counting.saver(log, keep_last=2) as saver:
         made = [await put(saver, thread)]
         deleted: set[str] = set()
-        for _ in range(5):
+        for _ in range(TRIM_BATCH + 2):
             log.reset()
             sent_commands.clear()
             made.append(await put(saver, thread, parent=made[-1]["configurable"]["checkpoint_id"]))
             await settle(saver)
             await either(saver).put_writes(made[-1], [("w", 1)], "t")
-            trimmed = len(made) == 2 * 2 + 1
-            assert log.names == ["update", *(["delete", "delete"] if trimmed else []), "update"]
-            store = sent_commands[0]
+            trimmed = len(made) == TRIM_BATCH + 2
+            trim = ["find", "delete", "delete"] if trimmed else []
+            assert log.names == ["update", *trim, "update"]
             kept = [c["configurable"]["checkpoint_id"] for c in made[-2:]]
             assert ids(await listed(saver, config(thread))) == kept[::-1]
-            if len(made) > 2:
-                [requests] = store.args
-                assert [type(r).__name__ for r in requests] == ["UpdateOne", "UpdateMany"]
-                assert await either(saver).get_tuple(made[-3]) is None
-                marked = await maybe_await(
-                    saver.checkpoint_collection.find(
-                        {"thread_id": thread, "trimmed": True}
-                    ).to_list(None)
-                )
-                left = {doc["_id"]["checkpoint_id"] for doc in marked}
-                older = {c["configurable"]["checkpoint_id"] for c in made[:-2]}
-                assert left == (set() if trimmed else older - deleted)
-            else:
+            store = sent_commands[0]
+            if len(made) < 3:
                 assert store.method.name == "UPDATE_ONE"
+                continue
+            [requests] = store.args
+            first = ["UpdateMany"] if len(made) == 3 else []
+            assert [type(r).__name__ for r in requests] == ["UpdateOne", "UpdateOne", *first]
+            assert await either(saver).get_tuple(made[-3]) is None
+            cursor = saver.checkpoint_collection.find({"thread_id": thread, "trimmed": True})
+            marked = {doc["_id"]["checkpoint_id"] for doc in await to_list(cursor)}
             if trimmed:
                 deleted = {c["configurable"]["checkpoint_id"] for c in made[:-2]}
+            older = {c["configurable"]["checkpoint_id"] for c in made[:-2]}
+            assert marked == older - deleted
+            assert (
+                await stored_write_owners(saver, thread)
+                == {
+                    c["configurable"]["checkpoint_id"]
+                    for c in made[1:]  # each with a write
+                }
+                - deleted
+            )
+        assert deleted
 
 
 async def test_checkpoints_out_of_the_window_are_gone_for_every_operation(
@@ -404,6 +456,55 @@ async def chain_from(saver: Any, thread: str, parent: str, n: int) -> list[str]:
     return made
 
 
+@pytest.mark.parametrize("rollback_keep_last", [3, None])
+async def test_a_rollback_brings_back_the_window_the_run_pushed_out(
+    backend: Backend, rollback_keep_last: int | None
+) -> None:
+    """`delete_for_runs` (the Agent Server's rollback and `runs.delete`) of the latest
+    run: the thread reads as before that run, with the window applied again by the
+    saver that rolls back (one without `keep_last` shows every checkpoint still stored),
+    each checkpoint with its writes."""
+    thread = new_thread()
+    async with backend.saver(keep_last=3) as saver:
+        made: list[str] = []
+        for run, count in (("r1", 5), ("r2", 3)):
+            for _ in range(count):
+                stored = await put(
+                    saver, thread, parent=made[-1] if made else None, metadata={"run_id": run}
+                )
+                made.append(stored["configurable"]["checkpoint_id"])
+                await either(saver).put_writes(stored, [("w", made[-1])], "t")
+        assert ids(await listed(saver, config(thread))) == made[:-4:-1]
+        async with backend.saver(db_name=saver.db.name, keep_last=rollback_keep_last) as other:
+            await either(other).delete_for_runs(["r2"])
+            first_run = made[:5][::-1]
+            want = first_run[:3] if rollback_keep_last else first_run
+            for reader in (saver, other):
+                found = await listed(reader, config(thread))
+                assert ids(found) == want
+                assert [t.pending_writes for t in found] == [[("t", "w", c)] for c in want]
+
+
+async def test_a_failed_upsert_marks_nothing(backend: Backend) -> None:
+    """The marks come after the upsert in its ordered bulk write: an upsert the server
+    refuses (here a unique index of the user's) stops them, and the window stays whole."""
+    thread = new_thread()
+    async with backend.saver(keep_last=2) as saver:
+        await maybe_await(saver.checkpoint_collection.create_index("metadata.tag", unique=True))
+        made: list[str] = []
+        for tag in ("a", "b", "c"):
+            stored = await put(
+                saver, thread, parent=made[-1] if made else None, metadata={"tag": tag}
+            )
+            made.append(stored["configurable"]["checkpoint_id"])
+        with pytest.raises(BulkWriteError):
+            await put(saver, thread, parent=made[-1], metadata={"tag": "a"})
+        assert ids(await listed(saver, config(thread))) == made[:-3:-1]
+        await either(saver).get_tuple(config(thread))  # a run starts with it
+        made += await chain_from(saver, thread, made[-1], 1)
+        assert ids(await listed(saver, config(thread))) == made[:-3:-1]
+
+
 async def test_saver_keep_last_is_checked(backend: Backend) -> None:
     for bad, error in ((0, ValueError), (-3, ValueError), (True, TypeError), (2.0, TypeError)):
         with pytest.raises(error, match="keep_last"):
@@ -428,10 +529,10 @@ async def test_leaving_from_conn_string_waits_for_the_trims_in_flight(
     try:
         if isinstance(opened, AbstractContextManager):
             with opened as saver:
-                await _three_with_writes(saver, thread)
+                await _trimmed_chain(saver, thread)
         else:
             async with opened as saver:
-                await _three_with_writes(saver, thread)
+                await _trimmed_chain(saver, thread)
     finally:
         if wire is not None:
             wire.delay = 0.0
@@ -448,10 +549,12 @@ async def to_list(cursor: Any) -> list[Any]:
     return list(await maybe_await(cursor.to_list(None)))
 
 
-async def _three_with_writes(saver: Any, thread: str) -> None:
+async def _trimmed_chain(saver: Any, thread: str) -> None:
+    """With `keep_last=1`: a chain of checkpoints with a write each, whose last `put`
+    starts a trim of every checkpoint but the newest."""
     made = [await put(saver, thread)]
     await either(saver).put_writes(made[-1], [("w", 0)], "t")
-    for n in (1, 2):
+    for n in range(TRIM_BATCH):
         made.append(await put(saver, thread, parent=made[-1]["configurable"]["checkpoint_id"]))
         await either(saver).put_writes(made[-1], [("w", n)], "t")
 
@@ -465,7 +568,7 @@ async def test_with_allowlist_copies_share_the_savers_background_work(backend: B
         copy = saver.with_allowlist([("decimal", "Decimal")])
         assert copy is not saver
         assert isinstance(copy, (AsyncMongoDBSaver, MongoDBSaver))
-        await _three_with_writes(copy, thread)
+        await _trimmed_chain(copy, thread)
         if backend.wire is not None:
             backend.wire.delay = 0.1  # the copy's trim is still on its way
         try:

@@ -153,9 +153,9 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             for what it counts and how to size it.
         keep_last: each thread keeps its `keep_last` newest checkpoints per namespace
             (and the ancestors their `DeltaChannel`s rebuild from), trimmed as it is
-            written: the `put` of a checkpoint takes the oldest one out of the window
-            for every read, in the same command, and the checkpoints out of the window
-            are deleted with their writes in the background, a batch at a time (see
+            written: the `put` of a checkpoint takes those that leave the window out of
+            every read, in the same command, and the checkpoints out of the window are
+            deleted with their writes in the background, a batch at a time (see
             [retention](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/retention/)).
             `None`: threads keep every checkpoint.
         refresh_ttl_on_read: with `ttl`, a read of a thread (`get_tuple`, `list` of one

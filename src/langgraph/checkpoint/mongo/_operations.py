@@ -22,7 +22,7 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from pymongo import IndexModel, UpdateMany
+from pymongo import IndexModel, UpdateMany, UpdateOne
 from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import _chunks, _delta, _options, _queries
@@ -72,7 +72,7 @@ from langgraph.checkpoint.mongo._keys import (
 )
 from langgraph.checkpoint.mongo._logging import logger
 from langgraph.checkpoint.mongo._metadata import metadata_filter
-from langgraph.checkpoint.mongo._retention import KeepLast, Trim
+from langgraph.checkpoint.mongo._retention import KeepLast, Trim, window_after_delete
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
     CheckpointKey,
@@ -375,7 +375,7 @@ def _parent_values(storage: Storage, new: NewCheckpoint) -> Plan[StoredValues | 
 def store_checkpoint(
     document: CheckpointDocument,
     first: Sequence[UpdateMany] = (),
-    then: Sequence[UpdateMany] = (),
+    then: Sequence[UpdateOne | UpdateMany] = (),
 ) -> Command:
     """The one command that stores a checkpoint document: an upsert (`update_one`).
 
@@ -384,7 +384,9 @@ def store_checkpoint(
     updates that must not happen unless it landed (`keep_last`'s marks), sent after it.
     Either makes the command an ordered `bulk_write`, which stops at the first failure.
     PyMongo sends one wire command per kind of request: an `UpdateMany` shares the
-    upsert's, a `DeleteMany` would cost a round trip of its own.
+    upsert's, a `DeleteMany` would cost a round trip of its own. A bulk write with an
+    `UpdateMany` is not a retryable write (PyMongo does not retry it after a network
+    error or a primary step-down); `UpdateOne`s keep it one.
     """
     if not first and not then:
         return upsert_command(Target.CHECKPOINTS, [(False, document)])
@@ -445,16 +447,21 @@ def _stored_in_window(
 ) -> Plan[None]:
     """`put`'s command with `keep_last`: the checkpoints that leave the window are marked
     in it, after the upsert (see `_retention`)."""
-    thread_id, ns = document[Field.THREAD_ID], document[Field.ID][Field.CHECKPOINT_NS]
-    below = keep_last.mark_below(document)
-    then = [] if below is None else [UpdateMany(*_queries.trim_marks(thread_id, ns, below))]
+    marks = keep_last.marks(document)
+    then: list[UpdateOne | UpdateMany] = []
+    if marks is not None:
+        then += [UpdateOne(*_queries.marked(key)) for key in marks.leaving]
+        if marks.unknown_below is not None:
+            below = _queries.marked_below(marks.thread_id, marks.checkpoint_ns, marks.unknown_below)
+            then.append(UpdateMany(*below))
     send = partial(store_checkpoint, document, then=then)
+    thread_id = document[Field.THREAD_ID]
     try:
         yield from _stamped_write(expiry, thread_id, stamp, Target.CHECKPOINTS, send)
     except BaseException:
-        keep_last.failed(thread_id, ns)
+        keep_last.failed(thread_id, document[Field.ID][Field.CHECKPOINT_NS])
         raise
-    keep_last.after_put(thread_id, ns, below)
+    keep_last.stored(marks)
 
 
 def put_writes(
@@ -481,25 +488,32 @@ def put_writes(
 
 
 def trim_after_put(storage: Storage, stored: RunnableConfig) -> Plan[None] | None:
-    """With `keep_last`: the trims queued for the thread of the checkpoint `put` just
+    """With `keep_last`: the trim queued for the thread of the checkpoint `put` just
     `stored`, as a plan of its own that the saver runs in the background, after the
     write was acknowledged and without making LangGraph wait for it (`None`: nothing
     to trim). A trim that fails is queued again, for the thread's next `put`."""
     keep_last = storage.keep_last
     if keep_last is None:
         return None
-    trims = keep_last.take(stored["configurable"]["thread_id"])
-    return _trim(keep_last, trims) if trims else None
+    trim = keep_last.take(stored["configurable"]["thread_id"])
+    return _trim(keep_last, trim) if trim else None
 
 
-def _trim(keep_last: KeepLast, trims: list[Trim]) -> Plan[None]:
-    done = 0
+def _trim(keep_last: KeepLast, trim: Trim) -> Plan[None]:
+    """Delete the thread's marked checkpoints the trim names (and with `find`, every
+    marked one of the thread), with their writes."""
     try:
-        for trim in trims:
-            yield from _delete_checkpoints_below(trim)
-            done += 1
-    finally:
-        keep_last.give_back(trims[done:])
+        keys = trim.keys
+        if trim.find:
+            found = yield Command(
+                Target.CHECKPOINTS, Method.FIND, _queries.marked_of_thread(trim.thread_id)
+            )
+            known = {key_fields(key) for key in keys}
+            keys = [*keys, *(d[Field.ID] for d in found if key_fields(d[Field.ID]) not in known)]
+        yield from _delete_checkpoints(keys, marked_only=True)
+    except BaseException:
+        keep_last.give_back(trim)
+        raise
 
 
 # A joined read too large to return, by the code the server refuses it with:
@@ -815,15 +829,24 @@ def delete_for_runs(storage: Storage, run_ids: Sequence[str]) -> Plan[None]:
     threads = sorted({key[Field.THREAD_ID] for key in doomed})
     lineage: list[LineageDocument] = yield _find_lineage(_queries.of_threads(threads))
     storage.forget_threads(threads)
-    yield from _delete_checkpoints(_delta.deletable(lineage, doomed))
+    deleted = _delta.deletable(lineage, doomed)
+    # Checkpoints `keep_last` marked that the deleted ones held out of the window come
+    # back first: a rollback leaves the thread as it was before the run, and running the
+    # call again after a failure in between finds the same checkpoints to delete.
+    keep = storage.keep_last.keep_last if storage.keep_last is not None else None
+    back = window_after_delete(lineage, deleted, keep)
+    if back:
+        yield Command(Target.CHECKPOINTS, Method.UPDATE_MANY, _queries.unmarked(back))
+    yield from _delete_checkpoints(deleted)
 
 
 # Keys per delete command: some 1 MiB of filter, far below the 16 MiB command limit.
 DELETE_BATCH = 10_000
 
 
-def _delete_checkpoints(keys: Sequence[CheckpointKey]) -> Plan[None]:
-    """Delete these checkpoints (`_id`s) and their writes, a batch of keys per command.
+def _delete_checkpoints(keys: Sequence[CheckpointKey], *, marked_only: bool = False) -> Plan[None]:
+    """Delete these checkpoints (`_id`s) and their writes, a batch of keys per command
+    (`marked_only`: only those still marked `trimmed`, for a `keep_last` trim).
 
     Per batch the writes go first. A failure in between leaves checkpoints that are
     still doomed, which running the operation again finds and deletes, with whatever
@@ -834,21 +857,8 @@ def _delete_checkpoints(keys: Sequence[CheckpointKey]) -> Plan[None]:
     for start in range(0, len(keys), DELETE_BATCH):
         batch = list(keys[start : start + DELETE_BATCH])
         yield Command(Target.WRITES, Method.DELETE_MANY, (_queries.writes_of(batch),))
-        yield Command(Target.CHECKPOINTS, Method.DELETE_MANY, (_queries.checkpoints_of(batch),))
-
-
-def _delete_checkpoints_below(trim: Trim) -> Plan[None]:
-    """Delete a namespace's checkpoints with ids below `trim.below`, then their writes.
-
-    Checkpoints first: a failure in between leaves writes that no checkpoint joins
-    (invisible to reads), and the trim, queued again, deletes every write below the
-    same id (or a later trim below a newer one).
-    """
-    thread_id, ns, below = trim
-    yield Command(
-        Target.CHECKPOINTS, Method.DELETE_MANY, (_queries.checkpoints_below(thread_id, ns, below),)
-    )
-    yield Command(Target.WRITES, Method.DELETE_MANY, (_queries.writes_below(thread_id, ns, below),))
+        doomed = _queries.marked_of(batch) if marked_only else _queries.checkpoints_of(batch)
+        yield Command(Target.CHECKPOINTS, Method.DELETE_MANY, (doomed,))
 
 
 def _run_id(codec: Codec, doc: MetadataDocument) -> str | None:

@@ -25,8 +25,9 @@ from langgraph.checkpoint.mongo._schema import CheckpointKey, ChunkKey, Field, J
 # Writes.
 
 
-# Checkpoint fields stored only where they are needed (see `_documents`).
-_OPTIONAL_CHECKPOINT_FIELDS = (Field.SERIALIZED_METADATA, Field.REPLAYED_CHANNELS)
+# Checkpoint fields stored only where they are needed (see `_documents`), and the mark of
+# a checkpoint out of its `keep_last` window: a checkpoint stored again is in it again.
+_OPTIONAL_CHECKPOINT_FIELDS = (Field.SERIALIZED_METADATA, Field.REPLAYED_CHANNELS, Field.TRIMMED)
 
 
 def upsert(
@@ -102,30 +103,38 @@ def visible_of_thread(thread_id: str) -> dict[str, Any]:
 NOT_TRIMMED: Mapping[str, Any] = {Field.TRIMMED: {"$exists": False}}
 
 
-def trim_marks(thread_id: str, checkpoint_ns: str, below: str) -> tuple[dict[str, Any], Any]:
+def marked(key: CheckpointKey) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`update_one` filter and update: mark one checkpoint `trimmed` (see `_retention`)."""
+    return {Field.THREAD_ID: key[Field.THREAD_ID], Field.ID: key}, _MARK
+
+
+def marked_below(thread_id: str, checkpoint_ns: str, below: str) -> tuple[dict[str, Any], Any]:
     """`update_many` filter and update: mark a namespace's checkpoints with ids below
     `below` `trimmed` (those not marked yet; by the checkpoints' index)."""
-    return {**checkpoints_below(thread_id, checkpoint_ns, below), **NOT_TRIMMED}, {
-        "$set": {Field.TRIMMED: True}
-    }
-
-
-def checkpoints_below(thread_id: str, checkpoint_ns: str, below: str) -> dict[str, Any]:
-    """A namespace's checkpoints with ids below `below` (by the checkpoints' index)."""
     return {
         Field.THREAD_ID: thread_id,
         Field.ID_CHECKPOINT_NS: checkpoint_ns,
         Field.ID_CHECKPOINT_ID: {"$lt": below},
-    }
+        **NOT_TRIMMED,
+    }, _MARK
 
 
-def writes_below(thread_id: str, checkpoint_ns: str, below: str) -> dict[str, Any]:
-    """The writes of a namespace's checkpoints with ids below `below`."""
-    return {
-        Field.THREAD_ID: thread_id,
-        f"{Field.WRITE_CHECKPOINT}.{Field.CHECKPOINT_NS}": checkpoint_ns,
-        f"{Field.WRITE_CHECKPOINT}.{Field.CHECKPOINT_ID}": {"$lt": below},
-    }
+_MARK = {"$set": {Field.TRIMMED: True}}
+
+
+def unmarked(keys: list[CheckpointKey]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`update_many` filter and update: bring these checkpoints back into the window."""
+    return checkpoints_of(keys), {"$unset": {Field.TRIMMED: ""}}
+
+
+def marked_of_thread(thread_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`find` filter and projection: the keys of a thread's marked checkpoints."""
+    return {Field.THREAD_ID: thread_id, Field.TRIMMED: True}, {Field.ID: 1}
+
+
+def marked_of(keys: list[CheckpointKey]) -> dict[str, Any]:
+    """These checkpoints, if they are marked (a trim never deletes one that reads see)."""
+    return {**checkpoints_of(keys), Field.TRIMMED: True}
 
 
 def keys_of_thread(thread_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -272,8 +281,7 @@ def get_tuple_pipeline(
     ref: CheckpointRef, join: WritesJoin, window: WindowRead | None = None
 ) -> list[dict[str, Any]]:
     """The checkpoint `ref` names, or the newest of its thread and namespace; with
-    `window`, and the lineage of the namespace's newest checkpoints (after the join:
-    `without_join` leaves it out with the writes)."""
+    `window`, and the lineage of the namespace's newest checkpoints."""
     match: dict[str, Any] = {
         Field.THREAD_ID: ref.thread_id,
         Field.ID_CHECKPOINT_NS: ref.checkpoint_ns,
@@ -286,10 +294,10 @@ def get_tuple_pipeline(
         {"$sort": {Field.ID_CHECKPOINT_ID: DESCENDING}},
         {"$limit": 1},
         {"$project": _READ_PROJECTION},
-        join.stage(ref.thread_id),
     ]
     if window is not None:
         pipeline.append(window.stage(ref))
+    pipeline.append(join.stage(ref.thread_id))
     return pipeline
 
 
@@ -328,10 +336,10 @@ def list_pipeline(
 def without_join(
     pipeline: list[dict[str, Any]], after: Joined | None = None, page: int | None = None
 ) -> list[dict[str, Any]]:
-    """A read pipeline up to its `$lookup` (the join and what filters it are last), for
-    when a joined document would exceed 16 MiB. `after` (the last document read) resumes
-    it; `page` replaces its `$limit`."""
-    cut = next((i for i, stage in enumerate(pipeline) if "$lookup" in stage), len(pipeline))
+    """A read pipeline up to its join of pending writes (the join and what filters it
+    are last), for when a joined document would exceed 16 MiB. `after` (the last
+    document read) resumes it; `page` replaces its `$limit`."""
+    cut = next((i for i, stage in enumerate(pipeline) if _joins_writes(stage)), len(pipeline))
     stages = [stage for stage in pipeline[:cut] if page is None or "$limit" not in stage]
     if after is not None:
         # The next documents in `NEWEST_FIRST` order.
@@ -349,6 +357,10 @@ def without_join(
     if page is not None:
         stages.append({"$limit": page})
     return stages
+
+
+def _joins_writes(stage: Mapping[str, Any]) -> bool:
+    return "$lookup" in stage and stage["$lookup"]["as"] == Field.JOINED_WRITES
 
 
 # Threads: each thread's latest root checkpoint (`list_threads`).

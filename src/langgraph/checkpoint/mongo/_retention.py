@@ -9,50 +9,75 @@ from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 from langgraph.checkpoint.mongo import _delta
-from langgraph.checkpoint.mongo._schema import Field, LineageDocument
+from langgraph.checkpoint.mongo._keys import checkpoint_key, key_fields
+from langgraph.checkpoint.mongo._schema import CheckpointKey, Field, LineageDocument
 from langgraph.checkpoint.mongo.errors import CheckpointCycleError
 
 # Namespaces whose recent lineage a saver remembers (least recently written go first).
 _NAMESPACES = 10_000
+# The fewest marked checkpoints of a thread a trim deletes (with `keep_last` above it,
+# `keep_last`): each trim is two commands, and a small `keep_last` must not make one per
+# `put`.
+TRIM_BATCH = 10
 
 
-class Trim(NamedTuple):
-    """Delete a namespace's checkpoints with ids below `below`, and their writes."""
+class Marks(NamedTuple):
+    """What a `put` marks `trimmed` in its own command, after its upsert: the known
+    checkpoints of its namespace that leave the window (one `UpdateOne` each, so the
+    command stays a retryable write), and, at the namespace's first mark in this process,
+    every checkpoint below `unknown_below` (an `UpdateMany`: older checkpoints this
+    process never saw, written before it started)."""
 
     thread_id: str
     checkpoint_ns: str
-    below: str
+    leaving: list[CheckpointKey]
+    unknown_below: str | None
+
+
+class Trim(NamedTuple):
+    """Delete marked checkpoints of a thread and their writes: `keys`, and with `find`
+    also the marked ones this process does not know (those an `unknown_below` mark
+    reached)."""
+
+    thread_id: str
+    keys: list[CheckpointKey]
+    find: bool
 
 
 class KeepLast:
     """The saver's `keep_last`: which checkpoints of a namespace leave its window, from
-    the lineage this process has seen (its own `put`s, the reads LangGraph starts each
-    run with, and the window `get_tuple` reads beside the checkpoint).
+    the lineage this process has seen (its own `put`s, the `DeltaChannel` history reads,
+    and the window `get_tuple` returns beside the checkpoint).
 
-    Two steps, so that no read ever sees more than the window and a chat turn sends no
+    Two steps, so that no read sees more than the window and a chat turn sends no
     command more (`_operations.put`):
 
-    - each `put` marks the checkpoints older than the `keep_last` newest known ones (and
-      the ancestors their `DeltaChannel`s rebuild from) `trimmed`, with an `UpdateMany`
-      that rides in the put's own command, after its upsert; every read leaves marked
-      checkpoints out (`_queries.NOT_TRIMMED`);
-    - once more than `2 * keep_last` checkpoints of a namespace are known, the marked
-      ones and their writes are deleted, in two commands the saver sends in the
-      background (`_operations.trim_after_put`).
+    - each `put` marks the checkpoints of its namespace that are neither among the
+      `keep_last` newest known ones nor an ancestor those rebuild a `DeltaChannel` from
+      (what `prune(keep_last=N)` would delete) `trimmed`, in its own command after the
+      upsert (`Marks`); every read leaves marked checkpoints out
+      (`_queries.NOT_TRIMMED`);
+    - once `keep_last` (at least `TRIM_BATCH`) checkpoints of a thread were marked, in
+      any of its namespaces, they are deleted with their writes, in commands the saver
+      sends in the background (`Trim`, `_operations.trim_after_put`).
 
-    Checkpoints this process does not know (another process's) can only be newer than the
-    cut-off or older than it: the newest `keep_last` known ones always stay, so a mark
-    never leaves fewer than `keep_last`. A `DeltaChannel` namespace is marked only when
-    the known lineage reaches back to the seeds its kept checkpoints need; otherwise it
-    waits.
+    Checkpoints this process does not know (another process wrote them after its last
+    read of the thread) are never marked by it: the newest `keep_last` known ones always
+    stay, so a mark never leaves fewer than `keep_last`. A `DeltaChannel` namespace is
+    marked only when the known lineage reaches back to the seeds its kept checkpoints
+    need; otherwise it waits.
     """
 
     def __init__(self, keep_last: int) -> None:
         self.keep_last = keep_last
         self._known: OrderedDict[tuple[str, str], dict[str, LineageDocument]] = OrderedDict()
-        self._trimmed_below: dict[tuple[str, str], str] = {}
-        self._marked_below: dict[tuple[str, str], str] = {}
-        self._pending: dict[str, list[Trim]] = {}
+        # Namespaces whose older, unknown checkpoints were marked (below this id).
+        self._unknown_marked: dict[tuple[str, str], str] = {}
+        # Per thread (as many as namespaces, least recently marked first): checkpoints
+        # marked and not deleted yet, and whether unknown ones were.
+        self._marked: OrderedDict[str, list[CheckpointKey]] = OrderedDict()
+        self._unknown: set[str] = set()
+        self._pending: dict[str, Trim] = {}
         self._lock = threading.Lock()
 
     def saw(self, docs: Iterable[Mapping[str, Any]]) -> None:
@@ -64,94 +89,111 @@ class KeepLast:
                     continue
                 key = doc[Field.ID]
                 namespace = (key[Field.THREAD_ID], key[Field.CHECKPOINT_NS])
-                below = self._trimmed_below.get(namespace)
-                if below is not None and key[Field.CHECKPOINT_ID] < below:
-                    continue
                 known = self._known.setdefault(namespace, {})
                 known[key[Field.CHECKPOINT_ID]] = lineage_entry(doc)
                 self._known.move_to_end(namespace)
             while len(self._known) > _NAMESPACES:
-                # Forgotten whole, its queued trim included: memory stays bounded, and a
-                # namespace written again is trimmed once it is known again.
+                # Forgotten whole: memory stays bounded, and a namespace written again is
+                # trimmed once it is known again.
                 self._forget(next(iter(self._known)))
 
-    def mark_below(self, document: Mapping[str, Any]) -> str | None:
-        """Before the `put` of `document`: the id below which its namespace's checkpoints
-        leave the window once it is stored (`None`: nothing more to mark).
+    def marks(self, document: Mapping[str, Any]) -> Marks | None:
+        """Before the `put` of `document`: what its command marks (`None`: nothing).
 
-        `document` counts as known from here on; a `put` that fails must call `failed`,
-        which forgets the namespace (the document may not be stored, and a window
-        counted with it could keep fewer than `keep_last`)."""
+        `document` counts as known from here on; the `put` then calls `stored` with the
+        marks, or `failed` (the document may not be stored, and a window counted with
+        it could keep fewer than `keep_last`)."""
         self.saw([document])
         key = document[Field.ID]
-        namespace = (key[Field.THREAD_ID], key[Field.CHECKPOINT_NS])
+        thread_id, ns, own = (
+            key[Field.THREAD_ID],
+            key[Field.CHECKPOINT_NS],
+            key[Field.CHECKPOINT_ID],
+        )
         with self._lock:
-            known = self._known.get(namespace, {})
+            known = self._known.get((thread_id, ns), {})
             if len(known) <= self.keep_last:
                 return None
-            below = _keep_from(known, self.keep_last)
-            marked = self._marked_below.get(namespace)
-            if below is None or (marked is not None and below <= marked):
+            kept = _kept(known, self.keep_last)
+            if kept is None:
                 return None
-            return below
+            # The checkpoint being stored stays, even when its id sorts among the old ones
+            # (another host's clock ahead of this one's).
+            leaving = sorted(set(known) - kept - {own})
+            unknown_below = None if (thread_id, ns) in self._unknown_marked else min(known)
+            if not leaving and unknown_below is None:
+                return None
+            keys = [checkpoint_key(thread_id, ns, c) for c in leaving]
+            return Marks(thread_id, ns, keys, unknown_below)
 
-    def after_put(self, thread_id: str, checkpoint_ns: str, marked: str | None) -> None:
-        """After a `put` that marked below `marked`: remember it, and queue a delete of
-        the marked checkpoints once the namespace holds enough to delete."""
+    def stored(self, marks: Marks | None) -> None:
+        """The `put` that sent `marks` was acknowledged: the marked checkpoints are out of
+        the window; a delete of the thread's marked checkpoints is queued once there are
+        `keep_last` (at least `TRIM_BATCH`) of them."""
+        if marks is None:
+            return
         with self._lock:
-            namespace = (thread_id, checkpoint_ns)
-            if marked is not None:
-                self._marked_below[namespace] = max(
-                    marked, self._marked_below.get(namespace, marked)
+            thread_id, ns = marks.thread_id, marks.checkpoint_ns
+            known = self._known.get((thread_id, ns), {})
+            for key in marks.leaving:
+                known.pop(key[Field.CHECKPOINT_ID], None)
+            marked = self._marked.setdefault(thread_id, [])
+            marked += marks.leaving
+            self._marked.move_to_end(thread_id)
+            while len(self._marked) > _NAMESPACES:
+                # Left in the collection, out of every read, until a `prune` or a trim
+                # that finds them.
+                self._unknown.discard(self._marked.popitem(last=False)[0])
+            if marks.unknown_below is not None:
+                self._unknown_marked[thread_id, ns] = marks.unknown_below
+                self._unknown.add(thread_id)
+            if len(marked) >= max(self.keep_last, TRIM_BATCH):
+                del self._marked[thread_id]
+                find = thread_id in self._unknown
+                self._unknown.discard(thread_id)
+                queued = self._pending.get(thread_id)
+                keys = [*(queued.keys if queued else ()), *marked]
+                self._pending[thread_id] = Trim(
+                    thread_id, keys, find or bool(queued and queued.find)
                 )
-            known = self._known.get(namespace, {})
-            below = self._marked_below.get(namespace)
-            if len(known) <= 2 * self.keep_last or below is None or below <= min(known):
-                return
-            for old in [c for c in known if c < below]:
-                del known[old]
-            self._trimmed_below[namespace] = below
-            pending = self._pending.setdefault(thread_id, [])
-            pending[:] = [t for t in pending if t.checkpoint_ns != checkpoint_ns]
-            pending.append(Trim(thread_id, checkpoint_ns, below))
 
     def failed(self, thread_id: str, checkpoint_ns: str) -> None:
-        """A `put` failed: forget what was known of its namespace (the next read of it
-        tells again), its trim queued before included."""
+        """A `put` failed: forget the namespace's lineage (the next read of it tells
+        again); what earlier puts marked stays to be deleted."""
         with self._lock:
-            self._forget((thread_id, checkpoint_ns))
+            self._known.pop((thread_id, checkpoint_ns), None)
+            self._unknown_marked.pop((thread_id, checkpoint_ns), None)
 
     def _forget(self, namespace: tuple[str, str]) -> None:
-        """Drop all that is known of the namespace, its queued trim included (under the
-        lock)."""
-        thread_id, ns = namespace
+        """Drop the namespace's lineage (under the lock); marked checkpoints a trim has
+        not deleted stay in the collection, out of every read, until a `prune` or a
+        later process's first mark of the namespace (its trim finds them)."""
         self._known.pop(namespace, None)
-        self._trimmed_below.pop(namespace, None)
-        self._marked_below.pop(namespace, None)
-        pending = [t for t in self._pending.pop(thread_id, []) if t.checkpoint_ns != ns]
-        if pending:
-            self._pending[thread_id] = pending
+        self._unknown_marked.pop(namespace, None)
 
-    def take(self, thread_id: str) -> list[Trim]:
-        """The trims queued for the thread, now owned by the caller (`give_back` on failure)."""
+    def take(self, thread_id: str) -> Trim | None:
+        """The trim queued for the thread, now owned by the caller (`give_back` on
+        failure)."""
         with self._lock:
-            return self._pending.pop(thread_id, [])
+            return self._pending.pop(thread_id, None)
 
-    def give_back(self, trims: list[Trim]) -> None:
-        """Queue again trims that did not finish (a newer trim of a namespace wins)."""
+    def give_back(self, trim: Trim) -> None:
+        """Queue again a trim that did not finish (merged with one queued since)."""
         with self._lock:
-            for trim in trims:
-                pending = self._pending.setdefault(trim.thread_id, [])
-                if not any(t.checkpoint_ns == trim.checkpoint_ns for t in pending):
-                    pending.append(trim)
+            queued = self._pending.get(trim.thread_id)
+            if queued is not None:
+                trim = Trim(trim.thread_id, [*trim.keys, *queued.keys], trim.find or queued.find)
+            self._pending[trim.thread_id] = trim
 
     def forget_threads(self, thread_ids: Iterable[str]) -> None:
-        """A delete or prune changed these threads: what was known of them may be gone,
-        and a trim queued before it would cut a thread written again since."""
+        """A delete or prune changed these threads: what was known of them may be gone
+        (a prune deletes every marked checkpoint, a delete of runs may bring some back)."""
         with self._lock:
             doomed = set(thread_ids)
             for thread_id in doomed:
                 self._pending.pop(thread_id, None)
+                self._marked.pop(thread_id, None)
+                self._unknown.discard(thread_id)
             for namespace in [n for n in self._known if n[0] in doomed]:
                 self._forget(namespace)
 
@@ -170,12 +212,13 @@ def lineage_entry(doc: Mapping[str, Any]) -> LineageDocument:
     return entry  # type: ignore[return-value]
 
 
-def _keep_from(known: Mapping[str, LineageDocument], keep_last: int) -> str | None:
-    """The lowest id a trim keeps: that of the oldest of the `keep_last` newest, or of an
-    ancestor they rebuild a `DeltaChannel` from; `None` when a kept checkpoint's walk
-    leaves the known lineage before finding its seeds (trimming could break it)."""
+def _kept(known: Mapping[str, LineageDocument], keep_last: int) -> set[str] | None:
+    """What stays of a namespace: the `keep_last` newest known checkpoints and the
+    ancestors they rebuild a `DeltaChannel` from (`_delta.prunable`'s rule); `None` when
+    a kept checkpoint's walk leaves the known lineage before finding its seeds (marking
+    could break it)."""
     newest = sorted(known, reverse=True)[:keep_last]
-    lowest = newest[-1]
+    kept = set(newest)
     for checkpoint_id in newest:
         replayed = _delta.replayed_channels(known[checkpoint_id])
         if not replayed:
@@ -187,5 +230,29 @@ def _keep_from(known: Mapping[str, LineageDocument], keep_last: int) -> str | No
         last = walk.chain[-1] if walk.chain else checkpoint_id
         if set(replayed) - set(walk.seed_at) and _delta.parent_id(known[last]) is not None:
             return None
-        lowest = min([lowest, *walk.chain])
-    return lowest
+        kept.update(walk.chain)
+    return kept
+
+
+def window_after_delete(
+    lineage_docs: Iterable[LineageDocument],
+    deleted: Iterable[CheckpointKey],
+    keep_last: int | None,
+) -> list[CheckpointKey]:
+    """The marked checkpoints to bring back into the window once `deleted` are gone (a
+    rollback deletes a run's checkpoints, which held the window): per namespace, those
+    among the `keep_last` newest that remain and the ancestors they rebuild a
+    `DeltaChannel` from; without `keep_last`, every marked one (that saver keeps all)."""
+    gone = {key_fields(key) for key in deleted}
+    back: list[CheckpointKey] = []
+    for (thread_id, ns), lineage in _delta.by_namespace(lineage_docs).items():
+        left = {c: doc for c, doc in lineage.items() if (thread_id, ns, c) not in gone}
+        if keep_last is None:
+            kept = set(left)
+        else:
+            newest = sorted(left, reverse=True)[:keep_last]
+            kept = set(newest) | _delta.needed_by(left, newest)
+        back += [
+            checkpoint_key(thread_id, ns, c) for c in sorted(kept) if left[c].get(Field.TRIMMED)
+        ]
+    return back
