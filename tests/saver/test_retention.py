@@ -13,9 +13,11 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.types import Command
 from pymongo.errors import AutoReconnect, BulkWriteError
 
-from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver, _queries
 from langgraph.checkpoint.mongo._commands import Command as DriverCommand
 from langgraph.checkpoint.mongo._drivers import maybe_await
+from langgraph.checkpoint.mongo._keys import CheckpointRef
+from langgraph.checkpoint.mongo._queries import WindowRead, WritesJoin
 from langgraph.checkpoint.mongo._retention import TRIM_BATCH
 from support.backends import Backend, CommandLog
 from support.graphs import (
@@ -577,3 +579,14 @@ async def test_with_allowlist_copies_share_the_savers_background_work(backend: B
             if backend.wire is not None:
                 backend.wire.delay = 0.0
         assert len(await listed(saver, config(thread))) == 1
+
+
+def test_a_read_apart_keeps_the_window() -> None:
+    """When a checkpoint with its writes is over 16 MiB, `get_tuple` reads them apart:
+    the window of the namespace's newest checkpoints still comes with the checkpoint."""
+    ref = CheckpointRef("t", "", None)
+    pipeline = _queries.get_tuple_pipeline(ref, WritesJoin("w"), WindowRead("c", 3))
+    joins = [stage["$lookup"]["as"] for stage in pipeline if "$lookup" in stage]
+    assert joins == ["window", "pending_writes"]
+    apart = _queries.without_join(pipeline)
+    assert [stage["$lookup"]["as"] for stage in apart if "$lookup" in stage] == ["window"]
