@@ -982,10 +982,11 @@ def store_documents(target: Target, docs: Sequence[Mapping[str, Any]]) -> Plan[N
 
 
 def thread_document_counts(thread_id: str) -> Plan[tuple[int, int]]:
-    """How many checkpoint and pending-write documents the thread has (chunks aside)."""
-    query = _queries.of_thread(thread_id)
+    """How many checkpoint and pending-write documents the thread has (chunks aside;
+    checkpoints `keep_last` marked are gone: their writes are not counted out)."""
+    query = _queries.visible_of_thread(thread_id)
     checkpoints = yield Command(Target.CHECKPOINTS, Method.COUNT_DOCUMENTS, (query,))
-    writes_query = {**query, _queries.CHUNK_ID: {"$exists": False}}
+    writes_query = {**_queries.of_thread(thread_id), _queries.CHUNK_ID: {"$exists": False}}
     writes = yield Command(Target.WRITES, Method.COUNT_DOCUMENTS, (writes_query,))
     return checkpoints, writes
 
@@ -993,8 +994,10 @@ def thread_document_counts(thread_id: str) -> Plan[tuple[int, int]]:
 def stored_documents(keys: list[CheckpointKey]) -> Plan[tuple[list[Any], list[Any]]]:
     """The documents of these checkpoints, as stored but with every chunked value whole
     (see `_chunks`), and every write stored for them (also writes whose checkpoint is not
-    there: an interrupted copy leaves those)."""
-    checkpoints = yield Command(Target.CHECKPOINTS, Method.FIND, (_queries.checkpoints_of(keys),))
+    there: an interrupted copy leaves those). A checkpoint `keep_last` marked is not
+    there: reads leave it out."""
+    query = {**_queries.checkpoints_of(keys), **_queries.NOT_TRIMMED}
+    checkpoints = yield Command(Target.CHECKPOINTS, Method.FIND, (query,))
     writes = yield Command(Target.WRITES, Method.FIND, (_queries.writes_of(keys),))
     writes = yield from _chunks.resolve_documents(checkpoints, writes)
     return checkpoints, writes
@@ -1009,6 +1012,6 @@ def refuse_foreign_documents(thread_id: str) -> Plan[None]:
 
 
 def checkpoint_keys_of_thread(thread_id: str) -> Plan[list[CheckpointKey]]:
-    """The keys of every checkpoint document of the thread."""
+    """The keys of the thread's checkpoints that reads return (not `keep_last`-marked)."""
     docs = yield Command(Target.CHECKPOINTS, Method.FIND, _queries.keys_of_thread(thread_id))
     return [doc[Field.ID] for doc in docs]

@@ -138,8 +138,9 @@ def marked_of(keys: list[CheckpointKey]) -> dict[str, Any]:
 
 
 def keys_of_thread(thread_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """`find` filter and projection: the keys of a thread's checkpoints."""
-    return of_thread(thread_id), {Field.ID: 1}
+    """`find` filter and projection: the keys of a thread's checkpoints that reads
+    return."""
+    return visible_of_thread(thread_id), {Field.ID: 1}
 
 
 def channel_values_of(key: CheckpointKey) -> tuple[dict[str, Any], dict[str, Any]]:
