@@ -142,16 +142,16 @@ def test_ls_prints_a_table_and_json(saver: MongoDBSaver) -> None:
     assert [t["thread_id"] for t in json.loads(filtered.stdout)] == ["user-b"]
 
 
-def test_ls_counts_what_reads_see_of_a_thread_with_keep_last(saver: MongoDBSaver) -> None:
-    """Checkpoints a saver's `keep_last` took out of the window are not counted, though
-    they are stored until its background trim deletes them."""
+def test_ls_counts_what_a_thread_stores_from_the_index(saver: MongoDBSaver) -> None:
+    """`ls` counts from the index alone: checkpoints a saver's `keep_last` took out of the
+    window and has not deleted yet are counted with the rest (reads leave them out)."""
     with MongoDBSaver(saver.client, saver.db.name, keep_last=3) as trimming:
         chats(trimming, {"short": 2})  # 6 checkpoints, 3 of them out of the window
     assert saver.checkpoint_collection.count_documents({"thread_id": "short"}) == 6
     assert per_namespace(saver, "short") == {"": 3}
     listed = run(saver, "ls", "--json")
     assert listed.returncode == 0, listed.stderr
-    assert [t["checkpoints"] for t in json.loads(listed.stdout)] == [3]
+    assert [t["checkpoints"] for t in json.loads(listed.stdout)] == [6]
 
 
 def test_ls_of_an_empty_database_says_so(saver: MongoDBSaver) -> None:

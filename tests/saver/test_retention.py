@@ -14,11 +14,12 @@ from langgraph.types import Command
 from pymongo.errors import AutoReconnect, BulkWriteError
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver, _queries
+from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._commands import Command as DriverCommand
 from langgraph.checkpoint.mongo._drivers import maybe_await
-from langgraph.checkpoint.mongo._keys import CheckpointRef
+from langgraph.checkpoint.mongo._keys import CheckpointRef, checkpoint_key
 from langgraph.checkpoint.mongo._queries import WindowRead, WritesJoin
-from langgraph.checkpoint.mongo._retention import TRIM_BATCH
+from langgraph.checkpoint.mongo._retention import TRIM_BATCH, Trim
 from support.backends import Backend, CommandLog
 from support.graphs import (
     CHANNELS,
@@ -30,7 +31,17 @@ from support.graphs import (
     compare,
     linear_graph,
 )
-from support.helpers import config, either, ids, listed, methods, new_thread, put, settle
+from support.helpers import (
+    checkpoint,
+    config,
+    either,
+    ids,
+    listed,
+    methods,
+    new_thread,
+    put,
+    settle,
+)
 
 
 async def chain(saver: Any, thread: str, n: int, ns: str = "") -> list[str]:
@@ -345,18 +356,23 @@ async def test_after_forks_the_window_is_what_prune_keeps_and_each_checkpoint_wh
         assert [m.id for m in state.values["messages"]][-2:] == ["h-7", "ai-8"]
 
 
+@pytest.mark.parametrize("read_first", [True, False])
 async def test_keep_last_marks_in_the_puts_command_and_deletes_in_the_background(
-    counting: Backend, sent_commands: list[DriverCommand]
+    counting: Backend, sent_commands: list[DriverCommand], read_first: bool
 ) -> None:
     """Every `put` past the window marks the checkpoint that leaves it in its own
-    `update` command, after the upsert, with an `UpdateOne` (a retryable write; the
-    namespace's first mark also marks older checkpoints this process never saw, with an
-    `UpdateMany`), so reads never see more than `keep_last`. Once `TRIM_BATCH`
-    checkpoints of the thread were marked, one trim, sent after that `put` returned,
-    finds the marked checkpoints and deletes their writes, then them."""
+    `update` command, after the upsert, with an `UpdateOne` (a retryable write), so reads
+    never see more than `keep_last`. Once `TRIM_BATCH` checkpoints of the thread were
+    marked, one trim, sent after that `put` returned, deletes them and then their writes.
+
+    A thread this process did not read first (LangGraph reads it at the start of every
+    run) may hold older checkpoints it never saw: the first mark also marks those, with an
+    `UpdateMany` (not retryable), and the trim finds them first."""
     log = CommandLog()
     thread = new_thread()
     async with counting.saver(log, keep_last=2) as saver:
+        if read_first:
+            assert await either(saver).get_tuple(config(thread)) is None
         made = [await put(saver, thread)]
         deleted: set[str] = set()
         for _ in range(TRIM_BATCH + 2):
@@ -366,7 +382,7 @@ async def test_keep_last_marks_in_the_puts_command_and_deletes_in_the_background
             await settle(saver)
             await either(saver).put_writes(made[-1], [("w", 1)], "t")
             trimmed = len(made) == TRIM_BATCH + 2
-            trim = ["find", "delete", "delete"] if trimmed else []
+            trim = [*([] if read_first else ["find"]), "delete", "delete"] if trimmed else []
             assert log.names == ["update", *trim, "update"]
             kept = [c["configurable"]["checkpoint_id"] for c in made[-2:]]
             assert ids(await listed(saver, config(thread))) == kept[::-1]
@@ -375,7 +391,7 @@ async def test_keep_last_marks_in_the_puts_command_and_deletes_in_the_background
                 assert store.method.name == "UPDATE_ONE"
                 continue
             [requests] = store.args
-            first = ["UpdateMany"] if len(made) == 3 else []
+            first = ["UpdateMany"] if len(made) == 3 and not read_first else []
             assert [type(r).__name__ for r in requests] == ["UpdateOne", "UpdateOne", *first]
             assert await either(saver).get_tuple(made[-3]) is None
             cursor = saver.checkpoint_collection.find({"thread_id": thread, "trimmed": True})
@@ -485,6 +501,71 @@ async def test_a_rollback_brings_back_the_window_the_run_pushed_out(
                 found = await listed(reader, config(thread))
                 assert ids(found) == want
                 assert [t.pending_writes for t in found] == [[("t", "w", c)] for c in want]
+
+
+async def _runs(saver: Any, thread: str, runs: list[tuple[str, int]], made: list[str]) -> None:
+    """Checkpoints of these runs (run id, how many), each with a write, as LangGraph
+    writes them: a read of the thread first."""
+    await either(saver).get_tuple(config(thread))
+    for run, count in runs:
+        for _ in range(count):
+            stored = await put(
+                saver, thread, parent=made[-1] if made else None, metadata={"run_id": run}
+            )
+            made.append(stored["configurable"]["checkpoint_id"])
+            await either(saver).put_writes(stored, [("w", made[-1])], "t")
+
+
+async def test_a_rollback_by_another_saver_is_read_back_before_the_next_mark(
+    backend: Backend,
+) -> None:
+    """Another process rolls the latest run back: the next run here reads the thread
+    first, and its `put` keeps `keep_last` checkpoints, not counting the deleted ones."""
+    thread = new_thread()
+    async with backend.saver(keep_last=3) as saver:
+        made: list[str] = []
+        await _runs(saver, thread, [("r1", 5), ("r2", 3)], made)
+        async with backend.saver(db_name=saver.db.name, keep_last=3) as other:
+            await either(other).delete_for_runs(["r2"])
+        del made[5:]
+        await _runs(saver, thread, [("r3", 1)], made)
+        assert ids(await listed(saver, config(thread))) == made[:-4:-1]
+
+
+async def test_a_trim_never_takes_a_checkpoint_brought_back_nor_its_writes(
+    backend: Backend,
+) -> None:
+    """A trim names the checkpoints marked when it was queued; one brought back into the
+    window since (a rollback, in another process, while the trim was on its way or
+    queued again after a failure) stays, and keeps its writes."""
+    thread = new_thread()
+    async with backend.saver(keep_last=3) as saver:
+        made: list[str] = []
+        await _runs(saver, thread, [("r1", 6)], made)  # the first 3 marked, no trim yet
+        assert ids(await listed(saver, config(thread))) == made[:2:-1]
+        keys = [checkpoint_key(thread, "", c) for c in made[:4]]  # made[3] is not marked
+        keep_last = saver.storage.keep_last
+        assert keep_last is not None
+        saver._in_background("keep_last", ops._trim(keep_last, Trim(thread, keys, False)))
+        await settle(saver)
+        assert (await stored_ids(saver, thread))[""] == made[:2:-1]
+        assert await stored_write_owners(saver, thread) == set(made[3:])
+
+
+async def test_a_put_whose_id_sorts_among_the_old_ones_stays_in_the_window(
+    backend: Backend,
+) -> None:
+    """Another host's clock ahead of this one's: the checkpoint being stored is not
+    marked by its own `put`, though its id sorts below the newest ones."""
+    thread = new_thread()
+    async with backend.saver(keep_last=2) as saver:
+        made = await chain(saver, thread, 3)
+        early = checkpoint({"n": 1})
+        early["id"] = made[0][:-1] + "0"  # between the first two, by id
+        stored = await either(saver).put(
+            config(thread, "", made[-1]), early, {"step": 9}, early["channel_versions"]
+        )
+        assert await either(saver).get_tuple(stored) is not None
 
 
 async def test_a_failed_upsert_marks_nothing(backend: Backend) -> None:

@@ -510,7 +510,7 @@ def _trim(keep_last: KeepLast, trim: Trim) -> Plan[None]:
             )
             known = {key_fields(key) for key in keys}
             keys = [*keys, *(d[Field.ID] for d in found if key_fields(d[Field.ID]) not in known)]
-        yield from _delete_checkpoints(keys, marked_only=True)
+        yield from _delete_marked(keys)
     except BaseException:
         keep_last.give_back(trim)
         raise
@@ -570,15 +570,22 @@ def _read_joined(
 
 
 def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
-    pipeline = _queries.get_tuple_pipeline(ref_from_config(config), storage.join, storage.window)
+    ref = ref_from_config(config)
+    pipeline = _queries.get_tuple_pipeline(ref, storage.join, storage.window)
     docs: list[JoinedCheckpoint] = yield from _read_joined(pipeline)
+    keep_last = storage.keep_last
     if not docs:
+        if keep_last is not None and storage.window is not None and ref.checkpoint_id is None:
+            keep_last.window(ref.thread_id, ref.checkpoint_ns, [])  # a new namespace
         return None
-    window = docs[0].pop(Field.WINDOW, [])
+    window = docs[0].pop(Field.WINDOW, None)
     yield from _chunks.resolve(docs)
     found = checkpoint_tuple(storage.codec, docs[0])
-    if storage.keep_last is not None:
-        storage.keep_last.saw([*window, *docs])
+    if keep_last is not None:
+        if window is None:  # no window read, or read apart: the checkpoint alone
+            keep_last.saw(docs)
+        else:
+            keep_last.window(ref.thread_id, ref.checkpoint_ns, window, docs)
     # A graph's next `put` names this checkpoint as its parent: keep its stored values.
     versions = found.checkpoint.get("channel_versions", {})
     storage.recent.remember(
@@ -844,9 +851,8 @@ def delete_for_runs(storage: Storage, run_ids: Sequence[str]) -> Plan[None]:
 DELETE_BATCH = 10_000
 
 
-def _delete_checkpoints(keys: Sequence[CheckpointKey], *, marked_only: bool = False) -> Plan[None]:
-    """Delete these checkpoints (`_id`s) and their writes, a batch of keys per command
-    (`marked_only`: only those still marked `trimmed`, for a `keep_last` trim).
+def _delete_checkpoints(keys: Sequence[CheckpointKey]) -> Plan[None]:
+    """Delete these checkpoints (`_id`s) and their writes, a batch of keys per command.
 
     Per batch the writes go first. A failure in between leaves checkpoints that are
     still doomed, which running the operation again finds and deletes, with whatever
@@ -857,8 +863,31 @@ def _delete_checkpoints(keys: Sequence[CheckpointKey], *, marked_only: bool = Fa
     for start in range(0, len(keys), DELETE_BATCH):
         batch = list(keys[start : start + DELETE_BATCH])
         yield Command(Target.WRITES, Method.DELETE_MANY, (_queries.writes_of(batch),))
-        doomed = _queries.marked_of(batch) if marked_only else _queries.checkpoints_of(batch)
-        yield Command(Target.CHECKPOINTS, Method.DELETE_MANY, (doomed,))
+        yield Command(Target.CHECKPOINTS, Method.DELETE_MANY, (_queries.checkpoints_of(batch),))
+
+
+def _delete_marked(keys: Sequence[CheckpointKey]) -> Plan[None]:
+    """A `keep_last` trim: delete these checkpoints if they are still marked, then the
+    writes of those that are gone, a batch of keys per command.
+
+    Checkpoints first, each only if marked: one brought back into the window meanwhile
+    (a rollback, or stored again) stays, and keeps its writes. When the delete did not
+    take every key (such a one, or a checkpoint already gone: a retry), a `find` tells
+    which are still there. A failure before the writes go leaves writes no checkpoint
+    joins, invisible, which the trim, queued again, deletes.
+    """
+    for start in range(0, len(keys), DELETE_BATCH):
+        batch = list(keys[start : start + DELETE_BATCH])
+        deleted = yield Command(
+            Target.CHECKPOINTS, Method.DELETE_MANY, (_queries.marked_of(batch),)
+        )
+        gone = batch
+        if deleted.deleted_count != len(batch):
+            left = yield Command(Target.CHECKPOINTS, Method.FIND, _queries.keys_of(batch))
+            stayed = {key_fields(doc[Field.ID]) for doc in left}
+            gone = [key for key in batch if key_fields(key) not in stayed]
+        if gone:
+            yield Command(Target.WRITES, Method.DELETE_MANY, (_queries.writes_of(gone),))
 
 
 def _run_id(codec: Codec, doc: MetadataDocument) -> str | None:

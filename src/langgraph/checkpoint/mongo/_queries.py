@@ -132,6 +132,11 @@ def marked_of_thread(thread_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return {Field.THREAD_ID: thread_id, Field.TRIMMED: True}, {Field.ID: 1}
 
 
+def keys_of(keys: list[CheckpointKey]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`find` filter and projection: which of these checkpoints are stored."""
+    return checkpoints_of(keys), {Field.ID: 1}
+
+
 def marked_of(keys: list[CheckpointKey]) -> dict[str, Any]:
     """These checkpoints, if they are marked (a trim never deletes one that reads see)."""
     return {**checkpoints_of(keys), Field.TRIMMED: True}
@@ -430,9 +435,11 @@ _MAX_BATCH_SIZE = 2**31 - 1
 
 
 def checkpoint_counts_pipeline(thread_ids: Sequence[str]) -> list[dict[str, Any]]:
-    """How many checkpoints each of these threads has, per namespace (`CountDocument`)."""
+    """How many checkpoints each of these threads stores, per namespace (`CountDocument`):
+    from the `thread_ns_checkpoint` index alone, so those `keep_last` marked and a trim has
+    not deleted yet are counted too (leaving them out would read every document)."""
     return [
-        {"$match": {**of_threads(thread_ids), **NOT_TRIMMED}},
+        {"$match": of_threads(thread_ids)},
         {
             "$group": {
                 Field.ID: {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from langgraph.checkpoint.mongo import _delta
@@ -71,8 +71,9 @@ class KeepLast:
     def __init__(self, keep_last: int) -> None:
         self.keep_last = keep_last
         self._known: OrderedDict[tuple[str, str], dict[str, LineageDocument]] = OrderedDict()
-        # Namespaces whose older, unknown checkpoints were marked (below this id).
-        self._unknown_marked: dict[tuple[str, str], str] = {}
+        # Namespaces whose older, unknown checkpoints were marked (below this id), or that
+        # have none: a window read found all their checkpoints (`window`).
+        self._unknown_marked: dict[tuple[str, str], str | None] = {}
         # Per thread (as many as namespaces, least recently marked first): checkpoints
         # marked and not deleted yet, and whether unknown ones were.
         self._marked: OrderedDict[str, list[CheckpointKey]] = OrderedDict()
@@ -97,6 +98,33 @@ class KeepLast:
                 # trimmed once it is known again.
                 self._forget(next(iter(self._known)))
 
+    def window(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        newest: Sequence[Mapping[str, Any]],
+        also: Iterable[Mapping[str, Any]] = (),
+    ) -> None:
+        """What `get_tuple` read of a namespace: its `keep_last` newest checkpoints that
+        reads see (`newest`), and the checkpoint it returned (`also`); nothing for a
+        namespace with no checkpoint. The truth about them: a known checkpoint as new
+        as the oldest of them that is not among them was deleted or marked since (by
+        another process: a rollback, a trim), and is forgotten; with fewer than
+        `keep_last`, they are every checkpoint reads see, and the namespace's first mark
+        needs no `UpdateMany` of older ones."""
+        namespace = (thread_id, checkpoint_ns)
+        ids = {doc[Field.ID][Field.CHECKPOINT_ID] for doc in newest}
+        complete = len(ids) < self.keep_last
+        with self._lock:
+            known = self._known.get(namespace)
+            if known is not None:
+                lowest = "" if complete else min(ids)
+                for stale in [c for c in known if c >= lowest and c not in ids]:
+                    del known[stale]
+            if complete:
+                self._unknown_marked.setdefault(namespace, None)
+        self.saw([*newest, *also])
+
     def marks(self, document: Mapping[str, Any]) -> Marks | None:
         """Before the `put` of `document`: what its command marks (`None`: nothing).
 
@@ -120,6 +148,8 @@ class KeepLast:
             # The checkpoint being stored stays, even when its id sorts among the old ones
             # (another host's clock ahead of this one's).
             leaving = sorted(set(known) - kept - {own})
+            # At the namespace's first mark in this process, older checkpoints it never
+            # saw (written before it started) go too, unless a window read found none.
             unknown_below = None if (thread_id, ns) in self._unknown_marked else min(known)
             if not leaving and unknown_below is None:
                 return None
