@@ -149,6 +149,41 @@ def test_the_size_check_counts_what_bson_encodes(compression: str | None, size: 
         assert bson_size(write) == len(bson.encode(write))
 
 
+class _Typed:
+    """A serializer that names every value's type (no `msgpack` to leave out)."""
+
+    def dumps_typed(self, value: Any) -> tuple[str, bytes]:
+        return "json", repr(value).encode()
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize("compression", [None, "zlib", "zstd"])
+@pytest.mark.parametrize("serde", [JsonPlusSerializer(), _Typed()], ids=["jsonplus", "typed"])
+@pytest.mark.parametrize(
+    "value",
+    [None, 1, "small", "x" * 5_000, os.urandom(5_000), b""],
+    ids=["none", "int", "str", "compressible", "incompressible", "empty"],
+)
+def test_a_stored_field_is_the_stored_value_with_nothing_to_say_left_out(
+    compression: str | None, serde: Any, value: Any
+) -> None:
+    """`encode_field` (a checkpoint's blob, a write's value) stores what `encode` stores,
+    as null for the serializer's null and as bare bytes when the `StoredValue` holds only
+    them (an uncompressed value of the implied type): whatever the type, size and
+    compression."""
+    codec = Codec(serde, compression)  # type: ignore[arg-type]
+    stored = codec.encode(value)
+    if stored == {"data": b"", "type": "null"}:
+        expected: Any = None
+    elif stored.keys() == {"data"}:
+        expected = stored["data"]
+    else:
+        expected = stored
+    assert codec.encode_field(value) == expected
+
+
 def _raw_checkpoint(raw_bytes: int) -> Any:
     """`checkpoint_document` for a checkpoint holding `raw_bytes` bytes."""
     codec = Codec(JsonPlusSerializer())

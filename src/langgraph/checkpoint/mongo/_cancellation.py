@@ -54,12 +54,39 @@ async def finished_before_cancelling(pending: Awaitable[T]) -> T:
     task waits for the command (as long as the client's `timeoutMS` and socket timeouts
     let it run), and its plan stops before the next command. A cancellation that reaches
     the task before the command is handed over still cancels at once.
+
+    The command runs in a task of its own that hands its outcome straight to the future
+    the caller awaits (`_settle`): what `asyncio.shield` does, with one pass of the event
+    loop fewer per write.
     """
-    running = asyncio.ensure_future(pending)
+    outcome: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+    running = asyncio.ensure_future(_settle(pending, outcome))
     try:
-        return await asyncio.shield(running)
+        return await outcome
     except asyncio.CancelledError as cancelled:
         await _outlive(running, cancelled)
+
+
+async def _settle(pending: Awaitable[T], outcome: asyncio.Future[T]) -> None:
+    """Await `pending` and set `outcome` to its result or failure; once the caller has
+    stopped waiting (`outcome` cancelled), a failure is raised instead, for `_outlive`
+    to chain. A cancellation of this task itself (the event loop is closing) cancels
+    `outcome` too; a `KeyboardInterrupt` or `SystemExit` also stops the event loop, as
+    asyncio's tasks let them."""
+    try:
+        result = await pending
+    except asyncio.CancelledError:
+        outcome.cancel()
+        raise
+    except BaseException as error:
+        caller_gone = outcome.done()
+        if not caller_gone:
+            outcome.set_exception(error)
+        if caller_gone or not isinstance(error, Exception):
+            raise
+        return
+    if not outcome.done():
+        outcome.set_result(result)
 
 
 async def _outlive(running: asyncio.Future[Any], cancelled: asyncio.CancelledError) -> NoReturn:

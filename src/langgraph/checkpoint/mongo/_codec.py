@@ -73,11 +73,16 @@ class Codec(NamedTuple):
         return stored
 
     def encode_field(self, value: Any) -> StoredField:
-        """`encode`, as bare bytes when there is nothing to say beside them."""
-        stored = self.encode(value)
-        if stored == _NULL:
+        """`encode`, as bare bytes when there is nothing to say beside them. (Decided on
+        the serializer's answer, not by comparing the `StoredValue`: every write and
+        checkpoint takes this path.)"""
+        type_, data = self.serde.dumps_typed(value)
+        if type_ == IMPLIED_TYPE and (self.compression is None or len(data) < MIN_COMPRESSED_SIZE):
+            return data
+        if type_ == _NULL[Field.TYPE] and data == _NULL[Field.DATA]:
             return None
-        return stored[Field.DATA] if stored.keys() == {Field.DATA} else stored
+        stored = self._stored_value(type_, data)
+        return stored[Field.DATA] if len(stored) == 1 else stored
 
     def decode(self, stored: StoredField) -> Any:
         if stored is None:
