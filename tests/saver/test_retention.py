@@ -568,6 +568,32 @@ async def test_a_put_whose_id_sorts_among_the_old_ones_stays_in_the_window(
         assert await either(saver).get_tuple(stored) is not None
 
 
+async def test_a_new_process_on_a_thread_this_option_keeps_marks_with_retryable_writes(
+    backend: Backend, sent_commands: list[DriverCommand]
+) -> None:
+    """A process's first run on a thread that `keep_last` already keeps finds the whole
+    window in its first read: its marks are `UpdateOne`s only (a retryable write). On a
+    thread with older history, the first mark also sends the `UpdateMany` of the older
+    checkpoints."""
+    kept, old = new_thread(), new_thread()
+    async with backend.saver(keep_last=3) as saver:
+        history: dict[str, list[str]] = {kept: [], old: []}
+        await _runs(saver, kept, [("r1", 6)], history[kept])
+        async with backend.saver(db_name=saver.db.name) as plain:
+            await _runs(plain, old, [("r0", 6)], history[old])
+        for thread in (kept, old):
+            async with backend.saver(db_name=saver.db.name, keep_last=3) as fresh:
+                sent_commands.clear()
+                await _runs(fresh, thread, [("r2", 1)], history[thread])
+                [store] = [c for c in sent_commands if c.method.name == "BULK_WRITE"]
+                [requests] = store.args
+                # The upsert, then a mark per known checkpoint out of the window (the read
+                # returns one more than the window: on the old thread, it leaves too).
+                marks = ["UpdateOne", "UpdateOne", "UpdateMany"] if thread == old else ["UpdateOne"]
+                assert [type(r).__name__ for r in requests] == ["UpdateOne", *marks]
+                assert ids(await listed(fresh, config(thread))) == history[thread][:-4:-1]
+
+
 async def test_a_failed_upsert_marks_nothing(backend: Backend) -> None:
     """The marks come after the upsert in its ordered bulk write: an upsert the server
     refuses (here a unique index of the user's) stops them, and the window stays whole."""

@@ -248,7 +248,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             recent=RecentValues(cache_bound),
             keep_last=KeepLast(self.keep_last) if self.keep_last is not None else None,
             window=(
-                WindowRead(checkpoint_collection_name, self.keep_last)
+                WindowRead(checkpoint_collection_name, self.keep_last + 1)
                 if self.keep_last is not None and targeted_joins
                 else None
             ),

@@ -252,10 +252,11 @@ class WritesJoin:
 @dataclass(frozen=True, slots=True)
 class WindowRead:
     """With the saver's `keep_last`: `get_tuple` also returns the lineage of the `size`
-    newest checkpoints of the namespace (`Field.WINDOW`), so the first `put` of a process
-    knows which checkpoint leaves the window (see `_retention`). One more `$lookup` in
-    the same aggregation, of the checkpoints collection (`collection`) into itself, in
-    MongoDB 5.0's concise correlated form (`targeted_joins`), so no round trip more."""
+    (`keep_last + 1`) newest checkpoints of the namespace that reads see (`Field.WINDOW`),
+    so the first `put` of a process knows which checkpoint leaves the window, and whether
+    older ones wait to be marked (see `_retention`). One more `$lookup` in the same
+    aggregation, of the checkpoints collection (`collection`) into itself, in MongoDB
+    5.0's concise correlated form (`targeted_joins`), so no round trip more."""
 
     collection: str
     size: int

@@ -105,16 +105,16 @@ class KeepLast:
         newest: Sequence[Mapping[str, Any]],
         also: Iterable[Mapping[str, Any]] = (),
     ) -> None:
-        """What `get_tuple` read of a namespace: its `keep_last` newest checkpoints that
-        reads see (`newest`), and the checkpoint it returned (`also`); nothing for a
+        """What `get_tuple` read of a namespace: its `keep_last + 1` newest checkpoints
+        that reads see (`newest`), and the checkpoint it returned (`also`); nothing for a
         namespace with no checkpoint. The truth about them: a known checkpoint as new
         as the oldest of them that is not among them was deleted or marked since (by
-        another process: a rollback, a trim), and is forgotten; with fewer than
-        `keep_last`, they are every checkpoint reads see, and the namespace's first mark
-        needs no `UpdateMany` of older ones."""
+        another process: a rollback, a trim), and is forgotten; with `keep_last` or
+        fewer (a new thread, or one this option keeps), they are every checkpoint reads
+        see, and the namespace's first mark needs no `UpdateMany` of older ones."""
         namespace = (thread_id, checkpoint_ns)
         ids = {doc[Field.ID][Field.CHECKPOINT_ID] for doc in newest}
-        complete = len(ids) < self.keep_last
+        complete = len(ids) <= self.keep_last
         with self._lock:
             known = self._known.get(namespace)
             if known is not None:
