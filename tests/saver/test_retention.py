@@ -697,3 +697,16 @@ def test_a_read_apart_keeps_the_window() -> None:
     assert joins == ["window", "pending_writes"]
     apart = _queries.without_join(pipeline)
     assert [stage["$lookup"]["as"] for stage in apart if "$lookup" in stage] == ["window"]
+
+
+def test_what_a_saver_remembers_of_threads_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reads of many new threads that are never written (LangGraph reads a thread before
+    its first run) do not grow what `keep_last` remembers beyond its bound."""
+    from langgraph.checkpoint.mongo import _retention
+
+    monkeypatch.setattr(_retention, "_NAMESPACES", 10)
+    keep_last = _retention.KeepLast(2)
+    for n in range(100):
+        keep_last.window(f"thread-{n}", "", [])
+    assert len(keep_last._known) == 10
+    assert len(keep_last._unknown_marked) == 10

@@ -123,6 +123,8 @@ class KeepLast:
                     del known[stale]
             if complete:
                 self._unknown_marked.setdefault(namespace, None)
+                # Known (empty for a new namespace), so the bound on namespaces forgets it.
+                self._known.setdefault(namespace, {})
         self.saw([*newest, *also])
 
     def marks(self, document: Mapping[str, Any]) -> Marks | None:
