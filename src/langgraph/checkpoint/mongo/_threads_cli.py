@@ -37,6 +37,7 @@ from langgraph.checkpoint.mongo.migrate._cli import (
     DEFAULT_TIMEOUT,
     UsageError,
     _client,
+    _distinct_collections,
     _flag,
     _timeout,
 )
@@ -260,7 +261,8 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run `threads ACTION`; an error propagates to `main`, which prints it in one line."""
-    _check_arguments(args)
+    # What argparse cannot check (it checked each name, and `--db`, on its own).
+    _distinct_collections(args.checkpoints, args.writes, ("--checkpoints", "--writes"))
     if not args.uri:
         raise UsageError("no server: pass --uri or set MONGODB_URI")
     if args.action == "delete" and not args.yes and not _can_ask():
@@ -270,16 +272,6 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
     with _saver(args) as saver:
         return ACTIONS[args.action](saver, args, out, err)
-
-
-def _check_arguments(args: argparse.Namespace) -> None:
-    """What argparse cannot check, before any connection is made: the saver's checks that
-    span two flags, naming the flags rather than the saver's arguments (argparse already
-    checked each name, and `--db`, on its own)."""
-    try:
-        _options.collection_names(args.checkpoints, args.writes, ("--checkpoints", "--writes"))
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
 
 
 @contextmanager

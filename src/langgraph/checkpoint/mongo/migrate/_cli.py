@@ -257,13 +257,16 @@ def _check_arguments(args: argparse.Namespace) -> None:
         )
     if args.from_sqlite is not None and not args.from_sqlite.is_file():
         raise UsageError(f"--from-sqlite {str(args.from_sqlite)!r}: no such file")
+    _distinct_collections(args.to_checkpoints, args.to_writes, ("--to-checkpoints", "--to-writes"))
+
+
+def _distinct_collections(checkpoints: str, writes: str, flags: tuple[str, str]) -> None:
+    """The savers' check that the two collections differ (`_options.collection_names`),
+    refused as bad arguments naming the flags, before any connection is made."""
     try:
-        _options.collection_names(args.to_checkpoints, args.to_writes, _TARGET_COLLECTIONS)
+        _options.collection_names(checkpoints, writes, flags)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-
-
-_TARGET_COLLECTIONS = ("--to-checkpoints", "--to-writes")
 
 
 def _client(uri: str, what: str, timeout: float) -> MongoClient[dict[str, Any]]:
