@@ -74,10 +74,9 @@ class KeepLast:
         # Namespaces whose older, unknown checkpoints were marked (below this id), or that
         # have none: a window read found all their checkpoints (`window`).
         self._unknown_marked: dict[tuple[str, str], str | None] = {}
-        # Per thread (as many as namespaces, least recently marked first): checkpoints
-        # marked and not deleted yet, and whether unknown ones were.
-        self._marked: OrderedDict[str, list[CheckpointKey]] = OrderedDict()
-        self._unknown: set[str] = set()
+        # Per thread (as many as namespaces, least recently marked first): the trim its
+        # marks so far call for, queued once it is large enough.
+        self._marked: OrderedDict[str, Trim] = OrderedDict()
         self._pending: dict[str, Trim] = {}
         self._lock = threading.Lock()
 
@@ -169,32 +168,26 @@ class KeepLast:
             known = self._known.get((thread_id, ns), {})
             for key in marks.leaving:
                 known.pop(key[Field.CHECKPOINT_ID], None)
-            marked = self._marked.setdefault(thread_id, [])
-            marked += marks.leaving
-            self._marked.move_to_end(thread_id)
+            if marks.unknown_below is not None:
+                self._unknown_marked[thread_id, ns] = marks.unknown_below
+            so_far = self._marked.pop(thread_id, None)
+            marked = Trim(thread_id, marks.leaving, marks.unknown_below is not None)
+            if so_far is not None:
+                marked = _merged(so_far, marked)
+            if len(marked.keys) >= max(self.keep_last, TRIM_BATCH):
+                self._queue(marked)
+                return
+            self._marked[thread_id] = marked
             while len(self._marked) > _NAMESPACES:
                 # Left in the collection, out of every read, until a `prune` or a trim
                 # that finds them.
-                self._unknown.discard(self._marked.popitem(last=False)[0])
-            if marks.unknown_below is not None:
-                self._unknown_marked[thread_id, ns] = marks.unknown_below
-                self._unknown.add(thread_id)
-            if len(marked) >= max(self.keep_last, TRIM_BATCH):
-                del self._marked[thread_id]
-                find = thread_id in self._unknown
-                self._unknown.discard(thread_id)
-                queued = self._pending.get(thread_id)
-                keys = [*(queued.keys if queued else ()), *marked]
-                self._pending[thread_id] = Trim(
-                    thread_id, keys, find or bool(queued and queued.find)
-                )
+                self._marked.popitem(last=False)
 
     def failed(self, thread_id: str, checkpoint_ns: str) -> None:
         """A `put` failed: forget the namespace's lineage (the next read of it tells
         again); what earlier puts marked stays to be deleted."""
         with self._lock:
-            self._known.pop((thread_id, checkpoint_ns), None)
-            self._unknown_marked.pop((thread_id, checkpoint_ns), None)
+            self._forget((thread_id, checkpoint_ns))
 
     def _forget(self, namespace: tuple[str, str]) -> None:
         """Drop the namespace's lineage (under the lock); marked checkpoints a trim has
@@ -212,10 +205,12 @@ class KeepLast:
     def give_back(self, trim: Trim) -> None:
         """Queue again a trim that did not finish (merged with one queued since)."""
         with self._lock:
-            queued = self._pending.get(trim.thread_id)
-            if queued is not None:
-                trim = Trim(trim.thread_id, [*trim.keys, *queued.keys], trim.find or queued.find)
-            self._pending[trim.thread_id] = trim
+            self._queue(trim)
+
+    def _queue(self, trim: Trim) -> None:
+        """Queue `trim`, merged with one queued for its thread (under the lock)."""
+        queued = self._pending.get(trim.thread_id)
+        self._pending[trim.thread_id] = trim if queued is None else _merged(trim, queued)
 
     def forget_threads(self, thread_ids: Iterable[str]) -> None:
         """A delete or prune changed these threads: what was known of them may be gone
@@ -225,9 +220,13 @@ class KeepLast:
             for thread_id in doomed:
                 self._pending.pop(thread_id, None)
                 self._marked.pop(thread_id, None)
-                self._unknown.discard(thread_id)
             for namespace in [n for n in self._known if n[0] in doomed]:
                 self._forget(namespace)
+
+
+def _merged(first: Trim, then: Trim) -> Trim:
+    """One trim of a thread that does what both do."""
+    return Trim(first.thread_id, [*first.keys, *then.keys], first.find or then.find)
 
 
 def lineage_entry(doc: Mapping[str, Any]) -> LineageDocument:
