@@ -116,6 +116,13 @@ def needed_by(lineage: Lineage, survivors: Iterable[str]) -> set[str]:
     return needed
 
 
+def kept(lineage: Lineage, candidates: Iterable[str], keep_last: int) -> set[str]:
+    """What a namespace keeps of its `lineage`: the `keep_last` newest of `candidates`,
+    and the ancestors they rebuild their delta channels from (seeds included)."""
+    newest = sorted(candidates, reverse=True)[:keep_last]
+    return set(newest) | needed_by(lineage, newest)
+
+
 def prunable(lineage_docs: Iterable[LineageDocument], keep_last: int = 1) -> list[CheckpointKey]:
     """What `prune` deletes, of the checkpoints it has read: all but the `keep_last`
     newest of each namespace and the ancestors their delta channels rebuild from. The
@@ -124,8 +131,7 @@ def prunable(lineage_docs: Iterable[LineageDocument], keep_last: int = 1) -> lis
     doomed: list[CheckpointKey] = []
     for (thread_id, ns), lineage in by_namespace(lineage_docs).items():
         visible = [c for c, doc in lineage.items() if not doc.get(Field.TRIMMED)]
-        newest = sorted(visible, reverse=True)[:keep_last]
-        keep = set(newest) | needed_by(lineage, newest)
+        keep = kept(lineage, visible, keep_last)
         doomed += [checkpoint_key(thread_id, ns, c) for c in sorted(lineage) if c not in keep]
     return doomed
 

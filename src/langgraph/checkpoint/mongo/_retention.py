@@ -278,12 +278,8 @@ def window_after_delete(
     back: list[CheckpointKey] = []
     for (thread_id, ns), lineage in _delta.by_namespace(lineage_docs).items():
         left = {c: doc for c, doc in lineage.items() if (thread_id, ns, c) not in gone}
-        if keep_last is None:
-            kept = set(left)
-        else:
-            newest = sorted(left, reverse=True)[:keep_last]
-            kept = set(newest) | _delta.needed_by(left, newest)
+        keep = set(left) if keep_last is None else _delta.kept(left, left, keep_last)
         back += [
-            checkpoint_key(thread_id, ns, c) for c in sorted(kept) if left[c].get(Field.TRIMMED)
+            checkpoint_key(thread_id, ns, c) for c in sorted(keep) if left[c].get(Field.TRIMMED)
         ]
     return back
