@@ -44,11 +44,14 @@ from support.helpers import (
 )
 
 
-async def chain(saver: Any, thread: str, n: int, ns: str = "") -> list[str]:
-    """`n` checkpoints of one namespace, each the parent of the next, each with a write."""
+async def chain(
+    saver: Any, thread: str, n: int, ns: str = "", parent: str | None = None
+) -> list[str]:
+    """`n` checkpoints of one namespace, each the parent of the next (the first of
+    `parent`), each with a write."""
     made: list[str] = []
     for _ in range(n):
-        stored = await put(saver, thread, ns=ns, parent=made[-1] if made else None)
+        stored = await put(saver, thread, ns=ns, parent=made[-1] if made else parent)
         made.append(stored["configurable"]["checkpoint_id"])
         await either(saver).put_writes(stored, [("w", made[-1])], "t")
     return made
@@ -462,16 +465,8 @@ async def test_a_failed_put_leaves_the_window_whole(
         latest = await either(saver).get_tuple(config(thread))
         assert latest is not None
         assert latest.config["configurable"]["checkpoint_id"] == made[-1]
-        made += await chain_from(saver, thread, made[-1], 1)
+        made += await chain(saver, thread, 1, parent=made[-1])
         assert ids(await listed(saver, config(thread))) == made[:-3:-1]
-
-
-async def chain_from(saver: Any, thread: str, parent: str, n: int) -> list[str]:
-    made: list[str] = []
-    for _ in range(n):
-        stored = await put(saver, thread, parent=made[-1] if made else parent)
-        made.append(stored["configurable"]["checkpoint_id"])
-    return made
 
 
 @pytest.mark.parametrize("rollback_keep_last", [3, None])
@@ -610,7 +605,7 @@ async def test_a_failed_upsert_marks_nothing(backend: Backend) -> None:
             await put(saver, thread, parent=made[-1], metadata={"tag": "a"})
         assert ids(await listed(saver, config(thread))) == made[:-3:-1]
         await either(saver).get_tuple(config(thread))  # a run starts with it
-        made += await chain_from(saver, thread, made[-1], 1)
+        made += await chain(saver, thread, 1, parent=made[-1])
         assert ids(await listed(saver, config(thread))) == made[:-3:-1]
 
 
