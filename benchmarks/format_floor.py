@@ -7,21 +7,24 @@ official saver is the stored format itself (a document per checkpoint with one e
 channel, readable metadata, composite keys), and how much the work each of our calls
 does besides storing it.
 
-A *floor* saver stores the same documents as ours, byte for byte (checked first, on the
-calls of a recorded turn), in the fewest steps: `put` and `put_writes` build their one
-command in a single function, with none of what our plans do besides (validation of what
-LangGraph hands over, with named errors; the size check before sending, with
-`state_max_bytes` and chunks; the check that metadata reads back as itself; the value
-cache's memory bound; options that are off here: TTL, `keep_last`, compression). Reads,
-the executors and cancellation are ours. It is a measuring device, not a saver: it only
-handles the inputs of these turns, and it drops exactly the guarantees whose cost it
-measures.
+A *floor* saver stores the same documents as ours (checked first: the calls of a
+recorded turn leave equal collections) in the fewest steps: `put` and `put_writes` build
+their one command in a single function, with none of what our plans do besides:
+validation of what LangGraph hands over, with named errors; the size check before
+sending, with `state_max_bytes` and chunks; the check that metadata reads back as itself;
+the plan layering; and the options that are off here (TTL, `keep_last`, compression,
+other serializers). It keeps what the measured turn needs: the value cache (its bound
+included) with its version check, a special write replacing the stored one. Reads, the
+plan runner, the executors and the write protection on cancellation are ours. It is a
+measuring device, not a saver: it only handles the inputs of these turns, and it drops
+exactly the guarantees whose cost it measures.
 
 For each history length it runs chat turns (as the `cpu` measurement does: one `invoke`
 or `ainvoke` on a thread seeded with that much history, the seed not timed) with our
-saver, the floor saver, the official saver and `InMemorySaver`, in an order that rotates
-from round to round, and prints each one's own CPU (the turn minus `InMemorySaver`'s)
-as a ratio to the official saver's.
+saver, the floor saver, the official saver and `InMemorySaver`, in an order shuffled
+every round, and prints each one's own CPU (the turn minus `InMemorySaver`'s) as a ratio
+to the official saver's, and ours to the floor's, with `cpu`'s paired estimator and its
+95% interval.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import random
 import statistics
 from collections.abc import Sequence
 from typing import Any
@@ -45,7 +49,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pymongo import AsyncMongoClient, MongoClient, UpdateOne
 
 from benchmarks.contenders import OFFICIAL_SKIP_REASON, OfficialSaver
-from benchmarks.cpu import _memory_seed, _recorded_seed, _rotated, _turn_calls, _TurnRunner
+from benchmarks.cpu import (
+    _memory_seed,
+    _recorded_seed,
+    _turn_calls,
+    _TurnRunner,
+    ratio_interval,
+)
 from benchmarks.scenarios import _db_name, _record
 from benchmarks.server import ServerProcess
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
@@ -75,11 +85,12 @@ def floor_put(
     if parent_id is not None:
         parent = storage.recent.recall(checkpoint_key(thread_id, ns, parent_id))
     kept = parent.entries if parent is not None else {}
+    versions = dict(checkpoint["channel_versions"])
     dumps = storage.codec.serde.dumps_typed
     entries: dict[str, Any] = {}
     for channel, value in checkpoint["channel_values"].items():
         entry = kept.get(channel) if channel not in new_versions else None
-        if entry is None:
+        if entry is None or parent is None or parent.versions.get(channel) != versions.get(channel):
             type_, data = dumps(value)
             entry = {"channel": channel, "data": data}
             if type_ != "msgpack":
@@ -101,7 +112,6 @@ def floor_put(
         ({"_id": key, "thread_id": thread_id}, update),
         {"upsert": True},
     )
-    versions = dict(checkpoint["channel_versions"])
     storage.recent.remember(key, StoredValues(entries, versions))
     return {"configurable": dict(key)}
 
@@ -122,14 +132,16 @@ def floor_put_writes(
     upserts = []
     for position, (channel, value) in enumerate(writes):
         type_, data = dumps(value)
-        stored: Any = data if type_ == "msgpack" else {"type": type_, "data": data}
+        stored: Any = data if type_ == "msgpack" else {"data": data, "type": type_}
         if type_ == "null":
             stored = None
         fields = {"thread_id": thread_id, "task_path": task_path, "channel": channel}
         fields["value"] = stored
         idx = WRITES_IDX_MAP.get(channel, position)
         key = {"checkpoint": joins, "task_id": task_id, "idx": idx}
-        upserts.append(({"_id": key, "thread_id": thread_id}, {"$setOnInsert": fields}))
+        # A special write (idx < 0) replaces the stored one; a regular one keeps it.
+        operator = "$set" if idx < 0 else "$setOnInsert"
+        upserts.append(({"_id": key, "thread_id": thread_id}, {operator: fields}))
     if len(upserts) == 1:
         yield Command(Target.WRITES, Method.UPDATE_ONE, upserts[0], {"upsert": True})
     else:
@@ -186,9 +198,10 @@ def _same_documents(uri: str, history: int) -> None:
 
 async def _turns(
     uri: str, history: int, rounds: int, use_async: bool
-) -> tuple[dict[str, float], float]:
-    """The median own CPU per turn of ours and of the floor saver, each ÷ the official
-    saver's; and the official saver's, in µs."""
+) -> tuple[dict[str, tuple[float, float, float]], float]:
+    """Own CPU per turn, as ratios with their 95% intervals (`cpu.ratio_interval`): ours
+    and the floor saver's ÷ the official saver's, ours ÷ the floor saver's; and the
+    official saver's median own CPU, in µs."""
     recording = _record(False, history + 1)
     client: Any = AsyncMongoClient(uri) if use_async else MongoClient(uri)
     official_client: MongoClient[dict[str, Any]] = MongoClient(uri)
@@ -209,13 +222,19 @@ async def _turns(
     for name, runner in runners.items():
         runner.set_seed(*seeds.get(name, _recorded_seed(recording, history)))
     samples: dict[str, list[float]] = {name: [] for name in runners}
+    order = list(runners)
+    shuffle = random.Random(history).shuffle
+    gc.collect()
+    gc.freeze()
     try:
         for round_ in range(rounds + 20):  # the first 20 warm up
-            for name in _rotated(list(runners), round_):
+            shuffle(order)
+            for name in order:
                 spent = await runners[name].turn(history)
                 if round_ >= 20:
                     samples[name].append(spent)
     finally:
+        gc.unfreeze()
         for name in ("ours", "floor", "official"):
             official_client.drop_database(savers[name].db.name)
         official_client.close()
@@ -223,13 +242,16 @@ async def _turns(
             await client.close()
         else:
             client.close()
-    own = {
-        name: statistics.median(
-            spent - memory for spent, memory in zip(samples[name], samples["memory"], strict=True)
-        )
-        for name in ("ours", "floor", "official")
+    memory = samples["memory"]
+    ratios = {
+        "ours": ratio_interval(samples["ours"], samples["official"], memory),
+        "floor": ratio_interval(samples["floor"], samples["official"], memory),
+        "ours_floor": ratio_interval(samples["ours"], samples["floor"], memory),
     }
-    return {name: own[name] / own["official"] for name in ("ours", "floor")}, own["official"]
+    official = statistics.median(
+        spent - base for spent, base in zip(samples["official"], memory, strict=True)
+    )
+    return ratios, official
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -241,18 +263,21 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(OFFICIAL_SKIP_REASON)
     with ServerProcess() as server:
         _same_documents(server.uri, max(args.history))
-        print("saver's own CPU per chat turn, ÷ the official saver's (same way of running)")
-        print(f"{'history':>8} {'how':>8} {'ours':>6} {'floor':>6}  official's own")
-        gc.collect()
-        gc.freeze()
+        print("saver's own CPU per chat turn: ratios (95% interval), same way of running")
+        columns = ("ours ÷ official", "floor ÷ official", "ours ÷ floor")
+        print(f"{'history':>7} {'how':>7}  " + "".join(f"{c:<21}" for c in columns), end="")
+        print("official's own")
         for history in args.history:
             for use_async in (False, True):
                 ratios, official = asyncio.run(_turns(server.uri, history, args.rounds, use_async))
                 how = "ainvoke" if use_async else "invoke"
-                print(
-                    f"{history:>8} {how:>8} {ratios['ours']:>6.3f} {ratios['floor']:>6.3f}"
-                    f"  {official:,.0f} µs"
-                )
+                cells = [_ratio(ratios[name]) for name in ("ours", "floor", "ours_floor")]
+                print(f"{history:>7} {how:>7}  " + "".join(f"{c:<21}" for c in cells), end="")
+                print(f"{official:,.0f} µs")
+
+
+def _ratio(found: tuple[float, float, float]) -> str:
+    return f"{found[0]:.3f} ({found[1]:.3f}-{found[2]:.3f})"
 
 
 if __name__ == "__main__":
