@@ -59,8 +59,9 @@ async def finished_before_cancelling(pending: Awaitable[T]) -> T:
     the caller awaits (`_settle`): what `asyncio.shield` does, with one pass of the event
     loop fewer per write.
     """
-    outcome: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-    running = asyncio.ensure_future(_settle(pending, outcome))
+    loop = asyncio.get_running_loop()
+    outcome: asyncio.Future[T] = loop.create_future()
+    running = loop.create_task(_settle(pending, outcome))
     try:
         return await outcome
     except asyncio.CancelledError as cancelled:

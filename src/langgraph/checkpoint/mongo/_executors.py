@@ -17,7 +17,7 @@ from langgraph.checkpoint.mongo._cancellation import (
 )
 from langgraph.checkpoint.mongo._commands import Command
 from langgraph.checkpoint.mongo._drivers import maybe_await
-from langgraph.checkpoint.mongo._logging import Timed, failures_logged
+from langgraph.checkpoint.mongo._logging import failures_logged, timed
 
 
 def call(collection: Any, command: Command) -> Any:
@@ -29,12 +29,13 @@ async def execute_async(operation: str, collection: Any, command: Command) -> An
     A write, once handed to the driver, finishes before a cancellation propagates
     (`finished_before_cancelling`); a read cancelled meanwhile raises, even when the
     driver returned its result (`raise_if_cancelled_since`)."""
-    with Timed(operation, command):
+    with timed(operation, command):
         pending = call(collection, command)
-        if not command.method.reads and inspect.isawaitable(pending):
+        awaitable = inspect.isawaitable(pending)
+        if not command.method.reads and awaitable:
             return await finished_before_cancelling(pending)
         requested = cancel_requests()
-        result = await maybe_await(pending)
+        result = await pending if awaitable else pending
         if command.method.returns_cursor:
             result = [doc async for doc in result]
         raise_if_cancelled_since(requested)
@@ -55,7 +56,7 @@ def execute_sync(operation: str, collection: Any, command: Command) -> Any:
 
 
 def _execute_sync(operation: str, collection: Any, command: Command) -> Any:
-    with Timed(operation, command):
+    with timed(operation, command):
         result = call(collection, command)
         return list(result) if command.method.returns_cursor else result
 
@@ -69,7 +70,7 @@ async def open_cursor(
     command only then. A failing `getMore` is logged like the command."""
     cursor = None
     try:
-        with Timed(operation, command):
+        with timed(operation, command):
             cursor = await maybe_await(call(collection, command))
             first = await anext(cursor, None)
 
@@ -92,7 +93,7 @@ def open_cursor_sync(operation: str, collection: Any, command: Command) -> Itera
     """`open_cursor` for the sync driver."""
     cursor = None
     try:
-        with Timed(operation, command):
+        with timed(operation, command):
             cursor = call(collection, command)
             first = next(cursor, None)
 

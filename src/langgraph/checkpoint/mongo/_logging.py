@@ -50,6 +50,30 @@ class Timed:
         )
 
 
+class _Untimed:
+    """What `timed` gives when the logger drops DEBUG records: a context that does nothing."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *_: object) -> None:
+        return None
+
+
+_UNTIMED = _Untimed()
+
+
+def timed(operation: str, command: Command) -> Timed | _Untimed:
+    """`Timed(operation, command)`; while DEBUG is off (checked as the command starts),
+    a shared context that does nothing, so a command pays neither the clock nor an
+    object for a record that would be dropped."""
+    if logger.isEnabledFor(logging.DEBUG):
+        return Timed(operation, command)
+    return _UNTIMED
+
+
 @contextmanager
 def failures_logged(operation: str, command: Command) -> Iterator[None]:
     try:
