@@ -8,6 +8,7 @@ serialized checkpoint leaves out what is stored beside it.
 from __future__ import annotations
 
 import os
+from datetime import datetime, timezone
 from typing import Any
 
 import bson
@@ -17,12 +18,13 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.mongo import CheckpointTooLargeError
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._documents import (
+    _write_size_bound,
     bson_size,
     checkpoint_document,
     write_documents,
 )
 from langgraph.checkpoint.mongo._drivers import maybe_await
-from langgraph.checkpoint.mongo._keys import CheckpointRef, upsert_filter
+from langgraph.checkpoint.mongo._keys import MAX_ID_BYTES, CheckpointRef, upsert_filter
 from langgraph.checkpoint.mongo._schema import MAX_DOCUMENT_SIZE
 from support.helpers import checkpoint, config, either, listed, new_thread
 
@@ -147,6 +149,37 @@ def test_the_size_check_counts_what_bson_encodes(compression: str | None, size: 
     )
     for _, write in writes:
         assert bson_size(write) == len(bson.encode(write))
+
+
+class _LongTyped:
+    """A serializer that names every value's type with a long name of 2-byte characters."""
+
+    def dumps_typed(self, value: Any) -> tuple[str, bytes]:
+        return "ü" * 300, repr(value).encode()
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize("compression", [None, "zstd"])
+@pytest.mark.parametrize("serde", [JsonPlusSerializer(), _LongTyped()], ids=["jsonplus", "typed"])
+def test_a_write_measured_by_its_bound_is_never_larger_than_the_bound(
+    compression: str | None, serde: Any
+) -> None:
+    """`put_writes` does not encode a write far below the limits to measure it: it takes
+    a bound from its value's length. The bound is never below the document's BSON size,
+    with the longest identifiers there are (64 KiB of 4-byte characters each), a TTL
+    stamp, a long type name and compression."""
+    longest = "\U0001f600" * (MAX_ID_BYTES // 4)
+    codec = Codec(serde, compression)  # type: ignore[arg-type]
+    ref = CheckpointRef(longest, longest, longest)
+    values = [None, 1, "x" * 5_000, os.urandom(5_000), b""]
+    writes = [(longest, value) for value in values]
+    stamp = datetime.now(timezone.utc)
+    documents = write_documents(codec, ref, writes, longest, longest, stamp)
+    assert len(documents) == len(values)
+    for _, doc in documents:
+        assert len(bson.encode(doc)) <= _write_size_bound(doc["value"])
 
 
 class _Typed:

@@ -25,7 +25,7 @@ from typing import Any
 
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._keys import KeyFields, key_fields
-from langgraph.checkpoint.mongo._schema import ChannelValue, CheckpointKey, Field, StoredValue
+from langgraph.checkpoint.mongo._schema import ChannelValue, CheckpointKey, Field
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,19 +50,20 @@ def encode_channel_values(
     versions: Mapping[str, Any],
     unchanged: Collection[str],
     parent: StoredValues | None,
-    encode: Callable[[Any, str], StoredValue],
+    encode: Callable[[str, Any], ChannelValue],
 ) -> dict[str, ChannelValue]:
     """Each channel's stored entry: the parent's, where the channel is `unchanged` since
     it and the parent holds it at the same version; freshly serialized otherwise.
 
-    `encode(value, channel)` serializes one value, naming it if the serializer refuses.
+    `encode(channel, value)` serializes one value into its entry, naming it if the
+    serializer refuses.
     """
     kept = parent.entries if parent is not None and unchanged else {}
     result: dict[str, ChannelValue] = {}
     for channel, value in channel_values.items():
         entry = kept.get(channel) if channel in unchanged else None
         if entry is None or parent is None or parent.versions.get(channel) != versions.get(channel):
-            entry = {Field.CHANNEL: channel, **encode(value, channel)}
+            entry = encode(channel, value)
         result[channel] = entry
     return result
 

@@ -19,7 +19,7 @@ import zstandard
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from langgraph.checkpoint.mongo._schema import Field, StoredField, StoredValue
+from langgraph.checkpoint.mongo._schema import ChannelValue, Field, StoredField, StoredValue
 
 Compression = Literal["zlib", "zstd"]
 COMPRESSIONS: tuple[Compression, ...] = ("zlib", "zstd")
@@ -58,19 +58,29 @@ class Codec(NamedTuple):
 
     def encode(self, value: Any) -> StoredValue:
         type_, data = self.serde.dumps_typed(value)
-        return self._stored_value(type_, data)
-
-    def _stored_value(self, type_: str, data: bytes) -> StoredValue:
         stored: StoredValue = {Field.DATA: data}
+        self._describe(stored, type_)
+        return stored
+
+    def encode_entry(self, channel: str, value: Any) -> ChannelValue:
+        """`encode`, as the entry of `channel` in a checkpoint's `channel_values`."""
+        type_, data = self.serde.dumps_typed(value)
+        entry: ChannelValue = {Field.CHANNEL: channel, Field.DATA: data}
+        self._describe(entry, type_)
+        return entry
+
+    def _describe(self, stored: StoredValue, type_: str) -> None:
+        """Name the serializer's type in `stored` unless it is implied, and compress its
+        bytes if that is set and they shrink."""
         if type_ != IMPLIED_TYPE:
             stored[Field.TYPE] = type_
+        data = stored[Field.DATA]
         if self.compression is not None and len(data) >= MIN_COMPRESSED_SIZE:
             compressed = _COMPRESS[self.compression](data)
             # Encrypted or already-compressed bytes do not shrink: keep them as they are.
             if len(compressed) < len(data):
                 stored[Field.DATA] = compressed
                 stored[Field.COMPRESSION] = self.compression
-        return stored
 
     def encode_field(self, value: Any) -> StoredField:
         """`encode`, as bare bytes when there is nothing to say beside them. (Decided on
@@ -81,7 +91,8 @@ class Codec(NamedTuple):
             return data
         if type_ == _NULL[Field.TYPE] and data == _NULL[Field.DATA]:
             return None
-        stored = self._stored_value(type_, data)
+        stored: StoredValue = {Field.DATA: data}
+        self._describe(stored, type_)
         return stored[Field.DATA] if len(stored) == 1 else stored
 
     def decode(self, stored: StoredField) -> Any:

@@ -33,6 +33,7 @@ from langgraph.checkpoint.mongo._channel_values import (
 from langgraph.checkpoint.mongo._chunks import split_checkpoint, split_write
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._keys import (
+    MAX_ID_BYTES,
     CheckpointRef,
     checkpoint_key,
     key_fields,
@@ -56,6 +57,7 @@ from langgraph.checkpoint.mongo._schema import (
     ChunkDocument,
     Field,
     JoinedCheckpoint,
+    StoredField,
     ThreadDocument,
     WriteDocument,
 )
@@ -169,16 +171,27 @@ def _encode_or_refuse(
     try:
         return codec.encode_field(value) if field else codec.encode(value)
     except (TypeError, ValueError) as exc:
-        name, mapping = parts or (what, None)
-        label = name
-        for key, part in (mapping if isinstance(mapping, Mapping) else {}).items():
-            try:
-                codec.encode(part)
-            except (TypeError, ValueError):
-                label = f"{name}[{short_repr(key)}]"
-                break
-        error = TypeError if isinstance(exc, TypeError) else ValueError
-        raise error(f"{label} cannot be serialized: {exc}; nothing was written") from exc
+        raise _refusal(codec, exc, what, parts) from exc
+
+
+def _refusal(
+    codec: Codec,
+    exc: TypeError | ValueError,
+    what: str | Label,
+    parts: tuple[str, Any] | None = None,
+) -> TypeError | ValueError:
+    """The error for a value the serializer refused (`exc`): named by `what`, or down to
+    the key of `parts` (`(name, mapping)`) that holds it."""
+    name, mapping = parts or (what, None)
+    label = name
+    for key, part in (mapping if isinstance(mapping, Mapping) else {}).items():
+        try:
+            codec.encode(part)
+        except (TypeError, ValueError):
+            label = f"{name}[{short_repr(key)}]"
+            break
+    error = TypeError if isinstance(exc, TypeError) else ValueError
+    return error(f"{label} cannot be serialized: {exc}; nothing was written")
 
 
 def _require_mapping(value: Any, what: str) -> Mapping[str, Any]:
@@ -249,7 +262,7 @@ def new_checkpoint(
         values,
         dict(versions),
         get_checkpoint_metadata(cast(Any, config), metadata),
-        frozenset([channel for channel in values if channel not in changed]),
+        frozenset(values.keys() - changed.keys()),
     )
 
 
@@ -345,15 +358,15 @@ def _build_document(
             readable = readable_metadata(returned_metadata)
         else:
             serialized_metadata = None
-    entries = encode_channel_values(
-        new.values,
-        new.versions,
-        new.unchanged,
-        parent,
-        lambda value, channel: _encode_or_refuse(
-            codec, value, Label("checkpoint['channel_values'][{}]", (channel,))
-        ),
-    )
+
+    def encode(channel: str, value: Any) -> ChannelValue:
+        try:
+            return codec.encode_entry(channel, value)
+        except (TypeError, ValueError) as exc:
+            label = Label("checkpoint['channel_values'][{}]", (channel,))
+            raise _refusal(codec, exc, label) from exc
+
+    entries = encode_channel_values(new.values, new.versions, new.unchanged, parent, encode)
     doc: CheckpointDocument = {
         Field.ID: new.key,
         Field.THREAD_ID: new.ref.thread_id,
@@ -503,24 +516,47 @@ def _write_documents(
         channel, value = pair
         require_str(channel, f"writes[{position}] channel")
         idx = WRITES_IDX_MAP.get(channel, position)
+        try:
+            stored = codec.encode_field(value)
+        except (TypeError, ValueError) as exc:
+            label = Label("writes[{}] value (channel {})", (position, channel))
+            raise _refusal(codec, exc, label) from exc
         document: WriteDocument = {
             Field.ID: write_key(join_key, task_id, idx),
             Field.THREAD_ID: ref.thread_id,
             Field.TASK_PATH: task_path,
             Field.CHANNEL: channel,
-            Field.VALUE: _encode_or_refuse(
-                codec,
-                value,
-                Label("writes[{}] value (channel {})", (position, channel)),
-                field=True,
-            ),
+            Field.VALUE: stored,
         }
         if touched_at is not None:
             document[Field.TOUCHED_AT] = touched_at
-        what = Label("Write {} (channel {}, task {})", (position, channel, task_id))
-        size = _measured(document, what, ref, max_bytes, option, codec.compression)
+        size = _write_size_bound(stored)
+        if size > min(max_bytes, MAX_DOCUMENT_SIZE // 2):
+            what = Label("Write {} (channel {}, task {})", (position, channel, task_id))
+            size = _measured(document, what, ref, max_bytes, option, codec.compression)
         documents.append((idx < 0, document, size))
     return documents
+
+
+# What a write document holds besides its value's bytes, at most: seven identifiers of
+# at most `MAX_ID_BYTES` each (`require_str`: the thread id twice, the namespace, the
+# checkpoint and task ids, the task path, the channel), the index, the stamp, the
+# names of the fields and BSON's framing.
+_WRITE_OVERHEAD_BOUND = 7 * (MAX_ID_BYTES + 64) + 1024
+
+
+def _write_size_bound(stored: StoredField) -> int:
+    """At least the BSON size of a write document whose value is stored as `stored`,
+    without encoding it: its bytes, the stored value's own strings (its type, as the
+    serializer names it, and its compression) at four bytes a character, and
+    `_WRITE_OVERHEAD_BOUND`. A document is measured exactly (`_measured`) only when this
+    bound is over its limit or over half of 16 MiB (where the upsert's filter counts)."""
+    if stored is None:
+        return _WRITE_OVERHEAD_BOUND
+    if isinstance(stored, bytes):
+        return len(stored) + _WRITE_OVERHEAD_BOUND
+    strings = sum(len(v) for k, v in stored.items() if k != Field.DATA and isinstance(v, str))
+    return len(stored[Field.DATA]) + 4 * strings + 64 + _WRITE_OVERHEAD_BOUND
 
 
 def pending_writes(codec: Codec, docs: Iterable[WriteDocument]) -> list[PendingWrite]:

@@ -30,6 +30,7 @@ nothing for a key it cannot read) and `matches` decides. Values are always data.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Mapping
@@ -128,17 +129,32 @@ def exact_copy(value: Any, depth: int = 0) -> Any:
     """A copy of `value` that is its own readable copy and reads back as itself (plain
     types, exactly: None, bool, str, float, int64, and lists and dicts of them with
     readable keys), else `NOT_EXACT`. Metadata with one needs no serializer copy; `put`
-    calls this on every checkpoint's metadata, so it returns as soon as it can."""
+    calls this on every checkpoint's metadata, so it returns as soon as it can and
+    answers the scalars inside a dict or list without a call of their own."""
     kind = type(value)
-    if kind is str:
-        return value if _utf8(value) else NOT_EXACT
-    if kind is int:
-        return value if _in_int64(value) else NOT_EXACT
-    if value is None or kind is bool or kind is float:
-        return value
-    if depth >= _EXACT_DEPTH or (kind is not dict and kind is not list):
-        return NOT_EXACT
+    if kind is dict:
+        if depth >= _EXACT_DEPTH:
+            return NOT_EXACT
+        copy = {}
+        for key, item in value.items():
+            if type(key) is not str or not _readable_str_key(key):
+                return NOT_EXACT
+            item_kind = type(item)
+            if item_kind is str:
+                if not item.isascii() and not _utf8(item):
+                    return NOT_EXACT
+            elif item_kind is int:
+                if not _INT64_MIN <= item <= _INT64_MAX:
+                    return NOT_EXACT
+            elif not (item is None or item_kind is bool or item_kind is float):
+                item = exact_copy(item, depth + 1)
+                if item is NOT_EXACT:
+                    return NOT_EXACT
+            copy[key] = item
+        return copy
     if kind is list:
+        if depth >= _EXACT_DEPTH:
+            return NOT_EXACT
         items = []
         for item in value:
             copied = exact_copy(item, depth + 1)
@@ -146,13 +162,18 @@ def exact_copy(value: Any, depth: int = 0) -> Any:
                 return NOT_EXACT
             items.append(copied)
         return items
-    copy = {}
-    for key, item in value.items():
-        copied = exact_copy(item, depth + 1)
-        if copied is NOT_EXACT or type(key) is not str or not _readable_key(key):
-            return NOT_EXACT
-        copy[key] = copied
-    return copy
+    if kind is str:
+        return value if value.isascii() or _utf8(value) else NOT_EXACT
+    if kind is int:
+        return value if _INT64_MIN <= value <= _INT64_MAX else NOT_EXACT
+    if value is None or kind is bool or kind is float:
+        return value
+    return NOT_EXACT
+
+
+# `_readable_key` of a str, remembered: metadata's keys recur (LangGraph's `source`,
+# `step`, `parents`, the config's) and `put` checks them on every checkpoint.
+_readable_str_key = functools.lru_cache(maxsize=1024)(_readable_key)
 
 
 def from_readable(value: Any) -> Any:

@@ -430,11 +430,13 @@ def put(
             Target.WRITES, [(False, chunk) for chunk in built.chunks], ordered=True
         )
     keep_last = storage.keep_last
-    if keep_last is None:
+    if keep_last is not None:
+        yield from _stored_in_window(keep_last, built.document, expiry, stamp)
+    elif expiry is None:
+        yield store_checkpoint(built.document)  # what `_stamped_write` sends without a TTL
+    else:
         send = partial(store_checkpoint, built.document)
         yield from _stamped_write(expiry, new.ref.thread_id, stamp, Target.CHECKPOINTS, send)
-    else:
-        yield from _stored_in_window(keep_last, built.document, expiry, stamp)
     storage.recent.remember(new.key, built.values)
     return new.ref.config()
 
@@ -483,8 +485,11 @@ def put_writes(
         # come first, in the same ordered bulk write (see `_chunks`).
         upserts: list[tuple[bool, Mapping[str, Any]]] = [(False, chunk) for chunk in chunks]
         upserts += [(not replace, doc) for replace, doc in documents]
-        send = partial(upsert_command, Target.WRITES, upserts, ordered=bool(chunks))
-        yield from _stamped_write(expiry, ref.thread_id, stamp, Target.WRITES, send)
+        if expiry is None:  # what `_stamped_write` sends without a TTL
+            yield upsert_command(Target.WRITES, upserts, ordered=bool(chunks))
+        else:
+            send = partial(upsert_command, Target.WRITES, upserts, ordered=bool(chunks))
+            yield from _stamped_write(expiry, ref.thread_id, stamp, Target.WRITES, send)
 
 
 def trim_after_put(storage: Storage, stored: RunnableConfig) -> Plan[None] | None:
