@@ -106,7 +106,10 @@ def bson_size(doc: Mapping[str, Any]) -> int:
     """`len(bson.encode(doc))`, without encoding large serialized values: a large state is
     counted by length instead of being copied a second time (the driver encodes it once)."""
     entries = doc.get(Field.CHANNEL_VALUES) or ()
-    payload = _payload_size(doc.get(Field.CHECKPOINT)) + _payload_size(doc.get(Field.VALUE))
+    blob = doc.get(Field.CHECKPOINT)
+    payload = len(blob) if type(blob) is bytes else _payload_size(blob)
+    if Field.VALUE in doc:
+        payload += _payload_size(doc[Field.VALUE])
     for entry in entries:
         payload += len(entry.get(Field.DATA, b""))  # none once moved to chunks
     if payload < _COUNT_PAYLOADS_FROM:
@@ -246,14 +249,30 @@ def new_checkpoint(
 ) -> NewCheckpoint:
     """Validate what `put` was handed (`ref` from its config; `ref.checkpoint_id` is the
     parent, if any)."""
-    _require_mapping(checkpoint, "checkpoint")
-    _require_mapping(metadata, "metadata")
-    checkpoint_id = require_str(checkpoint.get("id"), "checkpoint['id']")
-    values = _require_mapping(checkpoint.get("channel_values", {}), "checkpoint['channel_values']")
-    versions = _require_mapping(
-        checkpoint.get("channel_versions", {}), "checkpoint['channel_versions']"
-    )
-    changed = _require_mapping(new_versions, "new_versions")
+    values: Mapping[str, Any]
+    versions: Mapping[str, Any]
+    changed: Mapping[str, Any]
+    if (
+        type(checkpoint) is dict
+        and type(metadata) is dict
+        and type(new_versions) is dict
+        and type(values := checkpoint.get("channel_values", {})) is dict
+        and type(versions := checkpoint.get("channel_versions", {})) is dict
+    ):
+        # What LangGraph hands over: the mapping checks below, in one test.
+        checkpoint_id = require_str(checkpoint.get("id"), "checkpoint['id']")
+        changed = new_versions
+    else:
+        _require_mapping(checkpoint, "checkpoint")
+        _require_mapping(metadata, "metadata")
+        checkpoint_id = require_str(checkpoint.get("id"), "checkpoint['id']")
+        values = _require_mapping(
+            checkpoint.get("channel_values", {}), "checkpoint['channel_values']"
+        )
+        versions = _require_mapping(
+            checkpoint.get("channel_versions", {}), "checkpoint['channel_versions']"
+        )
+        changed = _require_mapping(new_versions, "new_versions")
     return NewCheckpoint(
         CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
         checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
@@ -307,8 +326,10 @@ def build_checkpoint(
     """
     doc, entries = _build_document(codec, new, parent, touched_at)
     size = _measured(doc, "Checkpoint", new.ref, max_bytes, STATE_MAX_BYTES, codec.compression)
-    stored, chunks = _split_if_too_large(doc, new.ref, size, touched_at)
-    return BuiltCheckpoint(stored, StoredValues(entries, new.versions), chunks)
+    chunks: list[ChunkDocument] = []
+    if size > MAX_DOCUMENT_SIZE:
+        doc, chunks = _split_if_too_large(doc, new.ref, size, touched_at)
+    return BuiltCheckpoint(doc, StoredValues(entries, new.versions), chunks)
 
 
 def _split_if_too_large(
@@ -377,13 +398,12 @@ def _build_document(
         Field.CHANNEL_VALUES: list(entries.values()),
         Field.METADATA: readable,
     }
-    replayed = _replayed_channels(full_metadata)
-    readable_counters = readable.get(DELTA_COUNTERS) if isinstance(readable, Mapping) else None
-    if replayed and not (
-        isinstance(readable_counters, Mapping) and sorted(readable_counters) == replayed
-    ):
-        # Only where the readable counters do not name them (see `_delta.replayed`).
-        doc[Field.REPLAYED_CHANNELS] = replayed
+    replayed = _replayed_channels(full_metadata) if DELTA_COUNTERS in full_metadata else None
+    if replayed:
+        counters = readable.get(DELTA_COUNTERS) if isinstance(readable, Mapping) else None
+        if not (isinstance(counters, Mapping) and sorted(counters) == replayed):
+            # Only where the readable counters do not name them (see `_delta.replayed`).
+            doc[Field.REPLAYED_CHANNELS] = replayed
     if serialized_metadata is not None:
         doc[Field.SERIALIZED_METADATA] = serialized_metadata
     if touched_at is not None:

@@ -112,7 +112,34 @@ def _ids(config: Any, what: str) -> tuple[str, Any, str | None]:
 
 
 def ref_from_config(config: Any, *, what: str = "config") -> CheckpointRef:
-    """Read thread, namespace and optional checkpoint id from a config, strictly."""
+    """Read thread, namespace and optional checkpoint id from a config, strictly. A
+    config as LangGraph makes it (dicts, ASCII ids) is answered in one pass, without
+    the calls that name what is wrong (every `put`, `put_writes` and `get_tuple` reads
+    one)."""
+    if type(config) is dict:
+        configurable = config.get("configurable")
+        if type(configurable) is dict:
+            thread_id = configurable.get("thread_id")
+            checkpoint_ns = configurable.get("checkpoint_ns", "")
+            checkpoint_id = configurable.get("checkpoint_id")
+            # `require_str`'s own fast path, for the three ids at once.
+            if (
+                type(thread_id) is str
+                and thread_id.isascii()
+                and len(thread_id) <= MAX_ID_BYTES
+                and type(checkpoint_ns) is str
+                and checkpoint_ns.isascii()
+                and len(checkpoint_ns) <= MAX_ID_BYTES
+                and (
+                    checkpoint_id is None
+                    or (
+                        type(checkpoint_id) is str
+                        and checkpoint_id.isascii()
+                        and len(checkpoint_id) <= MAX_ID_BYTES
+                    )
+                )
+            ):
+                return CheckpointRef(thread_id, checkpoint_ns, checkpoint_id or None)
     thread_id, checkpoint_ns, checkpoint_id = _ids(config, what)
     require_str(checkpoint_ns, f"{what}['configurable']['checkpoint_ns']")
     return CheckpointRef(thread_id, checkpoint_ns, checkpoint_id)

@@ -389,7 +389,9 @@ def store_checkpoint(
     error or a primary step-down); `UpdateOne`s keep it one.
     """
     if not first and not then:
-        return upsert_command(Target.CHECKPOINTS, [(False, document)])
+        return Command(
+            Target.CHECKPOINTS, Method.UPDATE_ONE, _queries.upsert(document), _queries.UPSERT
+        )
     requests = [*first, _queries.upsert_request(document), *then]
     return Command(Target.CHECKPOINTS, Method.BULK_WRITE, (requests,))
 
