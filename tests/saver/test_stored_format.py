@@ -152,24 +152,32 @@ def test_the_size_check_counts_what_bson_encodes(compression: str | None, size: 
 
 
 class _LongTyped:
-    """A serializer that names every value's type with a long name of 2-byte characters."""
+    """A serializer that names every value's type with a long name."""
+
+    def __init__(self, letter: str) -> None:
+        self.letter = letter
 
     def dumps_typed(self, value: Any) -> tuple[str, bytes]:
-        return "ü" * 300, repr(value).encode()
+        return self.letter * 5_000, repr(value).encode()
 
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
         raise NotImplementedError
 
 
 @pytest.mark.parametrize("compression", [None, "zstd"])
-@pytest.mark.parametrize("serde", [JsonPlusSerializer(), _LongTyped()], ids=["jsonplus", "typed"])
+@pytest.mark.parametrize(
+    "serde",
+    [JsonPlusSerializer(), _LongTyped("t"), _LongTyped("\u00fc")],
+    ids=["jsonplus", "typed", "non-ascii-type"],
+)
 def test_a_write_measured_by_its_bound_is_never_larger_than_the_bound(
     compression: str | None, serde: Any
 ) -> None:
     """`put_writes` does not encode a write far below the limits to measure it: it takes
     a bound from its value's length. The bound is never below the document's BSON size,
-    with the longest identifiers there are (64 KiB of 4-byte characters each), a TTL
-    stamp, a long type name and compression."""
+    with the longest identifiers `require_str` accepts (64 KiB of 4-byte characters each),
+    a TTL stamp, a long type name and compression; a serializer's answer the bound cannot
+    count (a type name that is not ASCII) has no bound, so the document is measured."""
     longest = "\U0001f600" * (MAX_ID_BYTES // 4)
     codec = Codec(serde, compression)  # type: ignore[arg-type]
     ref = CheckpointRef(longest, longest, longest)
@@ -179,7 +187,23 @@ def test_a_write_measured_by_its_bound_is_never_larger_than_the_bound(
     documents = write_documents(codec, ref, writes, longest, longest, stamp)
     assert len(documents) == len(values)
     for _, doc in documents:
-        assert len(bson.encode(doc)) <= _write_size_bound(doc["value"])
+        bound = _write_size_bound(doc["value"])
+        if isinstance(serde, _LongTyped) and serde.letter != "t" and doc["value"] is not None:
+            assert bound is None
+        else:
+            assert bound is not None
+            assert len(bson.encode(doc)) <= bound
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [bytearray(b"abc"), "text", {"data": b"abc", "type": b"bytes"}, {"data": "abc"}],
+    ids=["bytearray", "str", "bytes-type", "str-data"],
+)
+def test_a_write_of_another_shape_than_bytes_and_str_has_no_bound(stored: Any) -> None:
+    """What a custom serializer may give that the bound cannot count is measured instead
+    (BSON refuses what it cannot encode there, before anything is sent)."""
+    assert _write_size_bound(stored) is None
 
 
 class _Typed:

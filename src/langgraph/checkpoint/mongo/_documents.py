@@ -251,7 +251,6 @@ def new_checkpoint(
     parent, if any)."""
     values: Mapping[str, Any]
     versions: Mapping[str, Any]
-    changed: Mapping[str, Any]
     if (
         type(checkpoint) is dict
         and type(metadata) is dict
@@ -261,7 +260,7 @@ def new_checkpoint(
     ):
         # What LangGraph hands over: the mapping checks below, in one test.
         checkpoint_id = require_str(checkpoint.get("id"), "checkpoint['id']")
-        changed = new_versions
+        unchanged = frozenset(values.keys() - new_versions.keys())
     else:
         _require_mapping(checkpoint, "checkpoint")
         _require_mapping(metadata, "metadata")
@@ -273,6 +272,7 @@ def new_checkpoint(
             checkpoint.get("channel_versions", {}), "checkpoint['channel_versions']"
         )
         changed = _require_mapping(new_versions, "new_versions")
+        unchanged = frozenset([channel for channel in values if channel not in changed])
     return NewCheckpoint(
         CheckpointRef(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
         checkpoint_key(ref.thread_id, ref.checkpoint_ns, checkpoint_id),
@@ -281,7 +281,7 @@ def new_checkpoint(
         values,
         dict(versions),
         get_checkpoint_metadata(cast(Any, config), metadata),
-        frozenset(values.keys() - changed.keys()),
+        unchanged,
     )
 
 
@@ -479,7 +479,7 @@ def stored_writes(
     documents: list[tuple[bool, WriteDocument]] = []
     chunks: list[ChunkDocument] = []
     for replace, doc, size in _write_documents(
-        codec, ref, writes, task_id, task_path, touched_at, max_bytes, STATE_MAX_BYTES
+        codec, ref, writes, task_id, task_path, touched_at, max_bytes, STATE_MAX_BYTES, bound=True
     ):
         if size > MAX_DOCUMENT_SIZE:
             doc, parts = split_write(doc, touched_at)
@@ -509,8 +509,12 @@ def _write_documents(
     touched_at: datetime | None,
     max_bytes: int,
     option: str | None,
+    *,
+    bound: bool = False,
 ) -> list[tuple[bool, WriteDocument, int]]:
-    """`(replace_on_conflict, document, size)` for each write."""
+    """`(replace_on_conflict, document, size)` for each write. With `bound` (`ref`
+    validated by `ref_from_config`), a document far below the limits is sized by
+    `_write_size_bound` instead of being encoded to be measured."""
     if ref.checkpoint_id is None:
         raise ValueError(
             "put_writes needs config['configurable']['checkpoint_id']: writes belong to a "
@@ -550,33 +554,42 @@ def _write_documents(
         }
         if touched_at is not None:
             document[Field.TOUCHED_AT] = touched_at
-        size = _write_size_bound(stored)
-        if size > min(max_bytes, MAX_DOCUMENT_SIZE // 2):
+        size = _write_size_bound(stored) if bound else None
+        if size is None or size > min(max_bytes, MAX_DOCUMENT_SIZE // 2):
             what = Label("Write {} (channel {}, task {})", (position, channel, task_id))
             size = _measured(document, what, ref, max_bytes, option, codec.compression)
         documents.append((idx < 0, document, size))
     return documents
 
 
-# What a write document holds besides its value's bytes, at most: seven identifiers of
-# at most `MAX_ID_BYTES` each (`require_str`: the thread id twice, the namespace, the
-# checkpoint and task ids, the task path, the channel), the index, the stamp, the
-# names of the fields and BSON's framing.
+# What a write document of `put_writes` holds besides its value, at most: seven
+# identifiers of at most `MAX_ID_BYTES` each (checked by `require_str`: the thread id
+# twice, the namespace, the checkpoint and task ids, the task path, the channel), the
+# index, the stamp, the names of the fields and BSON's framing.
 _WRITE_OVERHEAD_BOUND = 7 * (MAX_ID_BYTES + 64) + 1024
 
 
-def _write_size_bound(stored: StoredField) -> int:
-    """At least the BSON size of a write document whose value is stored as `stored`,
-    without encoding it: its bytes, the stored value's own strings (its type, as the
-    serializer names it, and its compression) at four bytes a character, and
-    `_WRITE_OVERHEAD_BOUND`. A document is measured exactly (`_measured`) only when this
-    bound is over its limit or over half of 16 MiB (where the upsert's filter counts)."""
+def _write_size_bound(stored: StoredField) -> int | None:
+    """At least the BSON size of a write document of `put_writes` whose value is stored
+    as `stored`, without encoding it: its bytes, the stored value's strings (the type as
+    the serializer names it, the compression) at four bytes a character, and
+    `_WRITE_OVERHEAD_BOUND`. None when the serializer gave other types than `bytes` and
+    `str`: such a document is measured, as is one whose bound is over its limit or over
+    half of 16 MiB (where the upsert's filter counts), so that BSON refuses what it cannot
+    encode before anything is sent."""
     if stored is None:
         return _WRITE_OVERHEAD_BOUND
-    if isinstance(stored, bytes):
+    if type(stored) is bytes:
         return len(stored) + _WRITE_OVERHEAD_BOUND
-    strings = sum(len(v) for k, v in stored.items() if k != Field.DATA and isinstance(v, str))
-    return len(stored[Field.DATA]) + 4 * strings + 64 + _WRITE_OVERHEAD_BOUND
+    if type(stored) is not dict or type(data := stored.get(Field.DATA)) is not bytes:
+        return None
+    strings = 0
+    for key, value in stored.items():
+        if key != Field.DATA:
+            if type(value) is not str or not value.isascii():
+                return None
+            strings += len(value)
+    return len(data) + strings + 64 + _WRITE_OVERHEAD_BOUND
 
 
 def pending_writes(codec: Codec, docs: Iterable[WriteDocument]) -> list[PendingWrite]:
