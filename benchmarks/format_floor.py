@@ -63,9 +63,10 @@ from langgraph.checkpoint.mongo._channel_values import StoredValues
 from langgraph.checkpoint.mongo._commands import Command, Method, Plan, Target
 from langgraph.checkpoint.mongo._keys import checkpoint_key
 from langgraph.checkpoint.mongo._operations import Storage
+from langgraph.checkpoint.mongo._queries import _OPTIONAL_CHECKPOINT_FIELDS
 
 # What a put of ours unsets: the optional fields a checkpoint stored again must lose.
-_UNSET = {"serialized_metadata": "", "replayed_channels": "", "trimmed": ""}
+_UNSET = {name: "" for name in _OPTIONAL_CHECKPOINT_FIELDS}
 
 
 def floor_put(

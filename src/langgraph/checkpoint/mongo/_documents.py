@@ -106,10 +106,7 @@ def bson_size(doc: Mapping[str, Any]) -> int:
     """`len(bson.encode(doc))`, without encoding large serialized values: a large state is
     counted by length instead of being copied a second time (the driver encodes it once)."""
     entries = doc.get(Field.CHANNEL_VALUES) or ()
-    blob = doc.get(Field.CHECKPOINT)
-    payload = len(blob) if type(blob) is bytes else _payload_size(blob)
-    if Field.VALUE in doc:
-        payload += _payload_size(doc[Field.VALUE])
+    payload = _payload_size(doc.get(Field.CHECKPOINT)) + _payload_size(doc.get(Field.VALUE))
     for entry in entries:
         payload += len(entry.get(Field.DATA, b""))  # none once moved to chunks
     if payload < _COUNT_PAYLOADS_FROM:
@@ -326,10 +323,8 @@ def build_checkpoint(
     """
     doc, entries = _build_document(codec, new, parent, touched_at)
     size = _measured(doc, "Checkpoint", new.ref, max_bytes, STATE_MAX_BYTES, codec.compression)
-    chunks: list[ChunkDocument] = []
-    if size > MAX_DOCUMENT_SIZE:
-        doc, chunks = _split_if_too_large(doc, new.ref, size, touched_at)
-    return BuiltCheckpoint(doc, StoredValues(entries, new.versions), chunks)
+    stored, chunks = _split_if_too_large(doc, new.ref, size, touched_at)
+    return BuiltCheckpoint(stored, StoredValues(entries, new.versions), chunks)
 
 
 def _split_if_too_large(
@@ -571,10 +566,10 @@ _WRITE_OVERHEAD_BOUND = 7 * (MAX_ID_BYTES + 64) + 1024
 
 def _write_size_bound(stored: StoredField) -> int | None:
     """At least the BSON size of a write document of `put_writes` whose value is stored
-    as `stored`, without encoding it: its bytes, the stored value's strings (the type as
-    the serializer names it, the compression) at four bytes a character, and
-    `_WRITE_OVERHEAD_BOUND`. None when the serializer gave other types than `bytes` and
-    `str`: such a document is measured, as is one whose bound is over its limit or over
+    as `stored`, without encoding it: its bytes, the stored value's ASCII strings (the
+    type as the serializer names it, the compression) and `_WRITE_OVERHEAD_BOUND`. None
+    when the serializer gave other types than `bytes` and ASCII `str`: such a document is
+    measured, as is one whose bound is over its limit or over
     half of 16 MiB (where the upsert's filter counts), so that BSON refuses what it cannot
     encode before anything is sent."""
     if stored is None:

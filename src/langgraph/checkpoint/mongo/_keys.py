@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import reprlib
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 from langchain_core.runnables import RunnableConfig
 
@@ -58,11 +58,17 @@ def checkpoint_label(checkpoint_ns: str, checkpoint_id: Any) -> str:
     return f"checkpoint {short_repr(checkpoint_id)} (namespace {short_repr(checkpoint_ns)})"
 
 
+def _plain_id(value: Any) -> TypeGuard[str]:
+    """An id `require_str` accepts without looking at its bytes: an ASCII `str` (every id
+    LangGraph makes) is one byte a character, so its length is its size."""
+    return type(value) is str and value.isascii() and len(value) <= MAX_ID_BYTES
+
+
 def require_str(value: Any, what: str) -> str:
     """A string the server can store and match: valid UTF-8 and of a sane length. `what`
     names it in an error. An ASCII `str` (every id LangGraph makes) is answered without
     encoding it: each of its characters is one byte."""
-    if type(value) is str and value.isascii() and len(value) <= MAX_ID_BYTES:
+    if _plain_id(value):
         return value
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a str, got {type(value).__name__}: {short_repr(value)}")
@@ -113,31 +119,19 @@ def _ids(config: Any, what: str) -> tuple[str, Any, str | None]:
 
 def ref_from_config(config: Any, *, what: str = "config") -> CheckpointRef:
     """Read thread, namespace and optional checkpoint id from a config, strictly. A
-    config as LangGraph makes it (dicts, ASCII ids) is answered in one pass, without
-    the calls that name what is wrong (every `put`, `put_writes` and `get_tuple` reads
-    one)."""
+    config as LangGraph makes it (dicts, ASCII ids) is answered by `require_str`'s fast
+    test of each id, without the calls that name what is wrong (every `put`,
+    `put_writes` and `get_tuple` reads one)."""
     if type(config) is dict:
         configurable = config.get("configurable")
         if type(configurable) is dict:
             thread_id = configurable.get("thread_id")
             checkpoint_ns = configurable.get("checkpoint_ns", "")
             checkpoint_id = configurable.get("checkpoint_id")
-            # `require_str`'s own fast path, for the three ids at once.
             if (
-                type(thread_id) is str
-                and thread_id.isascii()
-                and len(thread_id) <= MAX_ID_BYTES
-                and type(checkpoint_ns) is str
-                and checkpoint_ns.isascii()
-                and len(checkpoint_ns) <= MAX_ID_BYTES
-                and (
-                    checkpoint_id is None
-                    or (
-                        type(checkpoint_id) is str
-                        and checkpoint_id.isascii()
-                        and len(checkpoint_id) <= MAX_ID_BYTES
-                    )
-                )
+                _plain_id(thread_id)
+                and _plain_id(checkpoint_ns)
+                and (checkpoint_id is None or _plain_id(checkpoint_id))
             ):
                 return CheckpointRef(thread_id, checkpoint_ns, checkpoint_id or None)
     thread_id, checkpoint_ns, checkpoint_id = _ids(config, what)

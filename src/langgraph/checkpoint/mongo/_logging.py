@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from langgraph.checkpoint.mongo._commands import Command
 
@@ -50,22 +50,11 @@ class Timed:
         )
 
 
-class _Untimed:
-    """What `timed` gives when the logger drops DEBUG records: a context that does nothing."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *_: object) -> None:
-        return None
+# What `timed` gives when the logger drops DEBUG records: a context that does nothing.
+_UNTIMED = nullcontext()
 
 
-_UNTIMED = _Untimed()
-
-
-def timed(operation: str, command: Command) -> Timed | _Untimed:
+def timed(operation: str, command: Command) -> Timed | nullcontext[None]:
     """`Timed(operation, command)`; while DEBUG is off (checked as the command starts),
     a shared context that does nothing, so a command pays neither the clock nor an
     object for a record that would be dropped."""

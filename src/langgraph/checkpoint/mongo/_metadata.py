@@ -163,9 +163,9 @@ def exact_copy(value: Any, depth: int = 0) -> Any:
             items.append(copied)
         return items
     if kind is str:
-        return value if value.isascii() or _utf8(value) else NOT_EXACT
+        return value if _utf8(value) else NOT_EXACT
     if kind is int:
-        return value if _INT64_MIN <= value <= _INT64_MAX else NOT_EXACT
+        return value if _in_int64(value) else NOT_EXACT
     if value is None or kind is bool or kind is float:
         return value
     return NOT_EXACT

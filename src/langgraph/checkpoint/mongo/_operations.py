@@ -389,9 +389,7 @@ def store_checkpoint(
     error or a primary step-down); `UpdateOne`s keep it one.
     """
     if not first and not then:
-        return Command(
-            Target.CHECKPOINTS, Method.UPDATE_ONE, _queries.upsert(document), _queries.UPSERT
-        )
+        return upsert_command(Target.CHECKPOINTS, [(False, document)])
     requests = [*first, _queries.upsert_request(document), *then]
     return Command(Target.CHECKPOINTS, Method.BULK_WRITE, (requests,))
 
@@ -432,13 +430,11 @@ def put(
             Target.WRITES, [(False, chunk) for chunk in built.chunks], ordered=True
         )
     keep_last = storage.keep_last
-    if keep_last is not None:
-        yield from _stored_in_window(keep_last, built.document, expiry, stamp)
-    elif expiry is None:
-        yield store_checkpoint(built.document)  # what `_stamped_write` sends without a TTL
-    else:
+    if keep_last is None:
         send = partial(store_checkpoint, built.document)
         yield from _stamped_write(expiry, new.ref.thread_id, stamp, Target.CHECKPOINTS, send)
+    else:
+        yield from _stored_in_window(keep_last, built.document, expiry, stamp)
     storage.recent.remember(new.key, built.values)
     return new.ref.config()
 
@@ -487,11 +483,8 @@ def put_writes(
         # come first, in the same ordered bulk write (see `_chunks`).
         upserts: list[tuple[bool, Mapping[str, Any]]] = [(False, chunk) for chunk in chunks]
         upserts += [(not replace, doc) for replace, doc in documents]
-        if expiry is None:  # what `_stamped_write` sends without a TTL
-            yield upsert_command(Target.WRITES, upserts, ordered=bool(chunks))
-        else:
-            send = partial(upsert_command, Target.WRITES, upserts, ordered=bool(chunks))
-            yield from _stamped_write(expiry, ref.thread_id, stamp, Target.WRITES, send)
+        send = partial(upsert_command, Target.WRITES, upserts, ordered=bool(chunks))
+        yield from _stamped_write(expiry, ref.thread_id, stamp, Target.WRITES, send)
 
 
 def trim_after_put(storage: Storage, stored: RunnableConfig) -> Plan[None] | None:

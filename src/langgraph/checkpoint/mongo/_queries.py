@@ -28,8 +28,6 @@ from langgraph.checkpoint.mongo._schema import CheckpointKey, ChunkKey, Field, J
 # Checkpoint fields stored only where they are needed (see `_documents`), and the mark of
 # a checkpoint out of its `keep_last` window: a checkpoint stored again is in it again.
 _OPTIONAL_CHECKPOINT_FIELDS = (Field.SERIALIZED_METADATA, Field.REPLAYED_CHANNELS, Field.TRIMMED)
-# The `$unset` of a checkpoint that has none of them (most do), copied for each upsert.
-_UNSET_ALL_OPTIONAL = {name: "" for name in _OPTIONAL_CHECKPOINT_FIELDS}
 
 
 def upsert(
@@ -49,12 +47,9 @@ def upsert(
     if not keep_existing and Field.METADATA in doc:
         # A checkpoint stored again (a copy overwritten, a document of an older version)
         # loses the optional fields its new version has not: they described the old one.
-        if doc.keys().isdisjoint(_OPTIONAL_CHECKPOINT_FIELDS):
-            update["$unset"] = dict(_UNSET_ALL_OPTIONAL)
-        else:
-            absent = {name: "" for name in _OPTIONAL_CHECKPOINT_FIELDS if name not in doc}
-            if absent:
-                update["$unset"] = absent
+        absent = {name: "" for name in _OPTIONAL_CHECKPOINT_FIELDS if name not in doc}
+        if absent:
+            update["$unset"] = absent
     if Field.TOUCHED_AT in doc:
         update["$max"] = {Field.TOUCHED_AT: doc[Field.TOUCHED_AT]}
     return upsert_filter(doc), update
