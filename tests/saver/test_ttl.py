@@ -415,7 +415,7 @@ async def test_a_refresh_whose_run_failed_before_it_started_is_left_to_the_next_
 
         failing = failing_sync if isinstance(saver, MongoDBSaver) else failing_async
         monkeypatch.setattr(saver, "setup", failing)
-        saver._setup_state.done = False  # as a saver before its first command
+        saver._setup_state.forget()  # as a saver before its process's first command
         with pytest.raises(ConnectionFailure):
             await listed(saver, config(thread))
         await settle(saver)  # the scheduled move failed in setup(), before it started

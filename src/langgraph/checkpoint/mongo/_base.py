@@ -9,7 +9,8 @@ import difflib
 import inspect
 import random
 import threading
-from collections.abc import Callable, Collection
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import timedelta
@@ -26,11 +27,16 @@ from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES, 
 from langgraph.checkpoint.mongo._codec import Codec, Compression
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES
-from langgraph.checkpoint.mongo._drivers import client_options, identify, require_client
+from langgraph.checkpoint.mongo._drivers import (
+    client_options,
+    deployment,
+    identify,
+    require_client,
+)
 from langgraph.checkpoint.mongo._logging import logger
 from langgraph.checkpoint.mongo._queries import WindowRead, WritesJoin
 from langgraph.checkpoint.mongo._retention import KeepLast
-from langgraph.checkpoint.mongo._ttl import ThreadExpiry
+from langgraph.checkpoint.mongo._ttl import ThreadExpiry, thread_moves
 
 # A saver's client type, and what its `from_conn_string` returns (a context manager of
 # the saver: sync for `MongoDBSaver`, async for `AsyncMongoDBSaver`).
@@ -46,19 +52,54 @@ DEFAULT_WRITES_COLLECTION = "checkpoint_writes"
 
 @dataclasses.dataclass(eq=False)
 class SetupState(Generic[LockT]):
-    """Whether `setup()` has run on a saver, and the lock its first call runs it under.
+    """Whether `setup()` has run for a saver, and the lock its first call runs it under.
 
     A saver sets itself up before its first command, as the official saver does in its
     constructor: code that switched by changing only the import never calls `setup()`,
     and the check in `setup()` is what refuses the official saver's collections by name.
-    Many first calls at once run one `setup()` (the others wait on `lock`: an
-    `asyncio.Lock` for the async saver, a `threading.Lock` for the sync one); a `setup()`
-    that fails or is cancelled leaves `done` false, so the next call tries again.
-    `with_allowlist` copies share the object, as they share the collections.
+    That automatic setup runs once per process, not per saver object: a `setup()` that
+    succeeded (with any options) is remembered by `key` (the deployment, the database,
+    both collection names and the options that change what setup creates: `ttl` and
+    `targeted_joins`), so a saver built per request on a shared client, or through
+    `from_conn_string`, sends no setup command after the process's first. Many first
+    calls at once run one `setup()` (the others wait on `lock`: an `asyncio.Lock` for the
+    async saver, a `threading.Lock` for the sync one); a `setup()` that fails or is
+    cancelled leaves `done` false, so the next call tries again. `with_allowlist` copies
+    share the object, as they share the collections.
     """
 
     lock: LockT
+    key: Hashable | None = None
     done: bool = False
+
+    def set_up_before(self) -> bool:
+        """Whether this process set these collections up already (then `done`)."""
+        if self.key is not None and self.key in _set_up:
+            self.done = True
+        return self.done
+
+    def finished(self) -> None:
+        """`setup()` succeeded: remembered for this saver and the process."""
+        self.done = True
+        if self.key is not None:
+            with _set_up_lock:
+                _set_up[self.key] = None
+                _set_up.move_to_end(self.key)
+                while len(_set_up) > _SET_UP_SIZE:
+                    _set_up.popitem(last=False)
+
+    def forget(self) -> None:
+        """Forget that setup ran, for this saver and the process (the next first
+        command runs it again)."""
+        self.done = False
+        with _set_up_lock:
+            _set_up.pop(self.key, None)
+
+
+# The setups this process ran (`SetupState.key`), least recently finished forgotten first.
+_set_up: OrderedDict[Hashable, None] = OrderedDict()
+_set_up_lock = threading.Lock()
+_SET_UP_SIZE = 1024
 
 
 @dataclasses.dataclass(eq=False)
@@ -239,12 +280,20 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         self.writes_collection_name = writes_collection_name
         self.checkpoint_collection = self.db[checkpoint_collection_name]
         self.writes_collection = self.db[writes_collection_name]
+        # What the process remembers of these collections, beyond this saver object.
+        collections = deployment(client)
+        if collections is not None:
+            collections = (collections, db_name, checkpoint_collection_name, writes_collection_name)
         # The join, expiry and cache are shared with `with_allowlist` copies, like the
         # collections; the codec is each copy's own (see `with_allowlist`).
         self.storage = ops.Storage(
             codec=Codec(self.serde, self.compression),
             join=WritesJoin(writes_collection_name, by_thread=targeted_joins),
-            expiry=ThreadExpiry(ttl_delta) if ttl_delta is not None else None,
+            expiry=(
+                ThreadExpiry(ttl_delta, thread_moves(collections))
+                if ttl_delta is not None
+                else None
+            ),
             recent=RecentValues(cache_bound),
             keep_last=KeepLast(self.keep_last) if self.keep_last is not None else None,
             window=(
@@ -255,8 +304,12 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             refresh_on_read=self.refresh_ttl_on_read,
             max_bytes=_options.state_max_bytes(state_max_bytes),
         )
+        setup_key = None
+        if collections is not None:
+            seconds = self.storage.expiry.seconds if self.storage.expiry else None
+            setup_key = (collections, targeted_joins, seconds)
         self._setup_state: SetupState[Any] = SetupState(
-            asyncio.Lock() if self.asynchronous else threading.Lock()
+            asyncio.Lock() if self.asynchronous else threading.Lock(), setup_key
         )
         self._background = Background()
 
@@ -282,9 +335,10 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         saver:` or `async with AsyncMongoDBSaver.from_conn_string(...) as saver:`.
 
         On entry it opens a `pymongo.MongoClient` (`AsyncMongoClient` for
-        `AsyncMongoDBSaver`), builds the saver on it and runs `setup()`; on exit it
-        closes that client. The saver's parameters come in the official
-        `langgraph-checkpoint-mongodb` saver's positional order.
+        `AsyncMongoDBSaver`), builds the saver on it and runs `setup()` unless this
+        process set the same collections up before; on exit it closes that client.
+        The saver's parameters come in the official `langgraph-checkpoint-mongodb`
+        saver's positional order.
 
         Args:
             conn_string: a MongoDB connection string (`mongodb://...` or

@@ -10,8 +10,11 @@ cursor `close`; Motor (and mongomock-motor, which imitates it) returns a cursor 
 from __future__ import annotations
 
 import inspect
+import itertools
 import sys
-from collections.abc import Mapping
+import threading
+import weakref
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 from pymongo.driver_info import DriverInfo
@@ -44,6 +47,40 @@ def identify(client: Any) -> None:
     append = getattr(type(target), "append_metadata", None)
     if append is not None:
         append(target, DRIVER_INFO)
+
+
+def deployment(client: Any) -> Hashable | None:
+    """A key naming the deployment a client talks to, for what a process remembers of it
+    beyond one saver object (that setup ran, which threads' expiry stamps it moved).
+
+    PyMongo's clients are equal when they reach the same deployment (the same seeds,
+    replica set and SRV name: `eq_props`), whichever options they were built with, so
+    a client opened per request names the deployment of the one before. Motor wraps one
+    as `delegate`. An in-process stand-in is a deployment of its own, named by its store
+    (mongomock's `_store`, reached through mongomock-motor's client too) for as long as
+    that store lives. `None`: a client whose deployment cannot be named; the saver then
+    remembers only what it did itself.
+    """
+    target = getattr(client, "__dict__", {}).get("delegate", client)
+    eq_props = getattr(type(target), "eq_props", None)
+    if eq_props is not None:
+        return ("server", eq_props(target))
+    store = getattr(client, "_store", None)
+    if store is None:
+        return None
+    with _stores_lock:
+        key = _live_stores.get(id(store))
+        if key is None:
+            key = _live_stores[id(store)] = ("in-process", next(_store_numbers))
+            weakref.finalize(store, _live_stores.pop, id(store), None)
+    return key
+
+
+# The in-process stores `deployment` named, by `id` while they live: a store made later
+# at the address of a collected one gets a new number, not the old one's name.
+_live_stores: dict[int, Hashable] = {}
+_store_numbers = itertools.count()
+_stores_lock = threading.Lock()
 
 
 # The clients each saver takes, as (module, class): PyMongo's, and those of the in-process

@@ -85,7 +85,7 @@ from langgraph.checkpoint.mongo._schema import (
     MetadataDocument,
     WriteDocument,
 )
-from langgraph.checkpoint.mongo._ttl import ThreadExpiry
+from langgraph.checkpoint.mongo._ttl import StampedWrite, ThreadExpiry
 from langgraph.checkpoint.mongo.errors import IndexCreationError, ThreadChangedError
 
 T = TypeVar("T")
@@ -276,28 +276,43 @@ def touch_thread(
 
 def _stamped_write(
     expiry: ThreadExpiry | None,
-    thread_id: str,
-    stamp: datetime | None,
+    write: StampedWrite | None,
     target: Target,
     send: Callable[[Sequence[UpdateMany]], Command],
 ) -> Plan[None]:
-    """The one command of a write stamped `stamp` to `target`: `send(first)` builds it,
-    with `first` sent before the write in it.
+    """The one command of a write to `target` stamped `write.stamp`: `send(first)`
+    builds it, with `first` sent before the write in it. The write is in flight
+    (`ThreadExpiry.start_write`) until its command returned or failed.
 
     The first write of the thread in a new bucket (per process: `ThreadExpiry.claim`)
     also moves the thread's older documents: the move of `target`'s rides first in the
     same command, the other collection's is one more command, the pending writes' always
     before the checkpoints' (see `_ttl`). Other writes of the bucket, in flight at the
     same time included, send nothing more. A write that lands in a later bucket than it
-    was stamped in moves the thread after it, as `touch_thread` does.
+    was stamped in moves the thread after it (`_late_move`).
     """
-    if expiry is None or stamp is None:
+    if expiry is None or write is None:
         yield send(())
         return
-    if not expiry.claim(thread_id, stamp):
-        yield send(())
-        yield from _late_move(expiry, thread_id, stamp)
-        return
+    thread_id, stamp = write.thread_id, write.stamp
+    try:
+        if not expiry.claim(thread_id, stamp):
+            yield send(())
+        else:
+            yield from _moved_with(expiry, thread_id, stamp, target, send)
+    finally:
+        write.end()
+    yield from _late_move(expiry, thread_id, stamp)
+
+
+def _moved_with(
+    expiry: ThreadExpiry,
+    thread_id: str,
+    stamp: datetime,
+    target: Target,
+    send: Callable[[Sequence[UpdateMany]], Command],
+) -> Plan[None]:
+    """A claimed move of the thread to `stamp`, with the write `send` builds."""
     other = Target.WRITES if target is Target.CHECKPOINTS else Target.CHECKPOINTS
     touch = _queries.touch_thread(thread_id, stamp)
     try:
@@ -310,7 +325,6 @@ def _stamped_write(
         expiry.release(thread_id, stamp)
         raise
     expiry.moved(thread_id, stamp)
-    yield from _late_move(expiry, thread_id, stamp)
 
 
 def refresh_on_read(storage: Storage, config: RunnableConfig | None) -> Plan[None] | None:
@@ -347,11 +361,13 @@ def _move_thread(expiry: ThreadExpiry, thread_id: str, stamp: datetime) -> Plan[
     expiry.moved(thread_id, stamp)
 
 
-def _late_move(expiry: ThreadExpiry | None, thread_id: str, stamp: datetime | None) -> Plan[None]:
-    """A write stamped in a bucket that ended while it was in flight may have landed after
-    the new bucket's move: move the thread again."""
-    if expiry is not None and stamp is not None and expiry.stamp() != stamp:
-        yield from touch_thread(expiry, thread_id, stamp)
+def _late_move(expiry: ThreadExpiry, thread_id: str, stamp: datetime) -> Plan[None]:
+    """A write stamped in a bucket that ended while it was in flight moves the thread to
+    the new bucket's stamp after it landed, unless this process did since (see `_ttl`:
+    no move of this process overtook it while it was in flight)."""
+    now = expiry.stamp()
+    if now != stamp and expiry.claim(thread_id, now):
+        yield from _move_thread(expiry, thread_id, now)
 
 
 def _parent_values(storage: Storage, new: NewCheckpoint) -> Plan[StoredValues | None]:
@@ -422,19 +438,24 @@ def put(
     # are then its own earlier copy, if any, as `InMemorySaver`'s per-version blobs are.
     parent = yield from _parent_values(storage, new)
     expiry = storage.expiry
-    stamp = expiry.stamp() if expiry else None
-    built = build_checkpoint(storage.codec, new, parent, stamp, max_bytes=storage.max_bytes)
-    if built.chunks:
-        # Before the document that refers to them (see `_chunks`).
-        yield upsert_command(
-            Target.WRITES, [(False, chunk) for chunk in built.chunks], ordered=True
-        )
-    keep_last = storage.keep_last
-    if keep_last is None:
-        send = partial(store_checkpoint, built.document)
-        yield from _stamped_write(expiry, new.ref.thread_id, stamp, Target.CHECKPOINTS, send)
-    else:
-        yield from _stored_in_window(keep_last, built.document, expiry, stamp)
+    write = expiry.start_write(new.ref.thread_id) if expiry else None
+    try:
+        stamp = write.stamp if write else None
+        built = build_checkpoint(storage.codec, new, parent, stamp, max_bytes=storage.max_bytes)
+        if built.chunks:
+            # Before the document that refers to them (see `_chunks`).
+            yield upsert_command(
+                Target.WRITES, [(False, chunk) for chunk in built.chunks], ordered=True
+            )
+        keep_last = storage.keep_last
+        if keep_last is None:
+            send = partial(store_checkpoint, built.document)
+            yield from _stamped_write(expiry, write, Target.CHECKPOINTS, send)
+        else:
+            yield from _stored_in_window(keep_last, built.document, expiry, write)
+    finally:
+        if write is not None:
+            write.end()
     storage.recent.remember(new.key, built.values)
     return new.ref.config()
 
@@ -443,7 +464,7 @@ def _stored_in_window(
     keep_last: KeepLast,
     document: CheckpointDocument,
     expiry: ThreadExpiry | None,
-    stamp: datetime | None,
+    write: StampedWrite | None,
 ) -> Plan[None]:
     """`put`'s command with `keep_last`: the checkpoints that leave the window are marked
     in it, after the upsert (see `_retention`)."""
@@ -457,7 +478,7 @@ def _stored_in_window(
     send = partial(store_checkpoint, document, then=then)
     thread_id = document[Field.THREAD_ID]
     try:
-        yield from _stamped_write(expiry, thread_id, stamp, Target.CHECKPOINTS, send)
+        yield from _stamped_write(expiry, write, Target.CHECKPOINTS, send)
     except BaseException:
         keep_last.failed(thread_id, document[Field.ID][Field.CHECKPOINT_NS])
         raise
@@ -473,18 +494,23 @@ def put_writes(
 ) -> Plan[None]:
     ref = ref_from_config(config)
     expiry = storage.expiry
-    stamp = expiry.stamp() if expiry else None
-    documents, chunks = stored_writes(
-        storage.codec, ref, writes, task_id, task_path, stamp, max_bytes=storage.max_bytes
-    )
-    if documents:
-        # A regular write keeps its first stored value, a special one is replaced; a
-        # retried write still keeps the thread alive (its stamp moves forward). Chunks
-        # come first, in the same ordered bulk write (see `_chunks`).
-        upserts: list[tuple[bool, Mapping[str, Any]]] = [(False, chunk) for chunk in chunks]
-        upserts += [(not replace, doc) for replace, doc in documents]
-        send = partial(upsert_command, Target.WRITES, upserts, ordered=bool(chunks))
-        yield from _stamped_write(expiry, ref.thread_id, stamp, Target.WRITES, send)
+    write = expiry.start_write(ref.thread_id) if expiry else None
+    try:
+        stamp = write.stamp if write else None
+        documents, chunks = stored_writes(
+            storage.codec, ref, writes, task_id, task_path, stamp, max_bytes=storage.max_bytes
+        )
+        if documents:
+            # A regular write keeps its first stored value, a special one is replaced; a
+            # retried write still keeps the thread alive (its stamp moves forward). Chunks
+            # come first, in the same ordered bulk write (see `_chunks`).
+            upserts: list[tuple[bool, Mapping[str, Any]]] = [(False, c) for c in chunks]
+            upserts += [(not replace, doc) for replace, doc in documents]
+            send = partial(upsert_command, Target.WRITES, upserts, ordered=bool(chunks))
+            yield from _stamped_write(expiry, write, Target.WRITES, send)
+    finally:
+        if write is not None:
+            write.end()
 
 
 def trim_after_put(storage: Storage, stored: RunnableConfig) -> Plan[None] | None:

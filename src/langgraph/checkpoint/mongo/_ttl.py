@@ -14,6 +14,21 @@ stamped later than their checkpoints, which only outlive them (reads reach write
 their checkpoint), never checkpoints that expire before their writes or before the
 thread's newest checkpoint.
 
+A write stamped in one bucket may land after the next bucket began. No write of this
+process moves the thread past a write of the thread that is still in flight from the
+bucket before (`ThreadMoves.claim`): that write lands on the thread's current stamp and
+moves the thread itself after it landed, and if it is cancelled or its process dies
+first, the thread simply stays on the older stamp, whole. So a thread's newest
+checkpoint is never on an earlier stamp than its older documents, whichever writes were
+cancelled or crashed, unless another process (or a write in flight for more than a
+bucket) moved the thread meanwhile: the window docs/operations.md states.
+
+What a process remembers (which threads it moved to which stamp, the moves and writes
+in flight) is shared by every saver of the process on the same collections
+(`thread_moves`), so a saver built per request moves a thread once per bucket too. It
+only saves commands: a process that forgets it (a restart, an eviction) moves the
+thread again, which changes nothing stored.
+
 Changing `ttl` changes the index's `expireAfterSeconds` at `setup()` (collMod), which
 applies at once to every thread, idle ones included.
 """
@@ -22,50 +37,77 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 BUCKETS_PER_TTL = 16
+# Threads remembered per set of collections, and sets of collections per process.
 _CACHE_SIZE = 10_000
+_COLLECTION_SETS = 64
 
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-class ThreadExpiry:
-    """The stamp a write gets, and which threads this process already moved to it."""
+@dataclass(frozen=True, eq=False)
+class StampedWrite:
+    """A write in flight (from `ThreadExpiry.start_write` to `end`), and its stamp."""
 
-    def __init__(self, ttl: timedelta, clock: Callable[[], datetime] = _now) -> None:
-        self.ttl = ttl
-        self.bucket = max(ttl / BUCKETS_PER_TTL, timedelta(seconds=1))
-        self.clock = clock
+    thread_id: str
+    stamp: datetime
+    moves: ThreadMoves
+
+    def end(self) -> None:
+        """The write landed, failed or was given up; idempotent."""
+        self.moves.end_write(self)
+
+
+class ThreadMoves:
+    """Which threads this process moved to which stamp, the moves in flight, and the
+    writes in flight with their stamps, of one set of collections (thread-safe)."""
+
+    def __init__(self) -> None:
         self._moved: OrderedDict[str, datetime] = OrderedDict()
         # Moves in flight: thread -> the stamp its claimer moves it to.
         self._claimed: dict[str, datetime] = {}
+        # Writes in flight, per thread.
+        self._writing: dict[str, list[StampedWrite]] = {}
         self._lock = threading.Lock()
-
-    @property
-    def seconds(self) -> int:
-        return max(1, int(self.ttl.total_seconds()))
-
-    def stamp(self) -> datetime:
-        """Now, rounded up to the bucket (whole milliseconds, as BSON stores them)."""
-        epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
-        bucket_ms = int(self.bucket / timedelta(milliseconds=1))
-        now_ms = -(-int((self.clock() - epoch) / timedelta(milliseconds=1)) // bucket_ms)
-        return epoch + timedelta(milliseconds=now_ms * bucket_ms)
 
     def needs_move(self, thread_id: str, stamp: datetime) -> bool:
         with self._lock:
             return self._moved.get(thread_id) != stamp
 
-    def claim(self, thread_id: str, stamp: datetime) -> bool:
+    def start_write(self, thread_id: str, stamp: Callable[[], datetime]) -> StampedWrite:
+        """A write of the thread begins: its stamp, taken (by calling `stamp`) and
+        registered in one step, so that no move claimed after it overtakes it."""
+        with self._lock:
+            write = StampedWrite(thread_id, stamp(), self)
+            self._writing.setdefault(thread_id, []).append(write)
+            return write
+
+    def end_write(self, write: StampedWrite) -> None:
+        """`write.end()`."""
+        with self._lock:
+            writes = self._writing.get(write.thread_id)
+            if writes is not None and write in writes:
+                writes.remove(write)
+                if not writes:
+                    del self._writing[write.thread_id]
+
+    def claim(self, thread_id: str, stamp: datetime, bucket: timedelta) -> bool:
         """Whether the caller is the one write of this process that moves the thread to
-        `stamp`: not when it was moved there already, or another write is moving it.
-        The winner calls `moved` once its commands succeeded, or `release`."""
+        `stamp`: not when it was moved there already, another write is moving it, or a
+        write of the thread stamped in the bucket before is still in flight (it moves
+        the thread once it landed). The winner calls `moved` once its commands
+        succeeded, or `release`."""
         with self._lock:
             if self._moved.get(thread_id) == stamp or self._claimed.get(thread_id) == stamp:
+                return False
+            writing = self._writing.get(thread_id, ())
+            if any(stamp - bucket <= w.stamp < stamp for w in writing):
                 return False
             self._claimed[thread_id] = stamp
             return True
@@ -84,3 +126,63 @@ class ThreadExpiry:
             self._moved.move_to_end(thread_id)
             while len(self._moved) > _CACHE_SIZE:
                 self._moved.popitem(last=False)
+
+
+_shared: OrderedDict[Hashable, ThreadMoves] = OrderedDict()
+_shared_lock = threading.Lock()
+
+
+def thread_moves(collections: Hashable | None) -> ThreadMoves:
+    """The process's `ThreadMoves` of a set of collections (a key naming the deployment,
+    the database and both collections), least recently used forgotten first; `None`
+    (a client whose deployment cannot be named): one of the saver's own."""
+    if collections is None:
+        return ThreadMoves()
+    with _shared_lock:
+        moves = _shared.get(collections)
+        if moves is None:
+            moves = _shared[collections] = ThreadMoves()
+        _shared.move_to_end(collections)
+        while len(_shared) > _COLLECTION_SETS:
+            _shared.popitem(last=False)
+        return moves
+
+
+class ThreadExpiry:
+    """A saver's stamps (its `ttl`, the bucket, the clock), and what the process
+    remembers of its collections' threads (`moves`)."""
+
+    def __init__(
+        self, ttl: timedelta, moves: ThreadMoves | None = None, clock: Callable[[], datetime] = _now
+    ) -> None:
+        self.ttl = ttl
+        self.bucket = max(ttl / BUCKETS_PER_TTL, timedelta(seconds=1))
+        self.clock = clock
+        self.moves = moves if moves is not None else ThreadMoves()
+
+    @property
+    def seconds(self) -> int:
+        return max(1, int(self.ttl.total_seconds()))
+
+    def stamp(self) -> datetime:
+        """Now, rounded up to the bucket (whole milliseconds, as BSON stores them)."""
+        epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+        bucket_ms = int(self.bucket / timedelta(milliseconds=1))
+        now_ms = -(-int((self.clock() - epoch) / timedelta(milliseconds=1)) // bucket_ms)
+        return epoch + timedelta(milliseconds=now_ms * bucket_ms)
+
+    def start_write(self, thread_id: str) -> StampedWrite:
+        """A write of the thread and its stamp, in flight until its `end()`."""
+        return self.moves.start_write(thread_id, self.stamp)
+
+    def needs_move(self, thread_id: str, stamp: datetime) -> bool:
+        return self.moves.needs_move(thread_id, stamp)
+
+    def claim(self, thread_id: str, stamp: datetime) -> bool:
+        return self.moves.claim(thread_id, stamp, self.bucket)
+
+    def release(self, thread_id: str, stamp: datetime) -> None:
+        self.moves.release(thread_id, stamp)
+
+    def moved(self, thread_id: str, stamp: datetime) -> None:
+        self.moves.moved(thread_id, stamp)

@@ -70,8 +70,9 @@ class AsyncMongoDBSaver(
 
     Takes a `pymongo.AsyncMongoClient` or Motor's `AsyncIOMotorClient` (arguments: see
     `MongoDBSaverBase`). It runs `setup()` (the indexes, and the checks that refuse
-    collections it cannot use) before its first command; call `await saver.setup()`
-    yourself to pass it options, or to fail at start-up rather than at the first call.
+    collections it cannot use) before its first command, once per process; call
+    `await saver.setup()` yourself to pass it options, or to fail at start-up rather
+    than at the first call.
     `async with saver:` calls `aclose()` on exit and `with saver:` calls `close()`; both
     close only a client `from_conn_string` opened.
 
@@ -110,7 +111,7 @@ class AsyncMongoDBSaver(
         try:
             saver = build(client)
             saver._owned_client = client
-            await saver.setup()
+            await saver._set_up_first()
             yield saver
         finally:
             if saver is not None:  # its background work uses the client: let it finish
@@ -155,7 +156,7 @@ class AsyncMongoDBSaver(
     async def _set_up_first(self) -> None:
         """Run `setup()` before the saver's first command, once (see `SetupState`)."""
         async with self._setup_state.lock:
-            if not self._setup_state.done:
+            if not self._setup_state.set_up_before():
                 await self.setup()
 
     def _executor(self, operation: str) -> Callable[[Command], Awaitable[Any]]:
@@ -172,8 +173,12 @@ class AsyncMongoDBSaver(
         documents, is refused.
 
         The saver calls it itself before its first command unless it already ran (with
-        any options): once per saver, also when many first calls come at once; a failed
-        or cancelled `setup()` is tried again by the next call.
+        any options) in this process on the same collections (the same deployment,
+        database and collection names, `ttl` and `targeted_joins`): once per process,
+        also when many first calls come at once, so a saver built per request sends no
+        setup command after the first; a failed or cancelled `setup()` is tried again by
+        the next call. Called yourself, it always does its whole job (a dropped index
+        is created again).
 
         Args:
             create_indexes: `False` creates no index (your operators manage them); the
@@ -191,7 +196,7 @@ class AsyncMongoDBSaver(
         """
         self._bind_loop()
         await arun_plan(self._setup_plan(create_indexes, skip_indexes), self._executor("setup"))
-        self._setup_state.done = True
+        self._setup_state.finished()
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint `config` names, with its pending writes, in one round trip.

@@ -35,8 +35,8 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
 
     Takes a `pymongo.MongoClient` (arguments: see `MongoDBSaverBase`).
     It runs `setup()` (the indexes, and the checks that refuse collections it cannot
-    use) before its first command; call `saver.setup()` yourself to pass it options, or
-    to fail at start-up rather than at the first call.
+    use) before its first command, once per process; call `saver.setup()` yourself to
+    pass it options, or to fail at start-up rather than at the first call.
     `with saver:` / `async with saver:` call `close()` on exit.
 
     Its async methods run the sync ones in a worker thread (`asyncio.to_thread`), so a
@@ -64,7 +64,7 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         try:
             saver = build(client)
             saver._owned_client = client
-            saver.setup()
+            saver._set_up_first()
             yield saver
         finally:
             if saver is not None:  # its background work uses the client: let it finish
@@ -94,7 +94,7 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
     def _set_up_first(self) -> None:
         """Run `setup()` before the saver's first command, once (see `SetupState`)."""
         with self._setup_state.lock:
-            if not self._setup_state.done:
+            if not self._setup_state.set_up_before():
                 self.setup()
 
     def _executor(self, operation: str) -> Callable[[Command], Any]:
@@ -109,8 +109,12 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
         documents, is refused.
 
         The saver calls it itself before its first command unless it already ran (with
-        any options): once per saver, also when many first calls come at once; a failed
-        or cancelled `setup()` is tried again by the next call.
+        any options) in this process on the same collections (the same deployment,
+        database and collection names, `ttl` and `targeted_joins`): once per process,
+        also when many first calls come at once, so a saver built per request sends no
+        setup command after the first; a failed or cancelled `setup()` is tried again by
+        the next call. Called yourself, it always does its whole job (a dropped index
+        is created again).
 
         Args:
             create_indexes: `False` creates no index (your operators manage them); the
@@ -127,7 +131,7 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
             pymongo.errors.PyMongoError: the server or the network failed.
         """
         run_plan(self._setup_plan(create_indexes, skip_indexes), self._executor("setup"))
-        self._setup_state.done = True
+        self._setup_state.finished()
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint `config` names, with its pending writes, in one round trip.
