@@ -46,7 +46,8 @@ def counting(backend: Backend) -> Backend:
 @pytest.fixture
 def real_driver(backend: Backend) -> Backend:
     """The backend, for a test of what a real driver does (its metadata, server
-    selection, `collMod`): skipped on the in-process mock, whose client is mongomock."""
+    selection, `collMod`, a write concern): skipped on the in-process mock, whose client
+    is mongomock (which ignores write concerns)."""
     if backend.name == "mock":
         pytest.skip("the in-process mock has no real driver")
     return backend

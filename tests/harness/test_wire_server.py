@@ -20,13 +20,23 @@ import bson
 import pytest
 from bson.int64 import Int64
 from motor.motor_asyncio import AsyncIOMotorClient
-from pymongo import ASCENDING, AsyncMongoClient, InsertOne, MongoClient, ReplaceOne, UpdateOne
+from pymongo import (
+    ASCENDING,
+    AsyncMongoClient,
+    IndexModel,
+    InsertOne,
+    MongoClient,
+    ReplaceOne,
+    UpdateOne,
+    WriteConcern,
+)
 from pymongo.errors import (
     BulkWriteError,
     ConnectionFailure,
     DocumentTooLarge,
     DuplicateKeyError,
     OperationFailure,
+    WriteConcernError,
 )
 
 from langgraph.checkpoint.mongo._drivers import maybe_await
@@ -304,6 +314,25 @@ def test_sync_indexes_and_ttl(srv: WireServer, client: MongoClient[Any]) -> None
     assert missing.value.code == 27
     coll.drop_index("a_1_b_-1")
     assert set(coll.index_information()) == {"_id_"}  # the emptied collection still exists
+
+
+def test_a_write_concern_above_one_node_is_answered_unsatisfiable(
+    client: MongoClient[Any],
+) -> None:
+    """The write is applied and the reply carries a writeConcernError (code 100), as a
+    replica set answers a `w` above its data-bearing nodes; `w: 1` and majority pass."""
+    docs = client.concern.docs
+    for w in (1, "majority"):
+        docs.with_options(write_concern=WriteConcern(w=w)).insert_one({"w": str(w)})
+    unmet = docs.with_options(write_concern=WriteConcern(w=50))
+    with pytest.raises(WriteConcernError) as caught:
+        unmet.update_one({"_id": 1}, {"$set": {"x": 1}}, upsert=True)
+    assert caught.value.code == 100
+    with pytest.raises(WriteConcernError):
+        unmet.create_indexes([IndexModel([("x", ASCENDING)], name="x_1")])
+    assert docs.find_one({"_id": 1}) == {"_id": 1, "x": 1}
+    assert "x_1" in docs.index_information()
+    client.drop_database("concern")
 
 
 def test_sync_drop_database(client: MongoClient[Any]) -> None:

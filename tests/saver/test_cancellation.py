@@ -288,7 +288,7 @@ async def test_a_first_call_cancelled_during_its_setup_leaves_it_to_the_next_cal
     assert wire.wire is not None
     thread = f"thread-{uuid.uuid4().hex[:12]}"
     async with wire.saver(set_up=False) as saver:
-        hold = Hold({"createIndexes"}, nth=2)
+        hold = Hold({"createIndexes"}, nth=1)  # the checkpoints' (the writes' follow)
         wire.wire.hold = hold
         start = wire.wire.count()
         task = asyncio.create_task(saver.aget_tuple(config(thread)))
@@ -299,14 +299,12 @@ async def test_a_first_call_cancelled_during_its_setup_leaves_it_to_the_next_cal
         sent = wire.wire.commands[start:]
         await settled(wire)
         assert wire.wire.commands[start:] == sent  # nothing of the setup ran later
-        assert sent[-2:] == ["createIndexes", "createIndexes"]
-        assert "aggregate" not in sent
+        assert sent == ["listCollections", "createIndexes"]
         wire.wire.hold = None
         assert await saver.aget_tuple(config(thread)) is None
         again = wire.wire.commands[start + len(sent) :]
-        assert again[:4] == ["listCollections"] * 2 + ["listIndexes"] * 2
-        assert again.count("createIndexes") >= 3
-        assert again[-1] == "aggregate"
+        # The checkpoints collection exists now (with its indexes), the writes' not yet.
+        assert again == ["listCollections", "listIndexes", "createIndexes", "aggregate"]
 
 
 SWALLOWED_READS: dict[str, Callable[[Saver, str], Coroutine[Any, Any, Any]]] = {

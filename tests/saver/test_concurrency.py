@@ -134,7 +134,7 @@ async def test_driver_errors_propagate_and_are_logged(
         await maybe_await(client.close())
     failures = [r.getMessage() for r in caplog.records if " failed " in r.getMessage()]
     assert [m.split(" failed ")[0] for m in failures] == [
-        "setup: checkpoints.options",
+        "setup: database.command",
         "get_tuple: checkpoints.aggregate",
         "put: checkpoints.update_one",
         "list: checkpoints.aggregate",

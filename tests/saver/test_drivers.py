@@ -216,7 +216,7 @@ def test_every_method_is_a_driver_method_of_its_kind() -> None:
     from pymongo.collection import Collection
     from pymongo.database import Database
 
-    reads = {"aggregate", "count_documents", "find", "index_information", "options"}
+    reads = {"aggregate", "count_documents", "find", "index_information"}
     for database, collection in ((Database, Collection), (AsyncDatabase, AsyncCollection)):
         for method in Method:
             owner = database if method is Method.COMMAND else collection

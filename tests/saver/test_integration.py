@@ -41,7 +41,7 @@ def _explainable(saver: Any, command: Command) -> list[dict[str, Any]]:
         Target.CHECKPOINTS: saver.checkpoint_collection_name,
         Target.WRITES: saver.writes_collection_name,
     }.get(command.target)
-    if name is None or command.method in ("create_indexes", "index_information", "options"):
+    if name is None or command.method in ("create_indexes", "index_information"):
         return []  # setup, not a query
     args, kwargs = command.args, command.kwargs
     if command.method == "find":

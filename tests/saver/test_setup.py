@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from typing import Any
 
 import pytest
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from pymongo.errors import OperationFailure
 
-from langgraph.checkpoint.mongo import IndexCreationError, MongoDBSaver
+from langgraph.checkpoint.mongo import AsyncMongoDBSaver, IndexCreationError, MongoDBSaver
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._channel_values import RecentValues
 from langgraph.checkpoint.mongo._codec import Codec
@@ -18,7 +21,7 @@ from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._queries import WritesJoin
 from langgraph.checkpoint.mongo._runners import run_plan
 from support.backends import Backend, CommandLog
-from support.helpers import checkpoint, config, either, listed, methods, new_thread, put
+from support.helpers import checkpoint, config, either, listed, methods, new_thread, put, saver_like
 
 
 async def run_setup(saver: Any, **kwargs: Any) -> None:
@@ -107,15 +110,18 @@ async def test_setup_refuses_the_official_savers_collections(saver: Any) -> None
 
 
 def _setup_answering(options: dict[str, Any]) -> None:
-    """Run setup()'s plan, the server answering `options()` with `options`, every other
-    command with nothing: mongomock keeps no collation (the integration suite creates a
-    collection with one on a real server)."""
+    """Run setup()'s plan, the server listing both collections with `options`, every
+    other command answered with nothing: mongomock keeps no collation (the integration
+    suite creates a collection with one on a real server)."""
     names = {Target.CHECKPOINTS: "cps", Target.WRITES: "ws"}
     storage = ops.Storage(Codec(JsonPlusSerializer()), WritesJoin("ws"), None, RecentValues())
     plan = ops.setup(storage, names, True, ())
+    listed = [{"name": name, "options": options} for name in names.values()]
 
     def answer(command: Command) -> Any:
-        return options if command.method == "options" else {}
+        if command.args == ("listCollections",):
+            return {"cursor": {"firstBatch": listed}}
+        return {}
 
     run_plan(plan, answer)
 
@@ -155,11 +161,10 @@ async def test_the_first_command_sets_the_saver_up_once(
         sent_commands.clear()
         assert await either(saver).get_tuple(config(thread)) is None
         assert setups == [{}]  # setup() as a user calls it: every index, the TTL index
-        # Collection options and indexes read (listCollections, listIndexes on the wire),
-        # the missing indexes created, then the read itself.
+        # A new database: both collections listed with their options in one command,
+        # then one createIndexes per collection, then the read itself.
         sent = methods(sent_commands)
-        assert sent[:4] == ["options"] * 2 + ["index_information"] * 2, sent
-        assert sent[-1] == "aggregate"
+        assert sent == ["command", "create_indexes", "create_indexes", "aggregate"], sent
         assert {"thread_ns_checkpoint", "metadata_run_id", "thread_ttl"} <= await index_names(
             saver.checkpoint_collection
         )
@@ -172,7 +177,7 @@ async def test_the_first_command_sets_the_saver_up_once(
         assert len(await listed(saver, config(thread))) == 1
         await either(saver).get_tuple(config(thread))
         assert setups == [{}]
-        assert not {"options", "index_information", "create_indexes"} & set(methods(sent_commands))
+        assert not {"command", "index_information", "create_indexes"} & set(methods(sent_commands))
         assert not {"listCollections", "listIndexes", "createIndexes"} & set(log.names)
 
 
@@ -260,3 +265,91 @@ async def test_a_failed_setup_fails_the_call_and_the_next_call_tries_again(
 def checkpoint_args() -> tuple[Any, ...]:
     cp = checkpoint({"x": 1})
     return cp, {"source": "loop", "step": 0, "parents": {}}, cp["channel_versions"]
+
+
+# Setup once per process: a saver built per request (on a shared client, or on a client
+# of its own as `from_conn_string` opens one) sends no setup command after the first.
+
+
+async def test_a_new_database_is_set_up_in_three_commands_and_checked_in_three_reads(
+    backend: Backend, sent_commands: list[Command]
+) -> None:
+    async with backend.saver(set_up=False, ttl=3600) as saver:
+        sent_commands.clear()
+        await run_setup(saver)
+        # Both collections listed with their options at once, then one createIndexes
+        # per collection with all its indexes (the TTL index among them).
+        assert methods(sent_commands) == ["command", "create_indexes", "create_indexes"]
+        sent_commands.clear()
+        await run_setup(saver)  # called by hand: the whole job, every check
+        assert methods(sent_commands) == ["command", "index_information", "index_information"]
+        assert {"thread_ns_checkpoint", "metadata_run_id", "thread_ttl"} <= await index_names(
+            saver.checkpoint_collection
+        )
+
+
+async def test_a_second_saver_of_the_process_sends_no_setup_command(
+    backend: Backend, sent_commands: list[Command]
+) -> None:
+    async with backend.saver(set_up=False, ttl=3600) as first:
+        await put(first, new_thread())  # the process's first saver sets the collections up
+        for client in (first.client, None):
+            async with backend.client() if client is None else nullcontext(client) as opened:
+                second = saver_like(first)(opened, first.db.name, ttl=3600)
+                setups = count_setups(second)
+                sent_commands.clear()
+                await put(second, new_thread())
+                assert setups == []
+                # The checkpoint only: its thread's stamp moves in the same command.
+                assert methods(sent_commands) == ["update_many", "bulk_write"]
+
+
+async def test_an_explicit_setup_after_the_process_set_up_still_creates_a_dropped_index(
+    backend: Backend,
+) -> None:
+    async with backend.saver() as saver:
+        await maybe_await(saver.checkpoint_collection.drop_index("metadata_run_id"))
+        second = saver_like(saver)(saver.client, saver.db.name)
+        await put(second, new_thread())  # remembered: the automatic setup sends nothing
+        assert "metadata_run_id" not in await index_names(saver.checkpoint_collection)
+        await run_setup(second)
+        assert "metadata_run_id" in await index_names(saver.checkpoint_collection)
+
+
+async def test_each_database_and_pair_of_collections_is_set_up_once(backend: Backend) -> None:
+    async with backend.saver(set_up=False) as saver:
+        other_db = f"test_{uuid.uuid4().hex[:16]}"
+        places = [(saver.db.name,), (other_db,), (saver.db.name, "cps", "ws")]
+        try:
+            setups = []
+            for _ in range(3):  # three requests, a saver each
+                for place in places:
+                    per_request = saver_like(saver)(saver.client, *place)
+                    calls = count_setups(per_request)
+                    await put(per_request, new_thread())
+                    setups.append(len(calls))
+                    collection = per_request.checkpoint_collection
+                    assert "thread_ns_checkpoint" in await index_names(collection)
+            assert setups == [1, 1, 1] + [0, 0, 0] * 2
+        finally:
+            await maybe_await(saver.client.drop_database(other_db))
+
+
+async def test_a_write_concern_setup_cannot_meet_is_the_servers_error(
+    real_driver: Backend,
+) -> None:
+    """`w: 50` on a single node: the first write fails in the automatic setup with the
+    server's own error and code, not as a refused index with advice that does not
+    apply."""
+    name = f"test_{uuid.uuid4().hex[:16]}"
+    async with real_driver.client(w=50) as client, real_driver.client() as plain:
+        cls = MongoDBSaver if real_driver.is_sync else AsyncMongoDBSaver
+        saver: Any = cls(client, name)
+        try:
+            with pytest.raises(OperationFailure) as caught:
+                await put(saver, new_thread())
+            assert not isinstance(caught.value, IndexCreationError)
+            assert caught.value.code is not None  # the server's, as it answered
+            assert "skip_indexes" not in str(caught.value)
+        finally:
+            await maybe_await(plain.drop_database(name))

@@ -12,13 +12,26 @@ import pytest
 from pymongo.errors import ConnectionFailure
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
+from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._commands import Command
 from langgraph.checkpoint.mongo._drivers import maybe_await
+from langgraph.checkpoint.mongo._executors import execute_async, execute_sync
 from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
+from langgraph.checkpoint.mongo._runners import step_plan
 from langgraph.checkpoint.mongo._schema import Field
 from support.backends import MONGODB_URI, Backend, CommandLog
 from support.graphs import Driver, linear_graph
-from support.helpers import config, either, listed, methods, new_thread, put, settle
+from support.helpers import (
+    checkpoint,
+    config,
+    either,
+    listed,
+    methods,
+    new_thread,
+    put,
+    saver_like,
+    settle,
+)
 
 
 class Clock:
@@ -425,3 +438,85 @@ async def test_a_refresh_whose_run_failed_before_it_started_is_left_to_the_next_
         await settle(saver)
         [moved] = await stamps(saver, thread)
         assert moved.replace(tzinfo=timezone.utc) == hour_boundary() + timedelta(hours=1)
+
+
+async def _land(saver: Any, command: Command) -> Any:
+    """Run one command of a plan on the saver's collections, as its executor does."""
+    collection = saver._collection(command)
+    if isinstance(saver, MongoDBSaver):
+        return await asyncio.to_thread(execute_sync, "put", collection, command)
+    return await execute_async("put", collection, command)
+
+
+async def checkpoint_stamps(saver: Any, thread: str) -> dict[str, datetime]:
+    cursor = saver.checkpoint_collection.find({"thread_id": thread})
+    docs = await maybe_await(cursor.to_list(None))
+    return {
+        d["_id"]["checkpoint_id"]: d[Field.TOUCHED_AT].replace(tzinfo=timezone.utc) for d in docs
+    }
+
+
+@pytest.mark.parametrize("finished", [False, True], ids=["cancelled", "finished"])
+async def test_a_put_in_flight_across_a_bucket_boundary_is_never_left_behind(
+    backend: Backend, finished: bool
+) -> None:
+    """A `put` stamped just before a boundary is in flight while a pending write of the
+    thread (LangGraph writes a step's writes as its `put` lands) comes in the next
+    bucket. The write does not move the thread past the `put` in flight: the `put`
+    moves it after it landed, or, cancelled (or killed) before that, leaves every
+    checkpoint of the thread on one stamp, the newest one included."""
+    async with backend.saver(ttl=timedelta(hours=16)) as saver:
+        boundary = hour_boundary()
+        clock = Clock(boundary - timedelta(minutes=1))
+        assert saver.storage.expiry is not None
+        saver.storage.expiry.clock = clock
+        thread = new_thread()
+        first = await put(saver, thread)
+        await either(saver).put_writes(first, [("a", 1)], "t")
+        newer = checkpoint({"x": 1})
+        metadata: Any = {"source": "loop", "step": 1, "parents": {}}
+        plan = ops.put(saver.storage, first, newer, metadata, newer["channel_versions"])
+        command = plan.send(None)  # stamped in the old bucket, not yet sent
+        clock.now = boundary + timedelta(minutes=1)
+        await either(saver).put_writes(config(thread, checkpoint_id=newer["id"]), [("b", 2)], "t")
+        result = await _land(saver, command)
+        if finished:
+            following, _ = step_plan(plan, result)
+            while following is not None:
+                following, _ = step_plan(plan, await _land(saver, following))
+        else:
+            plan.close()  # cancelled, or its process died, before anything more
+        found = await checkpoint_stamps(saver, thread)
+        assert found[newer["id"]] == max(found.values())
+        assert len(set(found.values())) == 1
+        expected = boundary + timedelta(hours=1) if finished else boundary
+        assert found[newer["id"]] == expected
+        # The pending writes never expire before their checkpoints.
+        writes = await maybe_await(
+            saver.writes_collection.find({"thread_id": thread}).to_list(None)
+        )
+        assert min(w[Field.TOUCHED_AT].replace(tzinfo=timezone.utc) for w in writes) >= expected
+
+
+async def test_savers_built_per_request_move_a_thread_once_per_bucket(
+    backend: Backend, sent_commands: list[Command]
+) -> None:
+    """What a process remembers of its threads' stamps outlives the saver object: a
+    saver built per request on the same collections moves a thread once per bucket,
+    as one long-lived saver does."""
+    ttl = timedelta(hours=16)
+    async with backend.saver(ttl=ttl) as saver:
+        clock = Clock(hour_boundary() - timedelta(minutes=30))
+        thread, parent = new_thread(), None
+        sent: list[list[str]] = []
+        for hour in (0, 0, 1, 0):
+            clock.now += timedelta(hours=hour)
+            per_request = saver_like(saver)(saver.client, saver.db.name, ttl=ttl)
+            assert per_request.storage.expiry is not None
+            per_request.storage.expiry.clock = clock
+            sent_commands.clear()
+            stored = await put(per_request, thread, parent=parent)
+            parent = stored["configurable"]["checkpoint_id"]
+            sent.append(methods(sent_commands))
+        move = ["update_many", "bulk_write"]
+        assert sent == [move, ["update_one"], move, ["update_one"]]

@@ -100,7 +100,9 @@ class Backend:
         return self.name.rpartition("-")[2] == "sync"
 
     @asynccontextmanager
-    async def client(self, log: CommandLog | None = None) -> AsyncIterator[Any]:
+    async def client(self, log: CommandLog | None = None, **options: Any) -> AsyncIterator[Any]:
+        """A client of the backend's driver; `options` (client options such as `w`) go to
+        a real driver's client (the mock takes none)."""
         listeners = []
         if log is not None and self.wire is not None:
             log.attach(self.wire)
@@ -112,11 +114,11 @@ class Backend:
         if self.name.endswith("motor"):
             from motor.motor_asyncio import AsyncIOMotorClient
 
-            client: Any = AsyncIOMotorClient(self.uri, event_listeners=listeners)
+            client: Any = AsyncIOMotorClient(self.uri, event_listeners=listeners, **options)
         elif self.is_sync:
-            client = MongoClient(self.uri, event_listeners=listeners)
+            client = MongoClient(self.uri, event_listeners=listeners, **options)
         else:
-            client = AsyncMongoClient(self.uri, event_listeners=listeners)
+            client = AsyncMongoClient(self.uri, event_listeners=listeners, **options)
         try:
             yield client
         finally:

@@ -212,3 +212,9 @@ def methods(commands: Sequence[Command]) -> list[str]:
 
 def ids(tuples: list[CheckpointTuple]) -> list[str]:
     return [t.config["configurable"]["checkpoint_id"] for t in tuples]
+
+
+def saver_like(saver: Any) -> Any:
+    """The class of `saver`, to build another saver of its kind on its kind of client
+    (typed `Any`: which client a saver takes depends on the backend)."""
+    return type(saver)

@@ -52,6 +52,23 @@ _INDEX_OPTIONS = ("unique", "sparse", "expireAfterSeconds")
 
 Handler = Callable[[str, dict[str, Any], int], dict[str, Any]]
 
+# A write concern asking for more nodes than this single node: the write is applied, and
+# the reply says the concern cannot be met, as a replica set answers a `w` above its
+# number of data-bearing nodes.
+_WRITE_COMMANDS = frozenset(
+    {"insert", "update", "delete", "createIndexes", "dropIndexes", "collMod", "dropDatabase"}
+)
+UNSATISFIABLE_WRITE_CONCERN = {
+    "code": 100,
+    "codeName": "UnsatisfiableWriteConcern",
+    "errmsg": "Not enough data-bearing nodes",
+}
+
+
+def _unsatisfiable(concern: Any) -> bool:
+    w = concern.get("w") if isinstance(concern, Mapping) else None
+    return isinstance(w, int) and not isinstance(w, bool) and w > 1
+
 
 def _only(what: str, document: Mapping[str, Any], allowed: set[str] | frozenset[str]) -> None:
     unknown = set(document) - allowed
@@ -120,6 +137,8 @@ class Commands:
             reply = handler(db, cmd, conn_id)
         except Exception as exc:
             return error_reply(exc)
+        if name in _WRITE_COMMANDS and _unsatisfiable(cmd.get("writeConcern")):
+            reply["writeConcernError"] = UNSATISFIABLE_WRITE_CONCERN
         reply["ok"] = 1.0
         return reply
 
@@ -238,15 +257,19 @@ class Commands:
         return self.cursors.first_batch(f"{db}.{coll.name}", docs, cursor.get("batchSize"))
 
     def _list_collections(self, db: str, cmd: dict[str, Any], _conn: int) -> dict[str, Any]:
-        """`Collection.options()` asks for one collection by name; mongomock keeps no
-        collection options (no collation), so every collection has none."""
+        """`Collection.options()` asks for one collection by name, the savers' setup for
+        two (`$in`); mongomock keeps no collection options (no collation), so every
+        collection has none."""
         filter_ = cmd.get("filter") or {}
-        if set(filter_) - {"name"}:
+        wanted = filter_.get("name")
+        if set(filter_) - {"name"} or (isinstance(wanted, Mapping) and set(wanted) != {"$in"}):
             raise CommandError(2, f"listCollections filter {filter_!r} is not supported here")
         with self.lock:
             names = self.mock[db].list_collection_names()
-        if "name" in filter_:
-            names = [n for n in names if n == filter_["name"]]
+        if isinstance(wanted, Mapping):  # the savers' setup: both collections at once
+            names = [n for n in names if n in wanted["$in"]]
+        elif wanted is not None:
+            names = [n for n in names if n == wanted]
         docs = [{"name": n, "type": "collection", "options": {}, "info": {}} for n in names]
         return self.cursors.first_batch(f"{db}.$cmd.listCollections", docs, None)
 

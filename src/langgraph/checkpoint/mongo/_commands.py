@@ -53,7 +53,6 @@ class Method(str, Enum):
     FIND = ("find", True, True)
     COUNT_DOCUMENTS = ("count_documents", True)
     INDEX_INFORMATION = ("index_information", True)
-    OPTIONS = ("options", True)
     UPDATE_ONE = ("update_one", False)
     UPDATE_MANY = ("update_many", False)
     BULK_WRITE = ("bulk_write", False)

@@ -23,7 +23,7 @@ from langgraph.checkpoint.base import (
     DeltaChannelHistory,
 )
 from pymongo import IndexModel, UpdateMany, UpdateOne
-from pymongo.errors import OperationFailure
+from pymongo.errors import OperationFailure, WriteConcernError
 
 from langgraph.checkpoint.mongo import _chunks, _delta, _options, _queries
 from langgraph.checkpoint.mongo._channel_values import (
@@ -134,6 +134,13 @@ def setup(
     create_indexes: bool,
     skip_indexes: Collection[str],
 ) -> Plan[None]:
+    """Check both collections, then create the indexes they lack: on a new database
+    three commands (one listCollections, one createIndexes per collection), on one set
+    up before three reads (the listCollections and each collection's listIndexes).
+
+    Every check reads before the first write: a collation other than the binary one,
+    the official saver's indexes, an index named like the TTL index on other keys.
+    """
     skip = set(str_list(list(skip_indexes), "skip_indexes"))
     known = _queries.INDEX_NAMES | {_queries.TTL_INDEX_NAME}
     unknown = skip - known
@@ -142,29 +149,49 @@ def setup(
             f"skip_indexes names unknown indexes {sorted(unknown)}; the indexes are {sorted(known)}"
         )
     targets = (Target.CHECKPOINTS, Target.WRITES)
-    for target in targets:
-        yield from _refuse_collation(names[target], target)
-    # Every check reads before the first write. Read once: the TTL step below looks at the
-    # same indexes (creating the others does not change the TTL index).
+    listed = yield Command(
+        Target.DATABASE,
+        Method.COMMAND,
+        *_queries.collections_named([names[target] for target in targets]),
+    )
+    found = _queries.listed_collections(listed)
     existing: dict[Target, Mapping[str, Any]] = {}
     for target in targets:
-        existing[target] = yield Command(target, Method.INDEX_INFORMATION)
+        _refuse_collation(names[target], found.get(names[target], {}))
+        # A collection that does not exist has no index (and nothing to refuse).
+        if names[target] in found:
+            existing[target] = yield Command(target, Method.INDEX_INFORMATION)
+        else:
+            existing[target] = {}
         _refuse_foreign_index(names[target], existing[target])
     if not create_indexes:
         return
-    for target, index in _queries.indexes(storage.join):
-        if index.document["name"] not in skip:
-            yield from _create_index(names[target], target, index)
+    expiry = storage.expiry if _queries.TTL_INDEX_NAME not in skip else None
     if _queries.TTL_INDEX_NAME not in skip:
         for target in targets:
-            yield from _set_thread_ttl(names[target], target, storage.expiry, existing[target])
+            _refuse_other_ttl_index(names[target], existing[target], expiry)
+    for target in targets:
+        wanted = [
+            index
+            for of, index in _queries.indexes(storage.join)
+            if of is target and index.document["name"] not in skip
+        ]
+        ttl = existing[target].get(_queries.TTL_INDEX_NAME)
+        seconds = expiry.seconds if expiry is not None else None
+        if seconds is not None and ttl is None:
+            wanted.append(_queries.ttl_index(seconds))
+        missing = [index for index in wanted if not _queries.index_exists(existing[target], index)]
+        if missing:
+            yield from _create_indexes(names[target], target, missing)
+        if seconds is not None and ttl is not None and ttl.get("expireAfterSeconds") != seconds:
+            retimed = _queries.ttl_retimed(names[target], seconds)
+            yield Command(Target.DATABASE, Method.COMMAND, *retimed)
 
 
-def _refuse_collation(collection: str, target: Target) -> Plan[None]:
-    """Refuse a collection whose default collation is not MongoDB's binary one: every
-    match of ids and of metadata strings must be byte equality (`"A" != "a"`), as in
-    `InMemorySaver`, not a locale's."""
-    options = yield Command(target, Method.OPTIONS)
+def _refuse_collation(collection: str, options: Mapping[str, Any]) -> None:
+    """Refuse a collection whose default collation (`options`: its listed options) is
+    not MongoDB's binary one: every match of ids and of metadata strings must be byte
+    equality (`"A" != "a"`), as in `InMemorySaver`, not a locale's."""
     collation = _queries.collation_of(options)
     if collation is not None:
         raise ValueError(
@@ -193,22 +220,13 @@ def _refuse_foreign_index(collection: str, existing: Mapping[str, Any]) -> None:
         )
 
 
-def _create_index(collection: str, target: Target, index: IndexModel) -> Plan[None]:
-    try:
-        yield Command(target, Method.CREATE_INDEXES, ([index],))
-    except OperationFailure as exc:
-        raise IndexCreationError(collection, index.document, exc) from exc
-
-
-def _set_thread_ttl(
-    collection: str, target: Target, expiry: ThreadExpiry | None, indexes: Mapping[str, Any]
-) -> Plan[None]:
-    """Create or retime (collMod) the whole-thread TTL index; `ttl=None` leaves it alone.
-    `indexes` is the collection's `index_information()`.
-
-    A saver without `ttl` (a script, a notebook) must not switch expiry off for the
-    services that share the collections, so dropping the index is left to a person.
-    """
+def _refuse_other_ttl_index(
+    collection: str, indexes: Mapping[str, Any], expiry: ThreadExpiry | None
+) -> None:
+    """Refuse an index named like the whole-thread TTL index on other keys (`indexes`:
+    the collection's `index_information()`). A saver without `ttl` (a script, a
+    notebook) leaves an existing TTL index alone: it must not switch expiry off for the
+    services that share the collections, so dropping the index is left to a person."""
     name = _queries.TTL_INDEX_NAME
     existing = indexes.get(name)
     if existing is not None and not _queries.is_thread_ttl(existing):
@@ -217,20 +235,41 @@ def _set_thread_ttl(
             f"{existing.get('key')}, not on {Field.TOUCHED_AT!r}: drop or rename it, or call "
             f"setup(skip_indexes={{{name!r}}})"
         )
-    if expiry is None:
-        if existing is not None:
-            logger.warning(
-                "collection %r has the TTL index %r but this saver has ttl=None: threads "
-                "stamped by savers with a ttl still expire; drop the index to stop that",
-                collection,
-                name,
-            )
-    elif existing is None:
-        yield from _create_index(collection, target, _queries.ttl_index(expiry.seconds))
-    elif existing.get("expireAfterSeconds") != expiry.seconds:
-        yield Command(
-            Target.DATABASE, Method.COMMAND, *_queries.ttl_retimed(collection, expiry.seconds)
+    if expiry is None and existing is not None:
+        logger.warning(
+            "collection %r has the TTL index %r but this saver has ttl=None: threads "
+            "stamped by savers with a ttl still expire; drop the index to stop that",
+            collection,
+            name,
         )
+
+
+# Failures of createIndexes that are not the server refusing an index: the error comes
+# out as the server sent it (a write concern that cannot be met, an authorization
+# failure, a time limit, a node that stopped being primary), without index advice.
+_NOT_INDEX_REFUSALS = frozenset(
+    {13, 18, 50, 64, 79, 91, 100, 189, 262, 10107, 11600, 11602, 13435, 13436}
+)
+
+
+def _create_indexes(collection: str, target: Target, indexes: Sequence[IndexModel]) -> Plan[None]:
+    """One createIndexes with all of `indexes`. When the server refuses it, each index is
+    created on its own, so that the error names the one it refuses
+    (`IndexCreationError`); a failure that is not an index refusal is raised as the
+    server sent it, with a note that it happened while setting up."""
+    try:
+        yield Command(target, Method.CREATE_INDEXES, (list(indexes),))
+    except OperationFailure as exc:
+        if isinstance(exc, WriteConcernError) or exc.code in _NOT_INDEX_REFUSALS:
+            note = getattr(exc, "add_note", None)
+            if note is not None:
+                note(f"while setup() created the indexes of collection {collection!r}")
+            raise
+        if len(indexes) == 1:
+            raise IndexCreationError(collection, indexes[0].document, exc) from exc
+        for index in indexes:
+            yield from _create_indexes(collection, target, [index])
+        raise
 
 
 def upsert_command(

@@ -595,6 +595,42 @@ def ttl_index(seconds: int) -> IndexModel:
     )
 
 
+def collections_named(names: Sequence[str]) -> tuple[tuple[str], dict[str, Any]]:
+    """Arguments of the database command (listCollections) that describes the named
+    collections, their options included, in one round trip: a collection that does not
+    exist is not listed."""
+    return ("listCollections",), {"filter": {"name": {"$in": list(names)}}}
+
+
+def listed_collections(reply: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """`collections_named`'s answer: each listed collection's options, by name (the
+    first batch holds them all: a batch has room for 101)."""
+    return {doc["name"]: doc.get("options") or {} for doc in reply["cursor"]["firstBatch"]}
+
+
+# The options of an index that make two indexes of one name and key different.
+_INDEX_OPTIONS = ("unique", "sparse", "expireAfterSeconds", "partialFilterExpression")
+
+
+def index_exists(index_information: Mapping[str, Any], index: IndexModel) -> bool:
+    """Whether the collection (its `index_information()`) has `index` already, by name,
+    key and options: then creating it again would change nothing."""
+    wanted = index.document
+    existing = index_information.get(wanted["name"])
+    if existing is None:
+        return False
+    if _key_pairs(existing.get("key", ())) != _key_pairs(wanted["key"].items()):
+        return False
+    return all(
+        (existing.get(option) or None) == (wanted.get(option) or None) for option in _INDEX_OPTIONS
+    )
+
+
+def _key_pairs(key: Iterable[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """An index key's pairs, a direction read back as a float (`1.0`) as the int it is."""
+    return [(field, int(d) if isinstance(d, float) else d) for field, d in key]
+
+
 def collation_of(options: Mapping[str, Any]) -> Any:
     """A collection's default collation (from `Collection.options()`), unless it is the
     binary one (none, or `locale: "simple"`), which every query of the savers assumes."""

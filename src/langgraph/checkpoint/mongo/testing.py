@@ -51,6 +51,9 @@ classes, so they affect every mongomock client of the process, and nothing else)
    the server's internal limit (16 MiB + 16 KiB: a `$lookup` that joins too much) fails
    with `OperationFailure` code 4568, as mongod's classic engine answers such a `$lookup`.
    (No upstream issue: mongomock does not claim to enforce server limits.)
+7. The `listCollections` database command (`db.command("listCollections", filter=...)`),
+   which mongomock's `command` lacks (it answers `ping` only): it lists the collections
+   the filter matches, each with no options, in a first batch as a server replies.
 
 And two speed-ups, behaviour unchanged, so that a test suite with many threads stays fast:
 
@@ -126,13 +129,15 @@ def _patch_mongomock() -> None:
     from mongomock import aggregate as mongomock_aggregate
     from mongomock import collection as mongomock_collection
     from mongomock import command_cursor as mongomock_command_cursor
-    from mongomock import helpers
+    from mongomock import filtering, helpers
     from mongomock.collection import BulkOperationBuilder, Collection
+    from mongomock.database import Database
     from mongomock.store import CollectionStore
     from pymongo.errors import DuplicateKeyError, OperationFailure, WriteError
 
     # mongomock's stubs leave this untyped; the handlers below take and return its documents.
     process_pipeline: Any = mongomock_aggregate.process_pipeline
+    filter_applies: Any = filtering.filter_applies
 
     def no_options(self: Any, session: Any = None, comment: Any = None) -> dict[str, Any]:
         return {}
@@ -247,12 +252,29 @@ def _patch_mongomock() -> None:
         with self._rwlock.reader():
             yield from dict.values(self._documents)
 
+    def list_collections_command(command: Any) -> Any:
+        @functools.wraps(command)
+        def wrapper(self: Any, name: Any, *args: Any, **kwargs: Any) -> Any:
+            if name != "listCollections":
+                return command(self, name, *args, **kwargs)
+            selected = kwargs.get("filter") or {}
+            listed = [
+                {"name": collection, "type": "collection", "options": {}, "info": {}}
+                for collection in self.list_collection_names()
+                if filter_applies(selected, {"name": collection})
+            ]
+            ns = f"{self.name}.$cmd.listCollections"
+            return {"cursor": {"id": 0, "ns": ns, "firstBatch": listed}, "ok": 1.0}
+
+        return wrapper
+
     command_cursor: Any = mongomock_command_cursor.CommandCursor
     handlers = mongomock_aggregate._PIPELINE_HANDLERS
     setattr(mongomock_collection, "_copy_field", copy_field_with_new_floats)  # noqa: B010
     handlers["$lookup"] = concise_lookup(handlers["$lookup"])
     # setattr: these replace methods that mongomock's stubs declare (or lack).
     setattr(Collection, "options", no_options)  # noqa: B010
+    setattr(Database, "command", list_collections_command(Database.command))  # noqa: B010
     setattr(Collection, "aggregate", aggregate_match_first)  # noqa: B010
     setattr(Collection, "_ensure_uniques", within_size_limit(Collection._ensure_uniques))  # noqa: B010
     setattr(Collection, "_insert", refuse_large_insert(Collection._insert))  # noqa: B010
