@@ -22,10 +22,11 @@ from pymongo import AsyncMongoClient, MongoClient
 from pymongo.errors import InvalidOperation
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
+from langgraph.checkpoint.mongo._commands import Command
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend
 from support.graphs import LogState
-from support.helpers import config, either, listed, new_thread, put
+from support.helpers import config, either, listed, methods, new_thread, put
 
 SAVERS = [MongoDBSaver, AsyncMongoDBSaver]
 # An address nothing listens on: the clients below are built, never used.
@@ -81,6 +82,25 @@ async def test_from_conn_string_takes_the_official_positional_order(backend: Bac
         stored = await put(saver, new_thread())
         assert (await either(saver).get_stored(stored)).config == stored
         await maybe_await(saver.client.drop_database(name))
+
+
+async def test_from_conn_string_per_request_sets_up_once_per_process(
+    backend: Backend, sent_commands: list[Command]
+) -> None:
+    """A web handler's `with MongoDBSaver.from_conn_string(...)` per request: the first
+    request of the process sets the collections up, the next ones send their own
+    commands only, each on the client it opened."""
+    name = db_name()
+    sent = []
+    for _ in range(3):
+        sent_commands.clear()
+        async with opened(backend, name, ttl=3600) as saver:
+            await put(saver, new_thread())
+            sent.append(methods(sent_commands))
+    setup = ["command", "create_indexes", "create_indexes"]
+    assert sent == [[*setup, "update_many", "bulk_write"]] + [["update_many", "bulk_write"]] * 2
+    async with backend.client() as client:
+        await maybe_await(client.drop_database(name))
 
 
 @pytest.mark.parametrize("cls", SAVERS)
