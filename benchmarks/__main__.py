@@ -19,7 +19,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from benchmarks import cpu, retention, scenarios
+from benchmarks import cpu, retention, scenarios, shapes
 from benchmarks.contenders import OFFICIAL_SKIP_REASON, OFFICIAL_VERSION_ERROR
 from benchmarks.report import Environment, Results, markdown, plot, tables
 from benchmarks.server import ServerProcess
@@ -33,6 +33,7 @@ MEASUREMENTS = (
     "compression",
     "cpu",
     "retention",
+    "shapes",
 )
 PACKAGES = (
     "langgraph-checkpoint-mongo",
@@ -147,6 +148,13 @@ def _settings(settings: scenarios.Settings) -> list[tuple[str, str]]:
             f"{max(settings.latency_delays) * 1000:g} ms, median of {settings.latency_invokes} "
             "invokes (keep_last, ttl, durability exit)",
         ),
+        (
+            "shapes",
+            f"ours sync and the official saver; {shapes.REQUESTS} requests of one chat turn "
+            "per deployment shape (long-lived, per request on a shared client, "
+            "from_conn_string per request), without and with ttl; commands at delay 0, "
+            f"median request at {max(settings.latency_delays) * 1000:g} ms",
+        ),
     ]
 
 
@@ -167,6 +175,7 @@ async def _run(args: argparse.Namespace, settings: scenarios.Settings, results: 
         "compression": scenarios.compression,
         "cpu": cpu.client_cpu,
         "retention": retention.retention,
+        "shapes": shapes.shapes,
     }
     with ServerProcess() as server:
         for name in MEASUREMENTS:

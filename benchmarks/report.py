@@ -25,6 +25,8 @@ from benchmarks.scenarios import (
     Throughput,
     compression_name,
 )
+from benchmarks.shapes import LONG_LIVED, OURS, SHAPES, Shapes
+from benchmarks.shapes import OFFICIAL as OFFICIAL_SHAPES
 
 TIMES = "\u00d7"  # the multiplication sign of ratios
 
@@ -49,6 +51,7 @@ class Results:
     compression: Compression | None = None
     cpu: ClientCpu | None = None
     retention: Retention | None = None
+    shapes: Shapes | None = None
     checks: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -301,6 +304,42 @@ def retention_tables(rt: Retention, storage: Storage | None) -> list[Table]:
     return [stored, turns, steps]
 
 
+def shapes_table(sh: Shapes) -> Table:
+    """Commands and latency per chat turn in each deployment shape, ours beside the
+    official saver's."""
+    rows = []
+    for with_ttl in (False, True):
+        for shape in SHAPES:
+            key, floor = (OURS, shape, with_ttl), (OURS, LONG_LIVED, with_ttl)
+            official = (OFFICIAL_SHAPES, shape, with_ttl)
+            row = [
+                shape + (", ttl" if with_ttl else ""),
+                f"{sh.commands[key]:.1f}" + _ratio(sh.commands[key], sh.commands.get(official)),
+                f"{sh.commands[official]:.1f}" if official in sh.commands else "-",
+                _ms(sh.turn_ms[key]) + _ratio(sh.turn_ms[key], sh.turn_ms[floor]),
+                _ms(sh.turn_ms[official]) if official in sh.turn_ms else "-",
+            ]
+            rows.append(row)
+    return Table(
+        "Deployment shapes: a chat turn per request (ours sync beside the official saver)",
+        [
+            "shape",
+            "ours, commands per turn",
+            "official",
+            f"ours, per turn @{_delay(sh.delay)}",
+            "official",
+        ],
+        rows,
+        [
+            f"{sh.requests} requests of one chat turn on one thread, a fresh database per "
+            "row: commands over all of them (the process's first setup included) at delay "
+            f"0 ÷ {sh.requests}, and the median request at {_delay(sh.delay)} after the "
+            f"first (saver built or opened, turn, closed). ({TIMES}) on commands = ÷ the "
+            f"official saver's; on ms = ÷ our long-lived saver's. ttl: 16 h.",
+        ],
+    )
+
+
 def compression_table(cz: Compression) -> Table:
     headers = [
         "checkpoint after, compression",
@@ -464,6 +503,8 @@ def tables(results: Results) -> list[Table]:
         out += cpu_tables(results.cpu)
     if results.retention:
         out += retention_tables(results.retention, results.storage)
+    if results.shapes:
+        out.append(shapes_table(results.shapes))
     return out
 
 
