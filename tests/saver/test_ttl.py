@@ -428,7 +428,8 @@ async def test_a_refresh_whose_run_failed_before_it_started_is_left_to_the_next_
 
         failing = failing_sync if isinstance(saver, MongoDBSaver) else failing_async
         monkeypatch.setattr(saver, "setup", failing)
-        saver._setup_state.forget()  # as a saver before its process's first command
+        # As a saver before its first command, in a process that never set these up.
+        saver._setup_state.key, saver._setup_state.done = None, False
         with pytest.raises(ConnectionFailure):
             await listed(saver, config(thread))
         await settle(saver)  # the scheduled move failed in setup(), before it started
@@ -451,9 +452,11 @@ async def _land(saver: Any, command: Command) -> Any:
 async def checkpoint_stamps(saver: Any, thread: str) -> dict[str, datetime]:
     cursor = saver.checkpoint_collection.find({"thread_id": thread})
     docs = await maybe_await(cursor.to_list(None))
-    return {
-        d["_id"]["checkpoint_id"]: d[Field.TOUCHED_AT].replace(tzinfo=timezone.utc) for d in docs
-    }
+    return {d["_id"]["checkpoint_id"]: utc(d[Field.TOUCHED_AT]) for d in docs}
+
+
+def utc(stamp: datetime) -> datetime:
+    return stamp.replace(tzinfo=timezone.utc)
 
 
 @pytest.mark.parametrize("finished", [False, True], ids=["cancelled", "finished"])
@@ -495,7 +498,7 @@ async def test_a_put_in_flight_across_a_bucket_boundary_is_never_left_behind(
         writes = await maybe_await(
             saver.writes_collection.find({"thread_id": thread}).to_list(None)
         )
-        assert min(w[Field.TOUCHED_AT].replace(tzinfo=timezone.utc) for w in writes) >= expected
+        assert min(utc(w[Field.TOUCHED_AT]) for w in writes) >= expected
 
 
 async def test_savers_built_per_request_move_a_thread_once_per_bucket(
@@ -520,3 +523,31 @@ async def test_savers_built_per_request_move_a_thread_once_per_bucket(
             sent.append(methods(sent_commands))
         move = ["update_many", "bulk_write"]
         assert sent == [move, ["update_one"], move, ["update_one"]]
+
+
+async def test_savers_built_per_request_refresh_a_thread_once_per_bucket(
+    backend: Backend, sent_commands: list[Command]
+) -> None:
+    """`refresh_ttl_on_read` with a saver per request: the first read of the bucket moves
+    the thread, the next requests' reads send nothing more."""
+    ttl = timedelta(hours=16)
+    async with backend.saver(ttl=ttl) as saver:
+        clock = Clock(hour_boundary() - timedelta(minutes=30))
+        assert saver.storage.expiry is not None
+        saver.storage.expiry.clock = clock
+        thread = new_thread()
+        await put(saver, thread)
+        clock.now += timedelta(hours=1)
+        moves = []
+        for _ in range(3):
+            per_request = saver_like(saver)(
+                saver.client, saver.db.name, ttl=ttl, refresh_ttl_on_read=True
+            )
+            per_request.storage.expiry.clock = clock
+            sent_commands.clear()
+            assert await either(per_request).get_tuple(config(thread)) is not None
+            await settle(per_request)
+            moves.append(methods(sent_commands).count("update_many"))
+        assert moves == [2, 0, 0]
+        [stamp] = await stamps(saver, thread)
+        assert utc(stamp) == hour_boundary() + timedelta(hours=1)

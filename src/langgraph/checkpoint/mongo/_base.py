@@ -88,13 +88,6 @@ class SetupState(Generic[LockT]):
                 while len(_set_up) > _SET_UP_SIZE:
                     _set_up.popitem(last=False)
 
-    def forget(self) -> None:
-        """Forget that setup ran, for this saver and the process (the next first
-        command runs it again)."""
-        self.done = False
-        with _set_up_lock:
-            _set_up.pop(self.key, None)
-
 
 # The setups this process ran (`SetupState.key`), least recently finished forgotten first.
 _set_up: OrderedDict[Hashable, None] = OrderedDict()
