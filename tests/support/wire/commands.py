@@ -11,7 +11,9 @@ field, write statement or index option not listed here answers CommandNotSupport
 Like mongod (and unlike bare mongomock), a collection stays once written to or indexed,
 after its last document is deleted. The hello reply has no `topologyVersion` (monitors
 poll), no `setName` (a standalone: no retryable writes, no transactions) and no
-`compression`. Query, update and aggregation semantics are mongomock's.
+`compression`. A write whose concern asks for more than this one node is applied and
+answered with a `writeConcernError` (UnsatisfiableWriteConcern). Query, update and
+aggregation semantics are mongomock's.
 """
 
 from __future__ import annotations
