@@ -96,9 +96,9 @@ def test_help_says_what_every_flag_does() -> None:
     assert "130 interrupted" in threads.stdout
     for action, flags in {
         "ls": ["--json", "--filter", "--limit", "--after"],
-        "show": ["--history"],
-        "prune": ["--keep-last", "--idle-for", "--dry-run", "--no-progress"],
-        "delete": ["--yes"],
+        "show": ["--history", "--json"],
+        "prune": ["--keep-last", "--idle-for", "--dry-run", "--no-progress", "--json"],
+        "delete": ["--yes", "--json"],
     }.items():
         shown = run_command([*COMMAND, action, "--help"])
         assert shown.returncode == 0
