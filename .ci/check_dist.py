@@ -7,7 +7,8 @@ and `twine` in the running environment, and an index to install from):
    the sdist must carry and none it must not (the include patterns are anchored);
 3. a clean virtual environment outside the repository gets the wheel with its `testing`
    extra, LangGraph and pytest, and runs `.ci/smoke/test_user_app.py` (a user's own tests of
-   a graph on both savers) from a temporary directory, so nothing from the clone is imported.
+   a graph on both savers, and on the stand-in server `testing serve` runs, with `threads
+   ls`) from a temporary directory, so nothing from the clone is imported.
 `--keep DIR` writes the archives to DIR instead (the release workflow uploads them).
 """
 
@@ -41,7 +42,8 @@ SDIST_MUST_HAVE = [
     "benchmarks/results.png",
     "docker/compose.yaml",
     "docker/compose.sharded.yaml",
-    "src/langgraph/checkpoint/mongo/testing.py",
+    "src/langgraph/checkpoint/mongo/testing/__init__.py",
+    "src/langgraph/checkpoint/mongo/testing/_wire/server.py",
     "tests/conftest.py",
     "conftest.py",
     "examples/quickstart.py",

@@ -512,14 +512,14 @@ def tables(results: Results) -> list[Table]:
 
 CAVEATS = [
     "**Mock-backed server.** Every command goes over a real TCP socket to "
-    "`tests/support/wire/`, a loopback MongoDB wire-protocol server that executes it on "
-    "mongomock under one lock. mongomock has no indexes (every query and update scans the "
-    "collection) and `aggregate` copies the whole collection per call, so absolute times "
-    "are not a real MongoDB's: the benchmark keeps collections small (fresh databases "
-    "per wave of concurrent runs, at most 10 threads per database) so that the mock's "
-    "cost stays small next to the network delay. The server applies the test suite's "
-    "mongomock fixes (`langgraph.checkpoint.mongo.testing`), including one for mongomock "
-    "re-hashing subdocument `_id`s on every collection scan, which no server does.",
+    "`langgraph.checkpoint.mongo.testing._wire`, a loopback MongoDB wire-protocol server that "
+    "executes it on mongomock under one lock. mongomock has no indexes (every query and update "
+    "scans the collection) and `aggregate` copies the whole collection per call, so absolute times"
+    " are not a real MongoDB's: the benchmark keeps collections small (fresh databases per wave of"
+    " concurrent runs, at most 10 threads per database) so that the mock's cost stays small next "
+    "to the network delay. The server applies the test suite's mongomock fixes "
+    "(`langgraph.checkpoint.mongo.testing`), including one for mongomock re-hashing subdocument "
+    "`_id`s on every collection scan, which no server does.",
     "**Injected delay.** The network is simulated by sleeping a fixed delay before each "
     "command on the server (outside the lock, so concurrent commands overlap): 1 ms ~ "
     "same region, 20 ms ~ cross-region. Loopback adds well under 0.1 ms on its own.",

@@ -1,9 +1,10 @@
 """The wire server in a process of its own.
 
-`tests/support/wire/` is a threaded server; run in the benchmark's process it would
-share the GIL with the clients being measured, so the mock's work would be billed to
-the savers. `ServerProcess` starts it in a child process and forwards the few public
-calls the benchmark uses (`uri`, `delay`, `reset()`, `count()`) over a pipe.
+The wire server (`langgraph.checkpoint.mongo.testing._wire`) is threaded; run in the
+benchmark's process it would share the GIL with the clients being measured, so the mock's
+work would be billed to the savers. `ServerProcess` starts it in a child process and
+forwards the few public calls the benchmark uses (`uri`, `delay`, `reset()`, `count()`)
+over a pipe.
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ from typing import Any
 
 
 def _serve(conn: Connection) -> None:
-    # `tests` is a namespace package from the repository's root, where `python -m
-    # benchmarks` runs (the child process inherits that path).
-    from tests.support.wire import WireServer
+    from langgraph.checkpoint.mongo.testing._wire import WireServer
 
     with WireServer() as server:
         conn.send(server.uri)

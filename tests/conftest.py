@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from langgraph.checkpoint.mongo._commands import Command
+from langgraph.checkpoint.mongo.testing._wire import WireServer
 from support.backends import BACKENDS, MONGODB_URI, Backend, CommandLog
-from support.wire import WireServer
 
 # The `integration` marker and `--require-server` (tests/support/real_server.py).
 pytest_plugins = ["support.real_server"]

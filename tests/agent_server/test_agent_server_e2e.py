@@ -30,7 +30,7 @@ from pymongo import MongoClient
 from pymongo.database import Database
 
 from langgraph.checkpoint.mongo._schema import Field
-from support.wire import WireServer
+from langgraph.checkpoint.mongo.testing._wire import WireServer
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent_server"
 LANGGRAPH_CLI = Path(sys.executable).with_name("langgraph")

@@ -284,19 +284,20 @@ async def test_a_source_database_without_the_official_collections_is_named(
     success (exit 0 with 0 checkpoints written)."""
     missing_db, target_db = client.new_db(), client.new_db()
     args = ["--from-mongodb", uri, "--to", uri, "--to-db", target_db]
-    missing = run(*args, "--from-db", missing_db)
-    assert missing.returncode == 1
-    assert missing.stdout == ""
-    assert missing.stderr == (
-        f"error: database {missing_db!r} at {redact_uri(uri)} has no collections (it does "
-        "not exist): check --from-db (langgraph-checkpoint-mongodb's default is "
-        "'checkpointing_db')\n"
-    )
     other_db = client.new_db()
     client[other_db]["checkpoints"].insert_one({"x": 1})
     client[other_db]["other"].insert_one({"x": 1})
+    missing = run(*args, "--from-db", missing_db)
+    assert missing.returncode == 2  # a bad argument, as documented
+    assert missing.stdout == ""
+    assert missing.stderr.startswith(
+        f"error: database {missing_db!r} at {redact_uri(uri)} has no collections (it does "
+        "not exist): check --from-db (langgraph-checkpoint-mongodb's default is "
+        "'checkpointing_db'); the databases there: ["
+    )
+    assert repr(other_db) in missing.stderr
     misnamed = run(*args, "--from-db", other_db)
-    assert misnamed.returncode == 1
+    assert misnamed.returncode == 2
     assert misnamed.stdout == ""
     assert misnamed.stderr.endswith(
         "has no collection 'checkpoint_writes' (--from-writes); its collections: "

@@ -15,14 +15,17 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from langgraph.types import Command
 from pymongo import MongoClient
 
 from langgraph.checkpoint.mongo import MongoDBSaver
+from langgraph.checkpoint.mongo._options import redact_uri
 from langgraph.checkpoint.mongo.migrate._cli import main
 from support.backends import MONGODB_URI
 from support.cli import run_command
-from support.graphs import chat_graph, human
+from support.graphs import chat_graph, human, linear_graph
 from support.helpers import checkpoint, config
+from support.migration_sources import official_saver_class
 
 COMMAND = [sys.executable, "-m", "langgraph.checkpoint.mongo", "threads"]
 
@@ -93,9 +96,9 @@ def test_help_says_what_every_flag_does() -> None:
     assert "130 interrupted" in threads.stdout
     for action, flags in {
         "ls": ["--json", "--filter", "--limit", "--after"],
-        "show": ["--history"],
-        "prune": ["--keep-last", "--idle-for", "--dry-run", "--no-progress"],
-        "delete": ["--yes"],
+        "show": ["--history", "--json"],
+        "prune": ["--keep-last", "--idle-for", "--dry-run", "--no-progress", "--json"],
+        "delete": ["--yes", "--json"],
     }.items():
         shown = run_command([*COMMAND, action, "--help"])
         assert shown.returncode == 0
@@ -326,14 +329,238 @@ def test_connection_problems_are_named_without_the_password(
     assert "secret" not in down.stderr
 
 
-def test_refuses_the_official_savers_collections(
-    saver: MongoDBSaver, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_official_savers_collections_are_answered_with_the_flags(uri: str) -> None:
     """Same default names as `langgraph-checkpoint-mongodb`: the command says whose they
-    are instead of listing nothing."""
-    foreign = saver.db["theirs"]
-    foreign.create_index([("thread_id", 1), ("checkpoint_ns", 1), ("checkpoint_id", -1)])
+    are and what to do, in its own terms (flags, copy-threads), not the saver's Python
+    arguments."""
+    official = official_saver_class()
+    name = f"threads_cli_{uuid.uuid4().hex[:12]}"
+    with MongoClient[dict[str, Any]](uri) as client:
+        official(client, name)  # its constructor creates its collections' indexes
+        try:
+            for action in (["ls"], ["show", "a"], ["prune", "--keep-last", "1"]):
+                refused = run_command([*COMMAND, *action, "--db", name], env={"MONGODB_URI": uri})
+                assert refused.returncode == 2, refused.stderr
+                assert refused.stderr.startswith(
+                    f"error: collection 'checkpoints' (--checkpoints) of database {name!r} at "
+                ), refused.stderr
+                assert "holds langgraph-checkpoint-mongodb's documents" in refused.stderr
+                assert "--checkpoints and --writes" in refused.stderr
+                assert "copy-threads --from-mongodb URI --from-db " + name in refused.stderr
+                assert "checkpoint_collection_name" not in refused.stderr
+                assert refused.stdout == ""
+        finally:
+            client.drop_database(name)
+
+
+def test_a_database_or_collection_that_does_not_exist_is_named(saver: MongoDBSaver) -> None:
+    """A misspelt name reads as empty: `ls` would print "no threads" and `prune` "pruned
+    0 thread(s)", both exiting 0. Each is refused by name, with what exists, as a bad
+    argument, before anything is read or written."""
+    chats(saver, {"a": 1})
+    missing = f"{saver.db.name}_typo"
+    uri = uri_of(saver)
+    for action in (["ls"], ["show", "a"], ["prune", "--keep-last", "2"], ["delete", "a", "--yes"]):
+        refused = run_command([*COMMAND, *action, "--db", missing], env={"MONGODB_URI": uri})
+        assert refused.returncode == 2, (action, refused.stderr)
+        assert refused.stdout == ""
+        assert refused.stderr.startswith(
+            f"error: database {missing!r} at {redact_uri(uri)} has no collections (it does "
+            "not exist): check --db; the databases there: ["
+        ), refused.stderr
+        assert repr(saver.db.name) in refused.stderr
+    typo = run(saver, "ls", "--writes", "checkpoint_write")
+    assert typo.returncode == 2
+    assert typo.stderr == (
+        f"error: database {saver.db.name!r} at {redact_uri(uri)} has no collection "
+        "'checkpoint_write' (--writes); its collections: ['checkpoint_writes', 'checkpoints']\n"
+    )
+    assert saver.client.list_database_names().count(missing) == 0
+    assert per_namespace(saver, "a")[""] > 0
+
+
+def test_a_wrong_flag_is_told_with_the_usage_of_its_command() -> None:
+    """argparse hands flags it does not know up to the root parser, whose usage line
+    (`COMMAND ...`) does not show the flags of the command that was typed."""
+    for command, usage in [
+        ([*COMMAND, "ls", "--fliter", "a=b"], "threads ls"),
+        ([*COMMAND, "show", "a", "--histroy", "3"], "threads show"),
+        ([*COMMAND, "prune", "--keep-last", "1", "--dryrun"], "threads prune"),
+        ([*COMMAND, "delete", "a", "--yse"], "threads delete"),
+        ([*COMMAND[:-1], "copy-threads", "--to", "x", "--from-sqlite", "f", "--verfy"], ""),
+    ]:
+        wrong = run_command(command)
+        assert wrong.returncode == 2
+        lines = wrong.stderr.splitlines()
+        prog = "python -m langgraph.checkpoint.mongo " + (usage or "copy-threads")
+        assert lines[0].startswith(f"usage: {prog} "), wrong.stderr
+        assert lines[-1].startswith(f"{prog}: error: unrecognized arguments: --"), wrong.stderr
+
+
+@pytest.mark.parametrize("bad", ["http://localhost:27017", "mongodb://localhost:99999/"])
+def test_a_uri_that_is_not_one_is_a_bad_argument(bad: str) -> None:
+    for command in (
+        [*COMMAND, "ls", "--uri", bad],
+        [*COMMAND[:-1], "copy-threads", "--from-mongodb", bad, "--to", bad, "--to-db", "x"],
+    ):
+        refused = run_command(command)
+        assert refused.returncode == 2, refused.stderr
+        assert refused.stderr.startswith("error: the "), refused.stderr
+        assert f"{bad!r} is not a MongoDB connection string: " in refused.stderr
+
+
+def test_every_documented_exit_code(saver: MongoDBSaver, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The codes `threads --help` and docs/operations.md list: 0 done; 1 a thread not
+    found (a declined deletion: `test_delete_asks_on_a_terminal`), any other error; 2 bad
+    arguments; 130 interrupted."""
+    chats(saver, {"a": 1})
+    assert run(saver, "ls").returncode == 0
+    assert run(saver, "show", "nobody").returncode == 1
+    assert run(saver, "prune", "--keep-last", "x").returncode == 2
     out, err = io.StringIO(), io.StringIO()
     argv = ["threads", "ls", "--uri", uri_of(saver), "--db", saver.db.name]
-    assert main([*argv, "--checkpoints", "theirs"], out, err) == 1
-    assert "langgraph-checkpoint-mongodb" in err.getvalue()
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(MongoDBSaver, "list_threads", interrupted)
+    assert main(argv, out, err) == 130
+    assert err.getvalue() == (
+        "\ninterrupted: nothing is half-written; run the same command again to finish\n"
+    )
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the server went away")
+
+    monkeypatch.setattr(MongoDBSaver, "list_threads", failing)
+    err = io.StringIO()
+    assert main(argv, out, err) == 1
+    assert err.getvalue() == "error: RuntimeError: the server went away\n"
+
+
+def test_show_counts_what_reads_see_and_says_what_waits_for_a_trim(saver: MongoDBSaver) -> None:
+    """`show` counts the checkpoints `list` returns; what the collection stores beyond
+    them (left for a trim by a saver's `keep_last`) is said apart."""
+    with MongoDBSaver(saver.client, saver.db.name, keep_last=3) as trimming:
+        chats(trimming, {"short": 2})
+    visible = per_namespace(saver, "short")
+    stored = saver.checkpoint_collection.count_documents({"thread_id": "short"})
+    shown = run(saver, "show", "short", "--history", "2")
+    assert shown.returncode == 0, shown.stderr
+    first = f"thread 'short': {visible['']} checkpoints"
+    if stored > visible[""]:
+        first += (
+            f"; {stored - visible['']} more stored that reads no longer show, waiting to be trimmed"
+        )
+    assert shown.stdout.splitlines()[0] == first
+    assert f"history (newest first, 2 of {visible['']}):" in shown.stdout
+    as_json = json.loads(run(saver, "show", "short", "--json").stdout)
+    assert (as_json["checkpoints"], as_json["namespaces"], as_json["stored"]) == (
+        visible[""],
+        visible,
+        stored,
+    )
+    assert [item["checkpoint_id"] for item in as_json["history"]] == [
+        t.config["configurable"]["checkpoint_id"] for t in saver.list(config("short"))
+    ]
+
+
+def test_show_says_a_thread_waits_on_an_interrupt_and_shows_its_value(
+    saver: MongoDBSaver,
+) -> None:
+    graph = linear_graph("first", "ask", ask="ask").compile(checkpointer=saver)
+    graph.invoke({"log": []}, config("asking"))
+    (pending,) = graph.get_state(config("asking")).interrupts
+    shown = run(saver, "show", "asking")
+    assert shown.returncode == 0, shown.stderr
+    assert (
+        f"  waiting on an interrupt: {{'question': 'ask?', 'seen': 1}} (id {pending.id}, task "
+    ) in shown.stdout
+    as_json = json.loads(run(saver, "show", "asking", "--json").stdout)
+    assert [(i["value"], i["id"]) for i in as_json["interrupts"]] == [
+        ({"question": "ask?", "seen": 1}, pending.id)
+    ]
+    graph.invoke(Command(resume="yes"), config("asking"))
+    assert graph.get_state(config("asking")).interrupts == ()
+    answered = run(saver, "show", "asking")
+    assert "interrupt" not in answered.stdout
+    assert json.loads(run(saver, "show", "asking", "--json").stdout)["interrupts"] == []
+
+
+def test_show_json_is_the_latest_state_and_its_history(saver: MongoDBSaver) -> None:
+    chats(saver, {"chat": 2})
+    shown = run(saver, "show", "chat", "--json", "--history", "2")
+    assert shown.returncode == 0, shown.stderr
+    found = json.loads(shown.stdout)
+    latest = saver.get_tuple(config("chat"))
+    assert latest is not None
+    history = list(saver.list(config("chat"), limit=2))
+
+    def described(item: Any) -> dict[str, Any]:
+        return {
+            "checkpoint_id": item.config["configurable"]["checkpoint_id"],
+            "checkpoint_ns": "",
+            "step": item.metadata["step"],
+            "source": item.metadata["source"],
+            "created": item.checkpoint["ts"],
+            "pending_writes": len(item.pending_writes),
+        }
+
+    messages = latest.checkpoint["channel_values"]["messages"]
+    assert found == {
+        "thread_id": "chat",
+        "checkpoints": sum(per_namespace(saver, "chat").values()),
+        "namespaces": per_namespace(saver, "chat"),
+        "stored": saver.checkpoint_collection.count_documents({"thread_id": "chat"}),
+        "latest": {
+            **described(latest),
+            "metadata": json.loads(json.dumps(latest.metadata)),
+            "channels": {"messages": [repr(m) for m in messages]},
+        },
+        "interrupts": [],
+        "history": [described(item) for item in history],
+    }
+    assert run(saver, "show", "nobody", "--json").stdout == ""
+
+
+def test_prune_and_delete_json(saver: MongoDBSaver) -> None:
+    chats(saver, {"a": 2, "b": 1})
+    before = {t: sum(per_namespace(saver, t).values()) for t in ("a", "b")}
+    dry = run(saver, "prune", "--keep-last", "1", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    expected = {
+        "dry_run": True,
+        "keep_last": 1,
+        "idle_for": None,
+        "threads": 2,
+        "left_alone": {"active": 0, "unreadable_timestamp": 0},
+        "checkpoints_before": sum(before.values()),
+        "checkpoints_removed": sum(before.values()) - 2,
+        "checkpoints_kept": 2,
+    }
+    assert json.loads(dry.stdout) == expected
+    pruned = run(saver, "prune", "--keep-last", "1", "--idle-for", "1h", "--json")
+    assert pruned.returncode == 0, pruned.stderr
+    assert json.loads(pruned.stdout) == {
+        **expected,
+        "dry_run": False,
+        "idle_for": "1h",
+        "threads": 0,
+        "left_alone": {"active": 2, "unreadable_timestamp": 0},
+        "checkpoints_before": 0,
+        "checkpoints_removed": 0,
+        "checkpoints_kept": 0,
+    }
+    pruned = run(saver, "prune", "--keep-last", "1", "--json")
+    assert json.loads(pruned.stdout) == {**expected, "dry_run": False}
+    assert per_namespace(saver, "a") == per_namespace(saver, "b") == {"": 1}
+    deleted = run(saver, "delete", "b", "nobody", "a", "--yes", "--json")
+    assert deleted.returncode == 1  # one of them was not there
+    assert json.loads(deleted.stdout) == {
+        "deleted": [{"thread_id": "b", "checkpoints": 1}, {"thread_id": "a", "checkpoints": 1}],
+        "not_found": ["nobody"],
+    }
+    assert "no thread 'nobody'" in deleted.stderr
+    assert saver.get_tuple(config("a")) is None
+    none = run(saver, "delete", "a", "--yes", "--json")
+    assert (none.returncode, json.loads(none.stdout)) == (1, {"deleted": [], "not_found": ["a"]})

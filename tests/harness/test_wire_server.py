@@ -1,7 +1,8 @@
 """Tests of the loopback wire-protocol server, through the real drivers.
 
-It serves only what the drivers and the savers send (see `support/wire/commands.py`):
-these tests cover that, and that anything else is refused rather than ignored.
+It serves only what the drivers and the savers send (see
+`langgraph/checkpoint/mongo/testing/_wire/commands.py`): these tests cover that, and that
+anything else is refused rather than ignored.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from pymongo.errors import (
 )
 
 from langgraph.checkpoint.mongo._drivers import maybe_await
-from support.wire import WireServer
+from langgraph.checkpoint.mongo.testing._wire import WireServer
 
 ASYNC_DRIVERS = ["pymongo-async", "motor"]
 

@@ -419,7 +419,7 @@ async def test_a_post_checked_filter_keeps_its_limit_when_the_rest_is_read_apart
     if backend.wire is None:
         pytest.skip("needs the wire server, whose limit the test sets")
     from langgraph.checkpoint.mongo import _operations
-    from support.wire import cursors
+    from langgraph.checkpoint.mongo.testing._wire import cursors
 
     monkeypatch.setattr(cursors, "MAX_INTERNAL_OBJECT_SIZE", 64 * 1024)
     monkeypatch.setattr(_operations, "LIST_APART_PAGE", 2)

@@ -12,10 +12,10 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.checkpoint.mongo import CheckpointTooLargeError
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._drivers import maybe_await
+from langgraph.checkpoint.mongo.testing._wire import cursors
 from support.backends import Backend
 from support.graphs import Driver
 from support.helpers import config, either, listed, new_thread, put
-from support.wire import cursors
 
 MIB = 1024 * 1024
 

@@ -4,7 +4,8 @@ Without `MONGODB_URI`:
 - `mock`: mongomock-motor in process (Motor's API shape, no driver, no network), from
   `langgraph.checkpoint.mongo.testing.async_client()` as users' tests get it;
 - `wire-async`, `wire-motor`, `wire-sync`: the real drivers (`AsyncMongoClient`,
-  Motor's `AsyncIOMotorClient`, `MongoClient`) over a socket to `support/wire/`,
+  Motor's `AsyncIOMotorClient`, `MongoClient`) over a socket to the wire server
+  (`langgraph.checkpoint.mongo.testing._wire`, what `testing serve` runs),
   a loopback MongoDB wire-protocol server that executes commands on mongomock.
 With `MONGODB_URI`: `async`, `motor`, `sync`, the same drivers against that server.
 

@@ -2,8 +2,10 @@
 the threads a database holds, look at one, prune their history, delete some.
 
 Everything goes through a `MongoDBSaver` (`list_threads`, `get_tuple`, `list`, `prune`,
-`delete_thread`) and one named function of the core (`checkpoint_counts`); the
-connection, exit codes, timeout and redacted URIs are copy-threads' (`migrate._cli`).
+`delete_thread`) and two named functions of the core (`checkpoint_counts`, what the
+collections store; `foreign_index`, the official saver's mark); the connection, exit
+codes, timeout, redacted URIs and the check that the database and collections exist are
+copy-threads' (`migrate._cli`).
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any, TextIO
 
-from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.serde.types import INTERRUPT
+from pymongo.collection import Collection
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo import _options
+from langgraph.checkpoint.mongo import _options, _queries
 from langgraph.checkpoint.mongo._base import (
     DEFAULT_CHECKPOINT_COLLECTION,
     DEFAULT_DB_NAME,
@@ -40,26 +44,32 @@ from langgraph.checkpoint.mongo.migrate._cli import (
     _distinct_collections,
     _flag,
     _timeout,
+    require_collections,
 )
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
 
 DESCRIPTION = """\
 See and tidy the threads of langgraph-checkpoint-mongo's collections.
 
-  ls               every thread: its checkpoints and its last activity (--json for scripts)
-  show ID          a thread's latest state, and its history newest first
+  ls               every thread: its checkpoints and its last activity
+  show ID          a thread's latest state (a pending interrupt too), and its history
   prune            keep each thread's N newest checkpoints per namespace (--keep-last),
                    optionally only in threads idle for a while (--idle-for); --dry-run first
   delete ID...     delete whole threads (asks first, unless --yes)
+Each takes --json: one JSON document on stdout, for scripts.
 
 exit codes: 0 done; 1 a thread was not found, a deletion was declined, or any other
-error; 2 bad arguments (also: delete without --yes when stdin is not a terminal);
-130 interrupted (Ctrl-C): nothing is half-written, run the same command again to finish.
+error; 2 bad arguments (also: a URI that is not one; a database or collection that does
+not exist, or holds langgraph-checkpoint-mongodb's documents; delete without --yes when
+stdin is not a terminal); 130 interrupted (Ctrl-C): nothing is half-written, run the
+same command again to finish.
 """
 
 EPILOG = """\
 examples:
   export MONGODB_URI="mongodb://..."
+  # or, to try it without MongoDB (in memory; for trying and testing only):
+  #   python -m langgraph.checkpoint.mongo.testing serve
   python -m langgraph.checkpoint.mongo threads ls --filter source=loop
   python -m langgraph.checkpoint.mongo threads show user-42
   python -m langgraph.checkpoint.mongo threads prune --keep-last 10 --idle-for 7d --dry-run
@@ -203,13 +213,19 @@ def add_parser(commands: Any) -> None:
         "--limit", type=_flag(_at_least_one, "--limit"), metavar="N", help="at most N threads"
     )
     ls.add_argument("--after", metavar="ID", help="start after this thread id (the last of a page)")
-    ls.add_argument("--json", action="store_true", help="a JSON array, one object per thread")
+    ls.add_argument(
+        "--json",
+        action="store_true",
+        help="a JSON array, one object per thread: thread_id, checkpoints, last_activity, "
+        "checkpoint_id, metadata",
+    )
     show = actions.add_parser(
         "show",
         parents=common,
         help="a thread's latest state and its history",
-        description="A thread's latest root checkpoint (its channels and pending writes) "
-        "and its checkpoints newest first, every namespace.",
+        description="A thread's latest root checkpoint (its channels, its pending writes "
+        "and the interrupt it waits on, if any) and its checkpoints newest first, every "
+        "namespace, counted as reads see them. Reads the thread's whole history once.",
     )
     show.add_argument("thread_id", metavar="ID")
     show.add_argument(
@@ -218,6 +234,12 @@ def add_parser(commands: Any) -> None:
         default=DEFAULT_HISTORY,
         metavar="N",
         help="how many checkpoints of the history to list (default: %(default)s)",
+    )
+    show.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object: thread_id, checkpoints, namespaces, stored, latest, "
+        "interrupts, history",
     )
     prune = actions.add_parser(
         "prune",
@@ -243,6 +265,12 @@ def add_parser(commands: Any) -> None:
     )
     prune.add_argument("--dry-run", action="store_true", help="count what would go; delete nothing")
     prune.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object: dry_run, keep_last, idle_for, threads, left_alone, "
+        "checkpoints_before, checkpoints_removed, checkpoints_kept",
+    )
+    prune.add_argument(
         "--no-progress",
         action="store_true",
         help="no progress bar (there is none anyway when stderr is not a terminal or "
@@ -257,6 +285,13 @@ def add_parser(commands: Any) -> None:
     )
     delete.add_argument("thread_ids", nargs="+", metavar="ID")
     delete.add_argument("--yes", action="store_true", help="delete without asking")
+    delete.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object: deleted (thread_id and checkpoints of each), not_found",
+    )
+    for action in (ls, show, prune, delete):
+        action.set_defaults(parser=action)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -278,12 +313,35 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _saver(args: argparse.Namespace) -> Iterator[MongoDBSaver]:
     client = _client(args.uri, "server (--uri)", args.timeout)
     try:
+        wanted = {"--checkpoints": args.checkpoints, "--writes": args.writes}
+        require_collections(client, args.uri, args.db, wanted, "--db")
+        for flag, name in wanted.items():
+            _refuse_official_collection(client[args.db][name], flag, args)
         saver = MongoDBSaver(client, args.db, args.checkpoints, args.writes)
         # Reads only: refuses collections it cannot read (another package's, a collation).
         saver.setup(create_indexes=False)
         yield saver
     finally:
         client.close()
+
+
+def _refuse_official_collection(
+    collection: Collection[Any], flag: str, args: argparse.Namespace
+) -> None:
+    """The saver's own refusal of `langgraph-checkpoint-mongodb`'s collections (which
+    names its Python arguments), told with this command's flags and copy-threads."""
+    index = _queries.foreign_index(collection.index_information())
+    if index is None:
+        return
+    uri = redact_uri(args.uri)
+    raise UsageError(
+        f"collection {collection.name!r} ({flag}) of database {args.db!r} at {uri} holds "
+        f"langgraph-checkpoint-mongodb's documents (it has that saver's index {index!r}), "
+        "which this command does not read: name this package's collections with "
+        "--db, --checkpoints and --writes, or copy these threads into them with "
+        f"`python -m langgraph.checkpoint.mongo copy-threads --from-mongodb URI --from-db "
+        f"{args.db} --to URI --to-db OTHER_DB` (see its --help)"
+    )
 
 
 def _where(saver: MongoDBSaver, args: argparse.Namespace) -> str:
@@ -381,70 +439,141 @@ def _shown(thread_id: str) -> str:
 
 
 def _thread_json(info: ThreadInfo, checkpoints: int) -> str:
-    return json.dumps(
+    return _json(
         {
             "thread_id": info.thread_id,
             "checkpoints": checkpoints,
             "last_activity": info.ts,
             "checkpoint_id": info.config["configurable"]["checkpoint_id"],
             "metadata": info.metadata,
-        },
-        default=repr,
-        ensure_ascii=False,
+        }
     )
 
 
 def _show(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     thread_id: str = args.thread_id
-    thread: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     latest = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
-    counts = _counts(saver, [thread_id]).get(thread_id, {})
-    if latest is None and not counts:
+    stored = sum(_counts(saver, [thread_id]).get(thread_id, {}).values())
+    if latest is None and not stored:
         print(f"error: no thread {thread_id!r} in {_where(saver, args)}", file=err)
         return 1
+    # Counted as reads see them (`list`, every namespace), newest first.
+    namespaces: dict[str, int] = {}
+    history: list[CheckpointTuple] = []
+    for item in saver.list({"configurable": {"thread_id": thread_id}}):
+        ns = item.config["configurable"]["checkpoint_ns"]
+        namespaces[ns] = namespaces.get(ns, 0) + 1
+        if len(history) < args.history:
+            history.append(item)
+    shown = {
+        "thread_id": thread_id,
+        "checkpoints": sum(namespaces.values()),
+        "namespaces": namespaces,
+        "stored": stored,
+        "latest": None if latest is None else _checkpoint_json(latest, channels=True),
+        "interrupts": _interrupts(latest),
+        "history": [_checkpoint_json(item, channels=False) for item in history],
+    }
+    if args.json:
+        print(_json(shown), file=out)
+    else:
+        _print_show(shown, out)
+    return 0
+
+
+def _checkpoint_json(item: CheckpointTuple, *, channels: bool) -> dict[str, Any]:
+    configurable = item.config["configurable"]
+    shown: dict[str, Any] = {
+        "checkpoint_id": configurable["checkpoint_id"],
+        "checkpoint_ns": configurable["checkpoint_ns"],
+        "step": item.metadata.get("step"),
+        "source": item.metadata.get("source"),
+        "created": item.checkpoint["ts"],
+        "pending_writes": len(item.pending_writes or []),
+    }
+    if channels:
+        shown["metadata"] = item.metadata
+        shown["channels"] = item.checkpoint["channel_values"]
+    return shown
+
+
+def _interrupts(latest: CheckpointTuple | None) -> list[dict[str, Any]]:
+    """The interrupts the thread waits on: those its latest root checkpoint's pending
+    writes hold (LangGraph writes a task's `interrupt()`s there, as one sequence, and
+    resumes from them)."""
+    found: list[dict[str, Any]] = []
+    for task_id, channel, value in (latest.pending_writes or []) if latest else []:
+        if channel != INTERRUPT:
+            continue
+        for interrupt in value if isinstance(value, (list, tuple)) else [value]:
+            found.append(
+                {
+                    "value": getattr(interrupt, "value", interrupt),
+                    "id": getattr(interrupt, "id", None),
+                    "task_id": task_id,
+                }
+            )
+    return found
+
+
+def _json(value: Any) -> str:
+    """JSON as every `--json` prints it: a value JSON cannot hold as its Python repr."""
+    return json.dumps(value, default=repr, ensure_ascii=False)
+
+
+def _print_show(shown: dict[str, Any], out: TextIO) -> None:
     now = datetime.now(timezone.utc)
-    namespaces = len(counts) - ("" in counts)
+    namespaces: dict[str, int] = shown["namespaces"]
+    total: int = shown["checkpoints"]
+    subgraphs = len(namespaces) - ("" in namespaces)
+    waiting = shown["stored"] - total
     print(
-        f"thread {thread_id!r}: {sum(counts.values())} checkpoints"
+        f"thread {shown['thread_id']!r}: {total} checkpoints"
         + (
-            f" ({counts.get('', 0)} root, the rest in {namespaces} subgraph namespace(s))"
-            if namespaces
+            f" ({namespaces.get('', 0)} root, the rest in {subgraphs} subgraph namespace(s))"
+            if subgraphs
+            else ""
+        )
+        + (
+            f"; {waiting} more stored that reads no longer show, waiting to be trimmed"
+            if waiting > 0
             else ""
         ),
         file=out,
     )
+    latest = shown["latest"]
     if latest is not None:
-        metadata = latest.metadata
         print(
-            f"latest: {latest.config['configurable']['checkpoint_id']}, "
-            f"step {metadata.get('step')}, source {metadata.get('source')}, "
-            f"{_age(latest.checkpoint['ts'], now)}",
+            f"latest: {latest['checkpoint_id']}, step {latest['step']}, source "
+            f"{latest['source']}, {_age(latest['created'], now)}",
             file=out,
         )
-        values = latest.checkpoint["channel_values"]
+        values = latest["channels"]
         print(f"  channels ({len(values)}):", file=out)
         for channel in sorted(values):
             print(f"    {channel}: {_VALUE_REPR.repr(values[channel])}", file=out)
-        print(f"  pending writes: {len(latest.pending_writes or [])}", file=out)
-    history = list(saver.list(thread, limit=args.history))
-    shown = f"newest first, {len(history)} of {sum(counts.values())}"
-    print(f"history ({shown}):", file=out)
+        print(f"  pending writes: {latest['pending_writes']}", file=out)
+    for interrupt in shown["interrupts"]:
+        print(
+            f"  waiting on an interrupt: {_VALUE_REPR.repr(interrupt['value'])} "
+            f"(id {interrupt['id']}, task {interrupt['task_id']})",
+            file=out,
+        )
+    print(f"history (newest first, {len(shown['history'])} of {total}):", file=out)
     rows = [("CHECKPOINT", "NAMESPACE", "STEP", "SOURCE", "CREATED", "WRITES")]
-    for item in history:
-        configurable = item.config["configurable"]
+    for item in shown["history"]:
         rows.append(
             (
-                configurable["checkpoint_id"],
-                configurable["checkpoint_ns"] or '""',
-                str(item.metadata.get("step", "")),
-                str(item.metadata.get("source", "")),
-                _age(item.checkpoint["ts"], now),
-                str(len(item.pending_writes or [])),
+                item["checkpoint_id"],
+                item["checkpoint_ns"] or '""',
+                str("" if item["step"] is None else item["step"]),
+                str(item["source"] or ""),
+                _age(item["created"], now),
+                str(item["pending_writes"]),
             )
         )
     for line in _table(rows, right={2, 5}):
         print(f"  {line}", file=out)
-    return 0
 
 
 class _Bar:
@@ -498,6 +627,19 @@ def _prune(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: Text
             bar.advance(len(batch), before - after)
     finally:
         bar.close()
+    if args.json:
+        pruned = {
+            "dry_run": args.dry_run,
+            "keep_last": keep,
+            "idle_for": None if args.idle_for is None else str(args.idle_for),
+            "threads": len(chosen),
+            "left_alone": {"active": active, "unreadable_timestamp": unreadable},
+            "checkpoints_before": before,
+            "checkpoints_removed": before - after,
+            "checkpoints_kept": after,
+        }
+        print(_json(pruned), file=out)
+        return 0
     left = []
     if active:
         left.append(f"{active} active in the last {args.idle_for} left alone")
@@ -526,14 +668,28 @@ def _delete(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: Tex
     missing = [t for t in thread_ids if t not in counts]
     for thread_id in missing:
         print(f"no thread {thread_id!r} in {_where(saver, args)}", file=err)
-    doomed = [t for t in thread_ids if t in counts]
-    if not doomed:
-        return 1
-    total = sum(sum(counts[t].values()) for t in doomed)
+    found = {t: sum(counts[t].values()) for t in thread_ids if t in counts}
+    deleted = []
+    for thread_id, checkpoints in _deleting(saver, args, found, err):
+        deleted.append({"thread_id": thread_id, "checkpoints": checkpoints})
+        if not args.json:  # as each goes: an interrupted delete says what it did
+            print(f"deleted {thread_id!r} ({checkpoints} checkpoints)", file=out)
+    if args.json:
+        print(_json({"deleted": deleted, "not_found": missing}), file=out)
+    return 0 if deleted and not missing else 1
+
+
+def _deleting(
+    saver: MongoDBSaver, args: argparse.Namespace, found: dict[str, int], err: TextIO
+) -> Iterator[tuple[str, int]]:
+    """Delete the threads `found` (thread id: checkpoints), after asking unless `--yes`;
+    each one once gone (none when the answer was no)."""
+    if not found:
+        return
     if not args.yes:
-        listed = ", ".join(f"{t!r} ({sum(counts[t].values())})" for t in doomed)
+        listed = ", ".join(f"{t!r} ({n})" for t, n in found.items())
         print(
-            f"delete {len(doomed)} thread(s), {total} checkpoints, from "
+            f"delete {len(found)} thread(s), {sum(found.values())} checkpoints, from "
             f"{_where(saver, args)}: {listed}",
             file=err,
         )
@@ -542,11 +698,10 @@ def _delete(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: Tex
         answer = sys.stdin.readline().strip().lower()
         if answer not in ("y", "yes"):
             print("nothing deleted", file=err)
-            return 1
-    for thread_id in doomed:
+            return
+    for thread_id, checkpoints in found.items():
         saver.delete_thread(thread_id)
-        print(f"deleted {thread_id!r} ({sum(counts[thread_id].values())} checkpoints)", file=out)
-    return 1 if missing else 0
+        yield thread_id, checkpoints
 
 
 def _can_ask() -> bool:

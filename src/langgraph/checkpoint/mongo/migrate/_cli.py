@@ -7,14 +7,14 @@ import argparse
 import math
 import sqlite3
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from pymongo import MongoClient
-from pymongo.errors import ServerSelectionTimeoutError
+from pymongo.errors import InvalidURI, ServerSelectionTimeoutError
 
 from langgraph.checkpoint.mongo import _options
 from langgraph.checkpoint.mongo._base import (
@@ -48,8 +48,9 @@ thread the target already holds with other data is reported and left alone (see
 (a type it cannot import) fails by name, and nothing of it is written.
 
 exit codes: 0 every thread was copied (and, with --verify, verified); 1 a thread
-conflicted, failed or differs, or any other error; 2 bad arguments; 130 interrupted
-(Ctrl-C): run the same command again to finish.
+conflicted, failed or differs, or any other error; 2 bad arguments (also: a URI that is
+not one, a source database or collection that does not exist); 130 interrupted (Ctrl-C):
+run the same command again to finish.
 """
 
 EPILOG = """\
@@ -231,7 +232,7 @@ def _parser() -> argparse.ArgumentParser:
         help="no progress bar (there is none anyway when stderr is not a terminal or "
         "tqdm is not installed)",
     )
-    copy.set_defaults(handler=_copy_threads)
+    copy.set_defaults(handler=_copy_threads, parser=copy)
     # Imported here: the threads command uses this module's conventions (errors, client).
     from langgraph.checkpoint.mongo import _threads_cli
 
@@ -270,10 +271,16 @@ def _distinct_collections(checkpoints: str, writes: str, flags: tuple[str, str])
 
 
 def _client(uri: str, what: str, timeout: float) -> MongoClient[dict[str, Any]]:
-    """A client that has reached its server within `timeout` seconds."""
-    client: MongoClient[dict[str, Any]] = MongoClient(
-        uri, driver=DRIVER_INFO, serverSelectionTimeoutMS=int(timeout * 1000)
-    )
+    """A client that has reached its server within `timeout` seconds; a `uri` PyMongo
+    cannot read (`http://...`, a bad port) is a bad argument."""
+    try:
+        client: MongoClient[dict[str, Any]] = MongoClient(
+            uri, driver=DRIVER_INFO, serverSelectionTimeoutMS=int(timeout * 1000)
+        )
+    except (InvalidURI, ValueError) as exc:
+        raise UsageError(
+            f"the {what} {redact_uri(uri)!r} is not a MongoDB connection string: {exc}"
+        ) from None
     try:
         client.admin.command("buildInfo")
     except ServerSelectionTimeoutError as exc:
@@ -318,21 +325,36 @@ def _source(args: argparse.Namespace) -> Iterator[Source]:
 
 
 def _require_official_collections(client: MongoClient[Any], args: argparse.Namespace) -> None:
-    """Refuse a source database without the official saver's collections (a misspelt
-    `--from-db` is an empty database: it would copy nothing and report success)."""
-    names = set(client[args.from_db].list_collection_names())
+    """Refuse a source database without the official saver's collections."""
     wanted = {"--from-checkpoints": args.from_checkpoints, "--from-writes": args.from_writes}
+    check = f"--from-db (langgraph-checkpoint-mongodb's default is {DEFAULT_DB_NAME!r})"
+    require_collections(client, args.from_mongodb, args.from_db, wanted, check)
+
+
+# Databases every server has, never the one a user means.
+_SERVER_DATABASES = frozenset({"admin", "config", "local"})
+
+
+def require_collections(
+    client: MongoClient[Any], uri: str, db: str, wanted: Mapping[str, str], check: str
+) -> None:
+    """Refuse a database or a collection (`wanted`: flag to name) that does not exist,
+    naming it and what does exist, as bad arguments: a misspelt name reads as empty, and
+    a command on it would report success having done nothing. `check` says which flag to
+    check when the database itself is missing."""
+    names = set(client[db].list_collection_names())
     missing = {flag: name for flag, name in wanted.items() if name not in names}
     if not missing:
         return
-    where = f"database {args.from_db!r} at {redact_uri(args.from_mongodb)}"
+    where = f"database {db!r} at {redact_uri(uri)}"
     if not names:
-        raise SetupError(
-            f"{where} has no collections (it does not exist): check --from-db "
-            f"(langgraph-checkpoint-mongodb's default is {DEFAULT_DB_NAME!r})"
+        databases = sorted(set(client.list_database_names()) - _SERVER_DATABASES)
+        raise UsageError(
+            f"{where} has no collections (it does not exist): check {check}; the databases "
+            f"there: {databases or 'none'}"
         )
     lacking = ", ".join(f"{name!r} ({flag})" for flag, name in missing.items())
-    raise SetupError(f"{where} has no collection {lacking}; its collections: {sorted(names)}")
+    raise UsageError(f"{where} has no collection {lacking}; its collections: {sorted(names)}")
 
 
 def _require_sqlite_saver_tables(conn: sqlite3.Connection, path: Path) -> None:
@@ -449,7 +471,9 @@ def _closing(progress: Progress) -> Iterator[Progress]:
 def main(
     argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr
 ) -> int:
-    args = _parser().parse_args(argv)
+    args, unknown = _parser().parse_known_args(argv)
+    if unknown:  # told with the usage of the command they were given to, not the root's
+        args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         handler: Callable[[argparse.Namespace, TextIO, TextIO], int] = args.handler
         return handler(args, out, err)

@@ -66,6 +66,11 @@ And two speed-ups, behaviour unchanged, so that a test suite with many threads s
 
 mongomock is not MongoDB: it proves your application's logic, not your deployment (indexes,
 timeouts, a network). Run the same tests against a real server too when you can.
+
+To try the `threads` and `copy-threads` commands or an application with a real driver and
+no MongoDB, `python -m langgraph.checkpoint.mongo.testing serve [--port 27017]` serves the
+same mongomock, with these fixes, over MongoDB's wire protocol on 127.0.0.1: for trying
+and testing only, its data in memory, not for data you keep.
 """
 
 from __future__ import annotations

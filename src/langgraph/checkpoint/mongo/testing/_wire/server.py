@@ -1,11 +1,13 @@
-"""Test-only loopback MongoDB wire-protocol server backed by mongomock.
+"""A loopback MongoDB wire-protocol server backed by mongomock, for tests and trials.
 
 `WireServer` listens on 127.0.0.1 (never any other address) and lets the real drivers
 (PyMongo `MongoClient` and `AsyncMongoClient`, Motor `AsyncIOMotorClient`) talk to it
 over a real TCP socket; every command runs on an in-process `mongomock.MongoClient`
 (`server.mock`). The modules of this package: `framing` (the messages), `cursors`
 (batches, `getMore`, `killCursors`), `commands` (what each command does) and this one
-(sockets, threads, counting, delay, holding, faults).
+(sockets, threads, counting, delay, holding, faults). The suite's `wire-*` backends and the
+benchmarks run it on a free port; `python -m langgraph.checkpoint.mongo.testing serve` (the
+package's `__main__`) on the port a user names.
 
 Why not mockupdb: 1.8.1 runs every responder under one server-wide lock, so a responder
 that sleeps serialises all connections (measured: 10 concurrent `find`s with a 0.2 s
@@ -49,17 +51,17 @@ class _HangUpError(Exception):
 class WireServer:
     """A MongoDB-speaking server on 127.0.0.1 that executes on mongomock.
 
-    Use as a context manager or call `start()` / `stop()`; `uri` is valid after
-    `start()`. `commands` lists the names of the commands received, in order, except
-    handshakes and session cleanup; `delay` seconds are slept (outside the execution
-    lock) before each of them is executed, and then whatever `hold` says for it. Both
-    happen after the command arrived and before it runs: a client that gives up on it
-    meanwhile (a cancelled task, a timeout) does not stop it from running, as on a real
-    server. `release()` ends the holds at once, `settle()` waits until every command
-    received has run.
+    Use as a context manager or call `start()` / `stop()`; `uri` and `port` (the one
+    asked for, or a free one when 0) are valid after `start()`. `commands` lists the
+    names of the commands received, in order, except handshakes and session cleanup;
+    `delay` seconds are slept (outside the execution lock) before each of them is
+    executed, and then whatever `hold` says for it. Both happen after the command
+    arrived and before it runs: a client that gives up on it meanwhile (a cancelled task,
+    a timeout) does not stop it from running, as on a real server. `release()` ends the
+    holds at once, `settle()` waits until every command received has run.
     """
 
-    def __init__(self, *, delay: float = 0.0) -> None:
+    def __init__(self, *, delay: float = 0.0, port: int = 0) -> None:
         self.delay: float = delay
         #: Fault injection: called with each counted command's name and body before it
         #: runs; returning True hangs up on it unexecuted, as a network failure would.
@@ -73,7 +75,7 @@ class WireServer:
         self.commands: list[str] = []
         self.uri: str = ""
         self.host: str = "127.0.0.1"
-        self.port: int = 0
+        self.port: int = port
         #: Serialises every operation on `mock`.
         self.lock: threading.Lock = threading.Lock()
         self._executor = Commands(self.mock, self.lock)
@@ -96,12 +98,14 @@ class WireServer:
     # ------------------------------------------------------------------ API
 
     def start(self) -> WireServer:
-        """Bind a free port on 127.0.0.1 and start serving; returns `self`."""
+        """Bind `port` (a free one when 0) on 127.0.0.1 and start serving; returns `self`."""
         if self._listener is not None:
             raise RuntimeError("WireServer already started")
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
-            listener.bind(("127.0.0.1", 0))
+            # A port named again right after a stop is free to bind (not in TIME_WAIT).
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("127.0.0.1", self.port))
             listener.listen(128)
             listener.setblocking(False)
         except BaseException:
