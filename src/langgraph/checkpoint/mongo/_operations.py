@@ -317,13 +317,14 @@ def refresh_on_read(storage: Storage, config: RunnableConfig | None) -> Plan[Non
     """With `refresh_ttl_on_read`, what a read of `config`'s thread (`get_tuple`, `list`
     of one thread) sends besides: the move of the thread's stamp, once per bucket and
     process, as a plan of its own that the saver runs without making the read wait for
-    it (`None`: nothing to send). Reads of no single thread move nothing."""
+    it (`None`: nothing to send). Reads of no single thread move nothing; a config the
+    read refuses is refused here with the read's own error, as without the option."""
     expiry = storage.expiry
     if expiry is None or not storage.refresh_on_read or config is None:
         return None
-    thread_id = config.get("configurable", {}).get("thread_id")
+    thread_id = list_scope(config)[0]
     stamp = expiry.stamp()
-    if not isinstance(thread_id, str) or not expiry.needs_move(thread_id, stamp):
+    if not expiry.needs_move(thread_id, stamp):
         return None
     return _claimed_move(expiry, thread_id, stamp)
 
