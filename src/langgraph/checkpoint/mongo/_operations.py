@@ -59,6 +59,7 @@ from langgraph.checkpoint.mongo._documents import (
     written_by_us,
 )
 from langgraph.checkpoint.mongo._keys import (
+    CheckpointRef,
     KeyFields,
     before_id_from_config,
     checkpoint_key,
@@ -576,7 +577,9 @@ def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple 
     docs: list[JoinedCheckpoint] = yield from _read_joined(pipeline)
     keep_last = storage.keep_last
     if not docs:
-        if keep_last is not None and storage.window is not None and ref.checkpoint_id is None:
+        if ref.checkpoint_id is not None:
+            _warn_not_stored(ref)
+        elif keep_last is not None and storage.window is not None:
             keep_last.window(ref.thread_id, ref.checkpoint_ns, [])  # a new namespace
         return None
     window = docs[0].pop(Field.WINDOW, None)
@@ -593,6 +596,20 @@ def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple 
         docs[0][Field.ID], stored_values(docs[0][Field.CHANNEL_VALUES], versions)
     )
     return found
+
+
+def _warn_not_stored(ref: CheckpointRef) -> None:
+    """Say that a config names a checkpoint the thread does not hold (a UI's time travel
+    past what `keep_last`, `prune` or `ttl` removed): LangGraph reads the `None` this
+    returns as an empty state and starts the thread afresh from it, silently."""
+    logger.warning(
+        "thread %s: checkpoint %s (namespace %s) is not stored; likely trimmed by keep_last, "
+        "removed by prune or a delete, or expired by ttl. LangGraph reads no state for it, "
+        "and a run from this config starts the thread afresh",
+        short_repr(ref.thread_id),
+        short_repr(ref.checkpoint_id),
+        short_repr(ref.checkpoint_ns),
+    )
 
 
 MAX_LIMIT = 2**63 - 1
