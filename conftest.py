@@ -1,18 +1,22 @@
 """The world the python blocks of README.md and docs/ run in (pytest-markdown-docs collects
 them: `--markdown-docs` in pyproject.toml; the suite's own fixtures are in tests/conftest.py).
 
-A block runs as a reader pastes it, with what the pages say is the reader's own:
+Every block runs against a MongoDB server: `pymongo.MongoClient` and
+`pymongo.AsyncMongoClient` (and so `from_conn_string`) connect to one in-process stand-in
+of `langgraph.checkpoint.mongo.testing` per block, whatever the address. README.md's
+blocks get nothing else: each runs as pasted into a file
+(`tests/harness/test_readme_as_pasted.py` runs each as one, against the wire stand-in).
+A docs page's blocks also get what the page says at its top is the reader's own:
 - `uri`, the connection string, and `builder`, the graph's `StateGraph` (a chat graph whose
   node answers each user message);
 - `myapp.graph` (`builder`) and `myapp.state` (`Ticket`), the application the testing
   examples import;
-- a MongoDB server: `pymongo.MongoClient` and `pymongo.AsyncMongoClient` (and so
-  `from_conn_string`) connect to one in-process stand-in of
-  `langgraph.checkpoint.mongo.testing` per block, whatever the address.
+- `LANGGRAPH_AES_KEY`, the key docs/security.md's encryption block says to set.
 A block that defines `test_*` functions is a test module: pytest runs it as one (in
 process, with an empty configuration), and its tests must pass. A block marked
 `{.python notest}` is not run; an HTML comment above it says why. Environment variables a
-block sets are restored after it.
+block sets are restored after it. What a block prints is captured (shown when it fails),
+as pytest captures a test's output.
 """
 
 from __future__ import annotations
@@ -63,10 +67,20 @@ def pytest_markdown_docs_globals() -> dict[str, Any]:
     return {"uri": URI, "builder": chat_builder()}
 
 
+# The names `pytest_markdown_docs_globals` defines, which README.md's blocks do without.
+READER_NAMES = frozenset({"uri", "builder"})
+
+
+def as_pasted(path: Path) -> bool:
+    """Whether the blocks of the page at `path` run with nothing defined: README.md's."""
+    return path.name == "README.md"
+
+
 class _Block:
     """What the running block needs that the runner cannot take as an argument."""
 
     directory: Path | None = None
+    node: pytest.Item | None = None
 
 
 @pytest.fixture(autouse=True)
@@ -96,23 +110,25 @@ def _snippet_world(
         monkeypatch.setattr(module, "MongoClient", MongoClient)
     for module in (pymongo, aio):
         monkeypatch.setattr(module, "AsyncMongoClient", AsyncMongoClient)
-    myapp = types.ModuleType("myapp")
-    graph = types.ModuleType("myapp.graph")
-    graph.builder = chat_builder()  # type: ignore[attr-defined]
-    state = types.ModuleType("myapp.state")
-    state.Ticket = Ticket  # type: ignore[attr-defined]
-    for module in (myapp, graph, state):
-        monkeypatch.setitem(sys.modules, module.__name__, module)
-    # A key for EncryptedSerializer.from_pycryptodome_aes() (docs/security.md).
-    monkeypatch.setenv("LANGGRAPH_AES_KEY", "0123456789abcdef")
+    if not as_pasted(request.node.path):
+        myapp = types.ModuleType("myapp")
+        graph = types.ModuleType("myapp.graph")
+        graph.builder = chat_builder()  # type: ignore[attr-defined]
+        state = types.ModuleType("myapp.state")
+        state.Ticket = Ticket  # type: ignore[attr-defined]
+        for module in (myapp, graph, state):
+            monkeypatch.setitem(sys.modules, module.__name__, module)
+        # The key docs/security.md's encryption block says to set.
+        monkeypatch.setenv("LANGGRAPH_AES_KEY", "0123456789abcdef")
     # Files a block creates (a SQLite database) land in a temporary directory.
     _Block.directory = request.getfixturevalue("tmp_path")
+    _Block.node = request.node
     monkeypatch.chdir(_Block.directory)
     environ = dict(os.environ)
     try:
         yield
     finally:
-        _Block.directory = None
+        _Block.directory = _Block.node = None
         os.environ.clear()
         os.environ.update(environ)
 
@@ -159,7 +175,17 @@ class SnippetRunner(DefaultRunner):
     """The plugin's runner; then a block that defined tests runs as the test module it is."""
 
     def runtest(self, test: Any, args: dict[str, Any], *, asyncio_runner: Any = None) -> None:
-        super().runtest(test, args, asyncio_runner=asyncio_runner)
+        if as_pasted(test.source_path):
+            args = {name: value for name, value in args.items() if name not in READER_NAMES}
+        # The plugin turns pytest's capture off around a block: capture here instead, so
+        # that a block's prints do not land in the progress line.
+        output = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+                super().runtest(test, args, asyncio_runner=asyncio_runner)
+        finally:
+            if _Block.node is not None and output.getvalue():
+                _Block.node.add_report_section("call", "output", output.getvalue())
         tests = [
             name for name, value in args.items() if name.startswith("test_") and callable(value)
         ]

@@ -149,7 +149,7 @@ def round_trip_table(rt: RoundTrips) -> Table:
     notes = [
         "Commands the server received (getMore and killCursors included, handshakes and "
         f"monitoring not); ({TIMES}) = ÷ official, lower is better.",
-        f"The thread has {rt.chat_turns} chat turns (2 checkpoints each) for the first six "
+        f"The thread has {rt.chat_turns} chat turns (3 checkpoints each) for the first six "
         f"rows; the DeltaChannel thread {rt.delta_turns} turns (no snapshot yet: "
         "DeltaChannel snapshots every 100 updates).",
         "put and put_writes are the saver methods; the graph rows are LangGraph "

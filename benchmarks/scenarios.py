@@ -63,7 +63,7 @@ Log = Callable[[str], None]
 class Settings:
     """Sizes of every measurement; `quick()` is a smoke test, not a benchmark."""
 
-    chat_turns: int = 30  # the round-trip thread: 2 checkpoints per turn, >= 50 in all
+    chat_turns: int = 30  # the round-trip thread: 3 checkpoints per turn, >= 50 in all
     delta_turns: int = 40
     list_limit: int = 50
     latency_delays: tuple[float, ...] = (0.001, 0.020)

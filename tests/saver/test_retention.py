@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from contextlib import AbstractContextManager
 from typing import Any
@@ -29,6 +30,7 @@ from support.graphs import (
     Run,
     chat_graph,
     compare,
+    human,
     linear_graph,
 )
 from support.helpers import (
@@ -164,6 +166,51 @@ async def states_by_id(graph: Driver, thread: str) -> dict[str, Any]:
         rebuilt = await graph.state(snapshot.config)
         found[snapshot.config["configurable"]["checkpoint_id"]] = (rebuilt.values, rebuilt.next)
     return found
+
+
+async def test_time_travel_to_a_checkpoint_no_longer_stored_warns_and_starts_afresh(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A UI kept the config of a checkpoint that `prune` (or `keep_last`, or `ttl`) has
+    since removed: as for any id a saver does not hold (`InMemorySaver` too), LangGraph
+    shows an empty state and a run from it starts the thread afresh, which becomes its
+    latest; the saver says so, naming the thread and the checkpoint. A read of a thread's
+    latest checkpoint (a new thread) is not time travel and says nothing."""
+    caplog.set_level(logging.WARNING, logger="langgraph.checkpoint.mongo")
+    memory = Driver(chat_graph().compile(InMemorySaver()), False)
+    async with backend.saver() as saver:
+        graph = Driver(chat_graph().compile(saver), backend.is_sync)
+        thread = new_thread()
+        await chat(graph, thread, range(3))
+        old = (await graph.history(config(thread)))[-1].config
+        missing = old["configurable"]["checkpoint_id"]
+        await either(saver).prune([thread], keep_last=2)
+
+        def warnings() -> list[str]:
+            found = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+            caplog.clear()
+            return found
+
+        warnings()
+        await chat(graph, new_thread(), range(1))
+        assert (await graph.state(config(new_thread()))).values == {}
+        assert warnings() == []
+
+        elsewhere: Any = {"configurable": {**old["configurable"], "thread_id": new_thread()}}
+        assert (await graph.state(old)).values == (await memory.state(elsewhere)).values == {}
+        [said] = warnings()
+        assert repr(thread) in said
+        assert repr(missing) in said
+        assert all(cause in said for cause in ("keep_last", "prune", "ttl"))
+
+        answer = await graph.invoke(human(9), old)
+        assert answer == await memory.invoke(human(9), elsewhere)
+        assert len(answer["messages"]) == 2
+        invoked = warnings()
+        assert invoked, "the run read the missing checkpoint without a word"
+        assert all(repr(thread) in said and repr(missing) in said for said in invoked)
+        latest = await graph.state(config(thread))
+        assert latest.values == answer
 
 
 @pytest.mark.parametrize("channel", ["reducer", "delta"])

@@ -377,6 +377,26 @@ async def test_refresh_ttl_on_read_is_checked(backend: Backend) -> None:
             pass
 
 
+@pytest.mark.parametrize(
+    ("bad", "error", "named"),
+    [
+        ("x", TypeError, "must be a RunnableConfig dict"),
+        ({"configurable": "x"}, ValueError, "no 'configurable' dict"),
+        ({"configurable": {"thread_id": 5}}, TypeError, "thread_id'\\] must be a str"),
+    ],
+)
+async def test_refresh_ttl_on_read_refuses_a_bad_config_as_the_read_does(
+    backend: Backend, bad: Any, error: type[Exception], named: str
+) -> None:
+    """The option changes what a read sends besides, not which configs it accepts: `list`
+    and `get_tuple` name a bad config with the error they raise without it."""
+    async with backend.saver(ttl=60, refresh_ttl_on_read=True) as saver:
+        with pytest.raises(error, match=named):
+            await listed(saver, bad)
+        with pytest.raises(error, match=named):
+            await either(saver).get_tuple(bad)
+
+
 async def test_writes_in_flight_together_move_the_thread_once(counting: Backend) -> None:
     """Eight `put_writes` at once in a new bucket: one of them moves the thread (one
     command more), the others send their own command only."""

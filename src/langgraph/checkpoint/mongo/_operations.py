@@ -59,6 +59,7 @@ from langgraph.checkpoint.mongo._documents import (
     written_by_us,
 )
 from langgraph.checkpoint.mongo._keys import (
+    CheckpointRef,
     KeyFields,
     before_id_from_config,
     checkpoint_key,
@@ -370,13 +371,14 @@ def refresh_on_read(storage: Storage, config: RunnableConfig | None) -> Plan[Non
     """With `refresh_ttl_on_read`, what a read of `config`'s thread (`get_tuple`, `list`
     of one thread) sends besides: the move of the thread's stamp, once per bucket and
     process, as a plan of its own that the saver runs without making the read wait for
-    it (`None`: nothing to send). Reads of no single thread move nothing."""
+    it (`None`: nothing to send). Reads of no single thread move nothing; a config the
+    read refuses is refused here with the read's own error, as without the option."""
     expiry = storage.expiry
     if expiry is None or not storage.refresh_on_read or config is None:
         return None
-    thread_id = config.get("configurable", {}).get("thread_id")
+    thread_id = list_scope(config)[0]
     stamp = expiry.stamp()
-    if not isinstance(thread_id, str) or not expiry.needs_move(thread_id, stamp):
+    if not expiry.needs_move(thread_id, stamp):
         return None
     return _claimed_move(expiry, thread_id, stamp)
 
@@ -640,7 +642,9 @@ def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple 
     docs: list[JoinedCheckpoint] = yield from _read_joined(pipeline)
     keep_last = storage.keep_last
     if not docs:
-        if keep_last is not None and storage.window is not None and ref.checkpoint_id is None:
+        if ref.checkpoint_id is not None:
+            _warn_not_stored(ref)
+        elif keep_last is not None and storage.window is not None:
             keep_last.window(ref.thread_id, ref.checkpoint_ns, [])  # a new namespace
         return None
     window = docs[0].pop(Field.WINDOW, None)
@@ -657,6 +661,20 @@ def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple 
         docs[0][Field.ID], stored_values(docs[0][Field.CHANNEL_VALUES], versions)
     )
     return found
+
+
+def _warn_not_stored(ref: CheckpointRef) -> None:
+    """Say that a config names a checkpoint the thread does not hold (a UI's time travel
+    past what `keep_last`, `prune` or `ttl` removed): LangGraph reads the `None` this
+    returns as an empty state and starts the thread afresh from it, silently."""
+    logger.warning(
+        "thread %s: checkpoint %s (namespace %s) is not stored; likely trimmed by keep_last, "
+        "removed by prune or a delete, or expired by ttl. LangGraph reads no state for it, "
+        "and a run from this config starts the thread afresh",
+        short_repr(ref.thread_id),
+        short_repr(ref.checkpoint_id),
+        short_repr(ref.checkpoint_ns),
+    )
 
 
 MAX_LIMIT = 2**63 - 1

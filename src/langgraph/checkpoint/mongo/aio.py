@@ -338,8 +338,9 @@ class AsyncMongoDBSaver(
             `checkpoint_id`).
 
         Raises:
-            CheckpointTooLargeError: the checkpoint would exceed MongoDB's 16 MiB per
-                document; nothing was written.
+            CheckpointTooLargeError: the checkpoint would exceed `state_max_bytes`, or
+                what of it cannot move to chunk documents MongoDB's document limit;
+                nothing was written.
             TypeError: `config` is not a dict, or an id in it is not a str.
             ValueError: `config` has no `configurable` dict or no `thread_id`, or an id in it
                 is not valid Unicode text or is too long.
@@ -373,8 +374,9 @@ class AsyncMongoDBSaver(
             task_path: the task's path in the graph, which orders writes of parallel tasks.
 
         Raises:
-            CheckpointTooLargeError: a write would exceed MongoDB's 16 MiB per
-                document; nothing was written.
+            CheckpointTooLargeError: a write would exceed `state_max_bytes`, or what of
+                it cannot move to chunk documents MongoDB's document limit; nothing was
+                written.
             TypeError: `config` is not a dict, or an id in it is not a str.
             ValueError: `config` has no `configurable` dict or no `thread_id`, or an id in it
                 is not valid Unicode text or is too long.
