@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from support.wire import WireServer
+from langgraph.checkpoint.mongo.testing._wire import WireServer
 
 README = Path(__file__).parents[2] / "README.md"
 ADDRESS = "mongodb://localhost:27017"
