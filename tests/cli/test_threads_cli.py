@@ -55,8 +55,11 @@ def run(saver: MongoDBSaver, action: str, *args: str, tty: bool = False) -> Any:
 
 
 def uri_of(saver: MongoDBSaver) -> str:
+    """The URI the command is given: `MONGODB_URI`, or the wire server's with an option,
+    as real URIs have (`?directConnection=true`, `?retryWrites=...`), which the command
+    shows only as `?***`."""
     host, port = saver.client.address or ("", 0)
-    return MONGODB_URI or f"mongodb://{host}:{port}/"
+    return MONGODB_URI or f"mongodb://{host}:{port}/?appname=threads-cli"
 
 
 def chats(saver: MongoDBSaver, turns: dict[str, int]) -> None:
@@ -160,7 +163,8 @@ def test_ls_counts_what_a_thread_stores_from_the_index(saver: MongoDBSaver) -> N
 def test_ls_of_an_empty_database_says_so(saver: MongoDBSaver) -> None:
     empty = run(saver, "ls")
     assert (empty.returncode, empty.stdout) == (0, "")
-    assert empty.stderr == f"no threads in {saver.db.name}.checkpoints at {uri_of(saver)}\n"
+    shown = redact_uri(uri_of(saver))  # without the options, which may hold secrets
+    assert empty.stderr == f"no threads in {saver.db.name}.checkpoints at {shown}\n"
     assert run(saver, "ls", "--json").stdout == "[]\n"
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from support.real_server import Plan
+from support.real_server import DEVIATION_MARKERS, DEVIATIONS, Deployment, Plan
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -84,6 +84,32 @@ def test_plan_reads_the_shards_of_a_mongos_explain() -> None:
     assert Plan.read(aggregate).shards == {"shard2"}
 
 
+# SecantusDB 0.7.0b3's answers, abridged: a single-node replica set (its default) that
+# implements MongoDB 8.2 and names itself.
+SECANTUS_HELLO = {"isWritablePrimary": True, "setName": "secantus", "hosts": ["127.0.0.1:1"]}
+SECANTUS_BUILD = {"version": "8.2.11", "secantusVersion": "0.7.0b3", "versionArray": [8, 2, 11, 0]}
+
+
+def test_a_compatible_server_is_known_by_its_own_answer() -> None:
+    found = Deployment.of(SECANTUS_HELLO, SECANTUS_BUILD)
+    assert (found.topology, found.version, found.name) == (
+        "replica-set",
+        "8.2.11",
+        "SecantusDB 0.7.0b3",
+    )
+    skips = found.deviation_skips()
+    assert set(skips) == {"mongodb_planner"}
+    assert skips["mongodb_planner"].startswith("server deviation: SecantusDB 0.7.0b3: its planner")
+    mongod = Deployment.of({"isWritablePrimary": True}, {"version": "8.0.4"})
+    assert (mongod.topology, mongod.name, mongod.deviation_skips()) == (
+        "standalone",
+        "MongoDB 8.0.4",
+        {},
+    )
+    # Every deviation a server is skipped for is a marker the plugin registers.
+    assert {marker for server in DEVIATIONS.values() for marker in server} <= set(DEVIATION_MARKERS)
+
+
 GATED = """
 import pytest
 
@@ -132,6 +158,18 @@ def test_the_gate_passes_a_run_where_only_the_version_skipped(
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed, 1 skipped" in done.stdout
     assert "MONGODB_URI: MongoDB 7.0.0, standalone" in done.stdout  # the wire server's
+
+
+def test_the_gate_passes_a_documented_deviation_and_runs_its_test_on_mongodb(
+    tmp_path: Path, wire_uri: str
+) -> None:
+    body = GATED + (
+        "\n@pytest.mark.mongodb_planner\ndef test_plans():\n    pass\n"
+        '\ndef test_elsewhere():\n    pytest.skip("server deviation: SecantusDB 0.7.0b3: x")\n'
+    )
+    done = run_gated(tmp_path, body, "--require-server=standalone", "-W", "error", uri=wire_uri)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed, 2 skipped" in done.stdout  # the marked test ran: MongoDB plans
 
 
 def test_the_gate_fails_a_run_with_another_skip(tmp_path: Path, wire_uri: str) -> None:

@@ -353,6 +353,7 @@ async def test_a_post_checked_filter_honours_limit_and_before_while_streaming(
 
 
 @pytest.mark.integration
+@pytest.mark.mongodb_planner
 async def test_a_users_index_on_a_metadata_key_serves_their_filter(
     sent_commands: list[Command],
 ) -> None:

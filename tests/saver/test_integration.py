@@ -73,6 +73,7 @@ def _explainable(saver: Any, command: Command) -> list[dict[str, Any]]:
     raise AssertionError(f"no explain for {command}")
 
 
+@pytest.mark.mongodb_planner
 @pytest.mark.parametrize(("targeted_joins", "keep_last"), [(True, None), (False, None), (True, 10)])
 async def test_every_query_uses_an_index(
     sent_commands: list[Command], targeted_joins: bool, keep_last: int | None

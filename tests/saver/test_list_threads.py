@@ -337,6 +337,7 @@ def test_a_page_is_one_command_that_the_server_closes() -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.mongodb_planner
 @pytest.mark.skipif(not MONGODB_URI, reason="needs a real server: set MONGODB_URI")
 async def test_a_page_reads_the_index_not_the_collection() -> None:
     """`explain` of a page, its next page and a filtered listing on a real server: no

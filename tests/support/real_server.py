@@ -7,7 +7,13 @@ A pytest plugin (tests/conftest.py loads it). Tests marked `integration` run onl
 `MONGODB_URI` is set and is a deployment of that topology (and of `MONGODB_VERSION`, when
 set: the version docker/compose*.yaml start), at least one `integration` test ran, and no
 `integration` test was skipped for any reason but the server's version (a test that needs
-a newer server skips with a reason starting `SERVER_VERSION_SKIP`).
+a newer server skips with a reason starting `SERVER_VERSION_SKIP`, and a test of a behaviour
+a compatible server documents as its own, with one starting `SERVER_DEVIATION_SKIP`).
+
+Servers other than MongoDB that speak its protocol (SecantusDB in `.ci/run`) differ from it
+in documented ways. A test that asserts one of those MongoDB behaviours carries the marker
+that names it (`DEVIATION_MARKERS`); `DEVIATIONS` says which server lacks which, and the
+test is skipped there, from what the server says it is (`buildInfo`), never from a flag.
 """
 
 from __future__ import annotations
@@ -25,32 +31,67 @@ from langgraph.checkpoint.mongo._drivers import maybe_await
 MONGODB_URI = os.environ.get("MONGODB_URI")
 TOPOLOGIES = ("standalone", "replica-set", "sharded")
 SERVER_VERSION_SKIP = "server version:"
+SERVER_DEVIATION_SKIP = "server deviation:"
+
+# A MongoDB behaviour some compatible server does not share: marker -> what it asserts.
+DEVIATION_MARKERS = {
+    "mongodb_planner": "asserts the index MongoDB's query planner chooses (`explain`)",
+}
+# The compatible servers tested (as `buildInfo` names them) and how they differ from
+# MongoDB, as docs/operations.md documents it: server -> marker -> what it does instead.
+DEVIATIONS = {
+    "SecantusDB": {
+        "mongodb_planner": "its planner chooses a collection scan for some queries an index "
+        "of ours serves, and its explain output has other shapes",
+    },
+}
 
 
 @dataclass(frozen=True)
 class Deployment:
     topology: str  # one of TOPOLOGIES
-    version: str  # "8.0.4"
+    version: str  # "8.0.4", the MongoDB version the server implements
+    server: str = "MongoDB"  # or a compatible server, a key of DEVIATIONS
+    server_version: str = ""  # that server's own version
+
+    @classmethod
+    def of(cls, hello: dict[str, Any], build: dict[str, Any]) -> Deployment:
+        """From the server's answers to `hello` and `buildInfo`, where a compatible server
+        names itself beside the MongoDB version it implements."""
+        if hello.get("msg") == "isdbgrid":
+            topology = "sharded"
+        elif "setName" in hello:
+            topology = "replica-set"
+        else:
+            topology = "standalone"
+        if "secantusVersion" in build:
+            return cls(topology, str(build["version"]), "SecantusDB", str(build["secantusVersion"]))
+        return cls(topology, str(build["version"]))
+
+    @property
+    def name(self) -> str:
+        """The server as a report names it: "MongoDB 8.0.4", "SecantusDB 0.7.0b3"."""
+        return f"{self.server} {self.server_version or self.version}"
+
+    def deviation_skips(self) -> dict[str, str]:
+        """The markers of the MongoDB behaviours this server lacks, each with its skip's
+        reason."""
+        return {
+            marker: f"{SERVER_DEVIATION_SKIP} {self.name}: {instead}"
+            for marker, instead in DEVIATIONS.get(self.server, {}).items()
+        }
 
 
 @cache
 def deployment() -> Deployment:
-    """What `MONGODB_URI` points at, asked once per run (`hello` and `buildInfo`)."""
+    """What `MONGODB_URI` points at, asked once per run."""
     if not MONGODB_URI:
         raise RuntimeError("no MONGODB_URI: the embedded backends have no deployment")
     client: MongoClient[dict[str, Any]] = MongoClient(MONGODB_URI, serverSelectionTimeoutMS=10_000)
     try:
-        hello = client.admin.command("hello")
-        build = client.admin.command("buildInfo")
+        return Deployment.of(client.admin.command("hello"), client.admin.command("buildInfo"))
     finally:
         client.close()
-    if hello.get("msg") == "isdbgrid":
-        topology = "sharded"
-    elif "setName" in hello:
-        topology = "replica-set"
-    else:
-        topology = "standalone"
-    return Deployment(topology, str(build["version"]))
 
 
 # Stages that read through an index: IXSCAN; IDHACK (an `_id` point read, before 8.0);
@@ -129,12 +170,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=TOPOLOGIES,
         default=None,
         help="fail unless MONGODB_URI is a deployment of this topology and every "
-        "`integration` test ran (a skip for the server's version excepted)",
+        "`integration` test ran (a skip for the server's version or a documented "
+        "deviation excepted)",
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "integration: runs only against MONGODB_URI (a real server)")
+    for marker, asserts in DEVIATION_MARKERS.items():
+        config.addinivalue_line(
+            "markers", f"{marker}: {asserts}; skipped on a server documented to differ"
+        )
     required = config.getoption("--require-server")
     if required is None:
         return
@@ -143,8 +189,7 @@ def pytest_configure(config: pytest.Config) -> None:
     found = deployment()
     if found.topology != required:
         raise pytest.UsageError(
-            f"--require-server={required}, but MONGODB_URI is a {found.topology} "
-            f"(MongoDB {found.version})"
+            f"--require-server={required}, but MONGODB_URI is a {found.topology} ({found.name})"
         )
     asked = os.environ.get("MONGODB_VERSION")  # what docker/compose*.yaml were told to start
     if asked and not found.version.startswith(f"{asked}."):
@@ -158,20 +203,28 @@ def pytest_report_header(config: pytest.Config) -> str:
     if not MONGODB_URI:
         return "MONGODB_URI: unset (embedded backends)"
     found = deployment()
-    return f"MONGODB_URI: MongoDB {found.version}, {found.topology}"
+    differs = ", ".join(found.deviation_skips())
+    return f"MONGODB_URI: {found.name}, {found.topology}" + (
+        f"; skipped where it differs from MongoDB: {differs}" if differs else ""
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    if MONGODB_URI:
+    if not MONGODB_URI:
+        skip = pytest.mark.skip(reason="needs a real server: set MONGODB_URI")
+        for item in items:
+            if item.get_closest_marker("integration"):
+                item.add_marker(skip)
         return
-    skip = pytest.mark.skip(reason="needs a real server: set MONGODB_URI")
-    for item in items:
-        if item.get_closest_marker("integration"):
-            item.add_marker(skip)
+    for marker, reason in deployment().deviation_skips().items():
+        for item in items:
+            if item.get_closest_marker(marker):
+                item.add_marker(pytest.mark.skip(reason=reason))
 
 
 class _Gate:
-    """`--require-server`: counts the `integration` tests that ran and those skipped."""
+    """`--require-server`: counts the `integration` tests that ran and those skipped for
+    anything but the server's version or a documented deviation."""
 
     def __init__(self) -> None:
         self.ran: list[str] = []
@@ -184,7 +237,7 @@ class _Gate:
             self.ran.append(report.nodeid)
         elif report.skipped and isinstance(report.longrepr, tuple):
             reason = report.longrepr[2].removeprefix("Skipped: ")
-            if not reason.startswith(SERVER_VERSION_SKIP):
+            if not reason.startswith((SERVER_VERSION_SKIP, SERVER_DEVIATION_SKIP)):
                 self.failures.append(f"{report.nodeid} skipped: {reason}")
 
     def _problems(self) -> list[str]:
