@@ -955,7 +955,8 @@ def prune(
     removes the threads whole. A kept checkpoint also keeps the ancestors it rebuilds its
     `DeltaChannel`s from (dropping those would silently empty the channels), so it reads
     back exactly as before. Only what was read is deleted: a checkpoint written
-    meanwhile is newer, and stays.
+    meanwhile is newer, and stays. Pending writes no stored checkpoint owns go too, once
+    old enough (see `_orphans`).
     """
     threads = str_list(thread_ids, "thread_ids")
     keep = _options.prune_keep_last(keep_last)
@@ -981,7 +982,10 @@ def prune(
         return
     # Before the lineage: see `_orphans`.
     written = yield Command(
-        Target.WRITES, Method.AGGREGATE, (_queries.checkpoints_written_to(threads),)
+        Target.WRITES,
+        Method.AGGREGATE,
+        (_queries.checkpoints_written_to(threads),),
+        _queries.WRITTEN_TO_OPTIONS,
     )
     lineage = yield _find_lineage(in_threads)
     yield from _delete_checkpoints(_delta.prunable(lineage, 1 if keep is None else keep))

@@ -16,8 +16,10 @@ taken for an orphan.
 Reading the writes first means the writes of a checkpoint stored meanwhile are never taken
 for orphans, unless the checkpoint lands after the lineage read while its writes landed
 before the writes read: both reads within the one round trip of a writer that stores the
-writes of an id older than the grace before the checkpoint itself (a copy into the thread,
-which keeps the source's ids; running it again restores them).
+writes of an id older than the grace before the checkpoint itself. Copies into the thread
+do (`copy_thread`, `migrate`: they keep the source's ids; running the copy again restores
+the writes), and so does LangGraph's first checkpoint of a `durability="exit"` run on a new
+thread with `DeltaChannel`s, whose id dates from the run's start.
 """
 
 from __future__ import annotations

@@ -215,6 +215,10 @@ def checkpoints_written_to(thread_ids: Sequence[str]) -> list[dict[str, Any]]:
     ]
 
 
+# Each answer is one checkpoint key: one batch holds a lineage's worth, as `LINEAGE_OPTIONS`.
+WRITTEN_TO_OPTIONS = {"batchSize": 100_000}
+
+
 # Reads.
 
 # Fields a read never needs: the delta walk's channel names.
