@@ -19,12 +19,13 @@ from langgraph.types import Command
 from pymongo import MongoClient
 
 from langgraph.checkpoint.mongo import MongoDBSaver
+from langgraph.checkpoint.mongo._chunks import ORPHAN_GRACE
 from langgraph.checkpoint.mongo._options import redact_uri
 from langgraph.checkpoint.mongo.migrate._cli import main
 from support.backends import MONGODB_URI
 from support.cli import run_command
 from support.graphs import chat_graph, human, linear_graph
-from support.helpers import checkpoint, config
+from support.helpers import checkpoint, checkpoint_id_at, config
 from support.migration_sources import official_saver_class
 
 COMMAND = [sys.executable, "-m", "langgraph.checkpoint.mongo", "threads"]
@@ -237,6 +238,31 @@ def test_prune_idle_for_leaves_active_threads_alone(saver: MongoDBSaver) -> None
     negative = run(saver, "prune", "--keep-last", "-1")
     assert negative.returncode == 2
     assert "must be 0 or more" in negative.stderr
+
+
+def test_prune_removes_writes_no_checkpoint_owns_past_the_grace(saver: MongoDBSaver) -> None:
+    """Writes of steps whose `put` never landed: gone once their ids are past the grace,
+    whether or not the prune deletes a checkpoint; a young step's and a custom id's
+    stay."""
+    chats(saver, {"a": 2})
+    now = datetime.now(timezone.utc)
+    old = checkpoint_id_at(now - ORPHAN_GRACE - timedelta(minutes=5))
+    young = checkpoint_id_at(now - ORPHAN_GRACE + timedelta(minutes=5))
+    for checkpoint_id in (old, young, "custom"):
+        saver.put_writes(config("a", "", checkpoint_id), [("messages", "lost")], "task")
+    latest = saver.get_tuple(config("a"))
+    keep = str(sum(per_namespace(saver, "a").values()))
+
+    pruned = run(saver, "prune", "--keep-last", keep)
+
+    assert pruned.returncode == 0, pruned.stderr
+    left = {
+        doc["_id"]["checkpoint"]["checkpoint_id"]
+        for doc in saver.writes_collection.find({"thread_id": "a"})
+    }
+    assert old not in left
+    assert {young, "custom"} <= left
+    assert saver.get_tuple(config("a")) == latest
 
 
 def test_delete_refuses_without_a_terminal_and_deletes_with_yes(saver: MongoDBSaver) -> None:

@@ -101,8 +101,9 @@ async def test_keep_last_overrides_strategy_zero_removes_all_and_more_changes_no
 
     sent_commands.clear()
     await either(saver).prune([thread], strategy="delete", keep_last=4)
-    # The lineage is read, then chunks a crash left looked for: nothing to delete.
-    assert methods(sent_commands) == ["find", "find"]
+    # The checkpoints writes refer to and the lineage are read, then chunks a crash left
+    # looked for: nothing to delete.
+    assert methods(sent_commands) == ["aggregate", "find", "find"]
     assert await listed(saver, config(thread)) == before
     await either(saver).prune([thread], keep_last=10**30)  # beyond any int64: everything
     assert await listed(saver, config(thread)) == before

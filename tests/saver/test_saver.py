@@ -13,10 +13,20 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import ERROR, INTERRUPT
 
 from langgraph.checkpoint.mongo import _operations as ops
-from langgraph.checkpoint.mongo._commands import Command, Plan
+from langgraph.checkpoint.mongo._commands import Command
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend, CommandLog
-from support.helpers import checkpoint, config, either, ids, listed, methods, new_thread, put
+from support.helpers import (
+    after_commands,
+    checkpoint,
+    config,
+    either,
+    ids,
+    listed,
+    methods,
+    new_thread,
+    put,
+)
 
 
 async def test_pending_writes_come_back_in_writes_sort_key_order(saver: Any) -> None:
@@ -395,18 +405,6 @@ async def test_documents_of_the_official_saver_are_refused_by_name(saver: Any) -
         await listed(saver, None)
 
 
-def _after_first_command(plan: Plan[Any], meanwhile: Plan[Any]) -> Plan[Any]:
-    """Run `plan`, with the commands of `meanwhile` sent right after its first one."""
-    result = yield next(plan)
-    yield from meanwhile
-    try:
-        command = plan.send(result)
-        while True:
-            command = plan.send((yield command))
-    except StopIteration as done:
-        return done.value
-
-
 async def test_prune_keeps_a_checkpoint_written_while_it_runs(saver: Any) -> None:
     thread = new_thread()
     first = await put(saver, thread)
@@ -414,7 +412,8 @@ async def test_prune_keeps_a_checkpoint_written_while_it_runs(saver: Any) -> Non
     newer = checkpoint()
     parent = config(thread, "", second["configurable"]["checkpoint_id"])
     write_newer = ops.put(saver.storage, parent, newer, {"source": "loop", "step": 2}, {})
-    racing = _after_first_command(ops.prune(saver.storage, [thread], "keep_latest"), write_newer)
+    # After its reads: the writes' checkpoints, then the lineage.
+    racing = after_commands(ops.prune(saver.storage, [thread], "keep_latest"), 2, write_newer)
     await maybe_await(saver._run("racing", racing))
     assert ids(await listed(saver, config(thread))) == [
         newer["id"],

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
+from types import SimpleNamespace
 from typing import Any, cast
+from unittest import mock
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -21,10 +24,11 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
+from langgraph.checkpoint.base import id as langgraph_id
 from langgraph.checkpoint.base.id import uuid6
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver, ThreadInfo
-from langgraph.checkpoint.mongo._commands import Command
+from langgraph.checkpoint.mongo._commands import Command, Plan
 
 
 class EitherSaver:
@@ -161,6 +165,25 @@ def new_thread() -> str:
     return f"thread-{uuid.uuid4().hex[:12]}"
 
 
+@contextmanager
+def langgraph_clock_at(when: datetime) -> Iterator[None]:
+    """LangGraph's checkpoint ids (its `uuid6`) made as by a writer clock stopped at
+    `when` (a time relative to now), each id still greater than the last. Its memory of
+    the last id is set aside meanwhile, and given back."""
+    clock = SimpleNamespace(time_ns=lambda: int(when.timestamp() * 1e9))
+    with (
+        mock.patch.object(langgraph_id, "time", clock),
+        mock.patch.object(langgraph_id, "_last_v6_timestamp", None),
+    ):
+        yield
+
+
+def checkpoint_id_at(when: datetime) -> str:
+    """A checkpoint id as LangGraph makes it, at `when` on the writer's clock."""
+    with langgraph_clock_at(when):
+        return str(uuid6(clock_seq=0))
+
+
 def checkpoint(
     channel_values: dict[str, Any] | None = None, *, id: str | None = None
 ) -> Checkpoint:
@@ -218,3 +241,17 @@ def saver_like(saver: Any) -> Any:
     """The class of `saver`, to build another saver of its kind on its kind of client
     (typed `Any`: which client a saver takes depends on the backend)."""
     return type(saver)
+
+
+def after_commands(plan: Plan[Any], count: int, meanwhile: Plan[Any]) -> Plan[Any]:
+    """Run `plan`, with the commands of `meanwhile` sent right after its first `count`
+    (a concurrent operation landing between two of its commands)."""
+    command = next(plan)
+    for _ in range(count):
+        command = plan.send((yield command))
+    yield from meanwhile
+    try:
+        while True:
+            command = plan.send((yield command))
+    except StopIteration as done:
+        return done.value

@@ -69,8 +69,9 @@ from langgraph.checkpoint.mongo.errors import ThreadChangedError
 # chunks per round trip, and each is far below the document limit.
 CHUNK_SIZE = 8 * 1024 * 1024 - 4 * 1024
 
-# How old an unreferenced chunk must be before `remove_unreferenced_chunks` deletes it: a
-# younger one may belong to a `put` whose document is still on its way.
+# How old an unreferenced chunk must be before `remove_unreferenced_chunks` deletes it, and
+# a pending write no checkpoint owns before `prune` does (see `_orphans`): a younger one may
+# belong to a `put` whose document is still on its way.
 ORPHAN_GRACE = timedelta(hours=1)
 
 # What a value's entry grows by when its bytes move to chunks (the `ChunkRef`), counted

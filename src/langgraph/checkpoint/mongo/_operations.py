@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from functools import partial
 from typing import Any, TypeVar
 
@@ -25,7 +25,7 @@ from langgraph.checkpoint.base import (
 from pymongo import IndexModel, UpdateMany, UpdateOne
 from pymongo.errors import OperationFailure, WriteConcernError
 
-from langgraph.checkpoint.mongo import _chunks, _delta, _options, _queries
+from langgraph.checkpoint.mongo import _chunks, _delta, _options, _orphans, _queries
 from langgraph.checkpoint.mongo._channel_values import (
     RecentValues,
     StoredValues,
@@ -85,6 +85,7 @@ from langgraph.checkpoint.mongo._schema import (
     LineageDocument,
     MetadataDocument,
     WriteDocument,
+    WrittenTo,
 )
 from langgraph.checkpoint.mongo._ttl import StampedWrite, ThreadExpiry
 from langgraph.checkpoint.mongo.errors import IndexCreationError, ThreadChangedError
@@ -1037,7 +1038,8 @@ def prune(
     removes the threads whole. A kept checkpoint also keeps the ancestors it rebuilds its
     `DeltaChannel`s from (dropping those would silently empty the channels), so it reads
     back exactly as before. Only what was read is deleted: a checkpoint written
-    meanwhile is newer, and stays.
+    meanwhile is newer, and stays. Pending writes no stored checkpoint owns go too, once
+    old enough (see `_orphans`).
     """
     threads = str_list(thread_ids, "thread_ids")
     keep = _options.prune_keep_last(keep_last)
@@ -1061,11 +1063,31 @@ def prune(
         yield Command(Target.CHECKPOINTS, Method.DELETE_MANY, (in_threads,))
         yield Command(Target.WRITES, Method.DELETE_MANY, (in_threads,))
         return
+    # Before the lineage: see `_orphans`.
+    written = yield Command(
+        Target.WRITES,
+        Method.AGGREGATE,
+        (_queries.checkpoints_written_to(threads),),
+        _queries.WRITTEN_TO_OPTIONS,
+    )
     lineage = yield _find_lineage(in_threads)
     yield from _delete_checkpoints(_delta.prunable(lineage, 1 if keep is None else keep))
+    yield from _remove_orphan_writes(written, lineage)
     # The deleted checkpoints' chunks went with their writes; what a crash or a checkpoint
     # stored again left unreferenced goes now.
     yield from _chunks.remove_unreferenced_chunks(threads)
+
+
+def _remove_orphan_writes(
+    written: Sequence[WrittenTo], lineage: Sequence[LineageDocument]
+) -> Plan[None]:
+    """Delete the pending writes and chunks that no stored checkpoint owns, once their
+    checkpoint ids are older than the grace (see `_orphans`), a batch of keys per
+    command."""
+    doomed = _orphans.orphaned(written, lineage, datetime.now(timezone.utc))
+    for start in range(0, len(doomed), DELETE_BATCH):
+        batch = doomed[start : start + DELETE_BATCH]
+        yield Command(Target.WRITES, Method.DELETE_MANY, (_queries.writes_of(batch),))
 
 
 # What `migrate` (copying threads in from another saver) runs on the target.

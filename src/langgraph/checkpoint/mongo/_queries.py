@@ -206,6 +206,19 @@ def write_chunk_refs_of_threads(
     return {**of_threads(thread_ids), path: {"$exists": True}}, {Field.ID: 0, path: 1}
 
 
+def checkpoints_written_to(thread_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """The keys of the checkpoints these threads' pending writes and chunks refer to, each
+    once (`WrittenTo`), by the writes' `thread_checkpoint` index (see `_orphans`)."""
+    return [
+        {"$match": of_threads(thread_ids)},
+        {"$group": {Field.ID: f"${Field.WRITE_CHECKPOINT}"}},
+    ]
+
+
+# Each answer is one checkpoint key: one batch holds a lineage's worth, as `LINEAGE_OPTIONS`.
+WRITTEN_TO_OPTIONS = {"batchSize": 100_000}
+
+
 # Reads.
 
 # Fields a read never needs: the delta walk's channel names.

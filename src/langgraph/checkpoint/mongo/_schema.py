@@ -269,6 +269,12 @@ class NamespaceKey(TypedDict):
     checkpoint_ns: str
 
 
+class WrittenTo(TypedDict):
+    """A checkpoint that pending writes or chunks refer to (`_queries.checkpoints_written_to`)."""
+
+    _id: CheckpointKey
+
+
 class CountDocument(TypedDict):
     """How many checkpoints a thread has in one namespace."""
 

@@ -247,7 +247,8 @@ def add_parser(commands: Any) -> None:
         help="keep each thread's newest checkpoints",
         description="Keep each thread's N newest checkpoints per namespace (and the "
         "older ones a DeltaChannel rebuilds its value from); delete the rest with their "
-        "pending writes. Safe to run again: an interrupted prune finishes.",
+        "pending writes, and pending writes no checkpoint owns once an hour old. Safe to "
+        "run again: an interrupted prune finishes.",
     )
     prune.add_argument(
         "--keep-last",

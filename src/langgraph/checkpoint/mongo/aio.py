@@ -442,6 +442,10 @@ class AsyncMongoDBSaver(
     ) -> None:
         """Delete old checkpoints of threads, or whole threads.
 
+        Every strategy also deletes the threads' pending writes that no stored checkpoint
+        owns (a step whose `put` never landed), once their LangGraph checkpoint ids are an
+        hour old: see docs/retention.md.
+
         Args:
             thread_ids: the threads; an empty sequence prunes nothing.
             strategy: `"keep_latest"` keeps the newest checkpoint of each namespace (and the
