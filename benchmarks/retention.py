@@ -27,7 +27,7 @@ from benchmarks.graphs import LINEAR_INPUT, chat_graph, human_input, linear_grap
 from benchmarks.scenarios import STORAGE_THREAD, Log, Settings, _record, _thread_bytes
 from benchmarks.server import ServerProcess
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
-from langgraph.checkpoint.mongo._retention import TRIM_BATCH
+from langgraph.checkpoint.mongo._operations import slack
 
 KEEP_LAST = 10
 TTL = timedelta(hours=16)  # buckets of an hour
@@ -120,7 +120,7 @@ def _storage(server: ServerProcess, result: Retention, checks: list[str]) -> Non
         saver.settle()
         result.stored_bytes, result.stored_documents = _thread_bytes(client, saver)
         kept = saver.checkpoint_collection.count_documents({"thread_id": STORAGE_THREAD})
-        if not KEEP_LAST <= kept < KEEP_LAST + max(KEEP_LAST, TRIM_BATCH):
+        if not KEEP_LAST <= kept <= KEEP_LAST + slack(KEEP_LAST) + 3:  # a turn: 3
             checks.append(f"retention: {kept} checkpoints stored with {KEEP}")
         listed = len(list(saver.list(thread_config(STORAGE_THREAD))))
         if listed != KEEP_LAST:
