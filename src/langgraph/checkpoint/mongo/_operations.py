@@ -177,12 +177,14 @@ class RunStarts:
                 read = (*(c for c in known.read if c != checkpoint_id), checkpoint_id)[-2:]
             self._starts[thread_id, ns] = RunStart(read, over)
 
-    def judged(self, thread_id: str, ns: str, over: Callable[[RunStart], bool]) -> None:
-        """Settle whether the namespace needs a trim, by `over` of what its reads found."""
+    def judged(self, thread_id: str, ns: str, over: Callable[[RunStart], bool | None]) -> None:
+        """Settle whether the namespace needs a trim, by `over` of what its reads found
+        (`None`: `over` cannot tell, and what the reads found stands)."""
         with self._lock:
             known = self._starts.get((thread_id, ns))
-            if known is not None:
-                self._starts[thread_id, ns] = known._replace(over=known.over or over(known))
+            verdict = None if known is None else over(known)
+            if known is not None and verdict is not None:
+                self._starts[thread_id, ns] = known._replace(over=known.over or verdict)
 
     def take(self, thread_id: str, ns: str) -> RunStart | None:
         with self._lock:
@@ -854,9 +856,9 @@ def _judge_lineage(
     keep_last = storage.keep_last
     assert keep_last is not None
 
-    def over(start: RunStart) -> bool:
+    def over(start: RunStart) -> bool | None:
         if target_id not in start.read:  # a read of history, not of a run's start
-            return False
+            return None
         doomed = _delta.prunable(lineage, keep_last, boundary=max(start.read), protect=start.read)
         return len(doomed) > slack(keep_last)
 
