@@ -231,6 +231,7 @@ def test_settings_come_from_the_environment() -> None:
             for value in ("my_agent.models.Order", "my agent:Order", "a:B:C", "a:", ":B", "a.:B")
         ),
         *(("MONGODB_KEEP_LAST", value, "must be 1 or more") for value in ("0", "-1")),
+        ("MONGODB_KEEP_LAST", str(2**63), "must be at most 2**63 - 1 (a BSON int64)"),
         *(("MONGODB_KEEP_LAST", value, "must be a whole number") for value in ("2.5", "ten")),
         ("MONGODB_REFRESH_TTL_ON_READ", "sometimes", "must be true or false"),
         *(

@@ -150,12 +150,12 @@ def test_ls_prints_a_table_and_json(saver: MongoDBSaver) -> None:
 
 
 def test_ls_counts_what_a_thread_stores_from_the_index(saver: MongoDBSaver) -> None:
-    """`ls` counts from the index alone: checkpoints a saver's `keep_last` took out of the
-    window and has not deleted yet are counted with the rest (reads leave them out)."""
+    """`ls` counts from the index alone what a thread stores, which is what reads see:
+    with `keep_last`, checkpoints a trim has not deleted yet are read and counted."""
     with MongoDBSaver(saver.client, saver.db.name, keep_last=3) as trimming:
-        chats(trimming, {"short": 2})  # 6 checkpoints, 3 of them out of the window
+        chats(trimming, {"short": 2})  # 6 checkpoints: within 3 + the slack, no trim
     assert saver.checkpoint_collection.count_documents({"thread_id": "short"}) == 6
-    assert per_namespace(saver, "short") == {"": 3}
+    assert per_namespace(saver, "short") == {"": 6}
     listed = run(saver, "ls", "--json")
     assert listed.returncode == 0, listed.stderr
     assert [t["checkpoints"] for t in json.loads(listed.stdout)] == [6]
@@ -238,6 +238,9 @@ def test_prune_idle_for_leaves_active_threads_alone(saver: MongoDBSaver) -> None
     negative = run(saver, "prune", "--keep-last", "-1")
     assert negative.returncode == 2
     assert "must be 0 or more" in negative.stderr
+    huge = run(saver, "prune", "--keep-last", str(2**63))
+    assert huge.returncode == 2
+    assert "--keep-last: must be at most 2**63 - 1 (a BSON int64)" in huge.stderr
 
 
 def test_prune_removes_writes_no_checkpoint_owns_past_the_grace(saver: MongoDBSaver) -> None:

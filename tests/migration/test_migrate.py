@@ -402,22 +402,18 @@ async def test_verify_names_every_kind_of_difference(backend: Backend, saver: An
     assert "2 thread(s) differ" in report.summary()
 
 
-async def test_a_checkpoint_keep_last_marked_in_the_target_is_missing_and_copied_again(
+async def test_a_checkpoint_trimmed_from_the_target_is_missing_and_copied_again(
     backend: Backend, saver: Any
 ) -> None:
-    """A target checkpoint a `keep_last` saver took out of the window is gone for reads:
-    verify names it missing, and copying again brings it back (the copy's upsert
-    clears the mark)."""
+    """A target checkpoint deleted since the copy (a `keep_last` trim, a `prune`):
+    verify names it missing, and copying again brings it back."""
     memory = InMemorySaver()
     await chat(memory, "t", range(2))
     source = memory_source(memory)
     await copy(backend, source, saver)
     [oldest] = [t for t in memory.list(config("t")) if t.metadata["step"] == -1]
     oldest_id = oldest.config["configurable"]["checkpoint_id"]
-    mark = {"$set": {"trimmed": True}}
-    await maybe_await(
-        saver.checkpoint_collection.update_one({"_id.checkpoint_id": oldest_id}, mark)
-    )
+    await maybe_await(saver.checkpoint_collection.delete_one({"_id.checkpoint_id": oldest_id}))
     report = await verify(backend, source, saver)
     [thread] = report.threads
     assert thread.differences == [

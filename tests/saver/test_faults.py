@@ -161,6 +161,24 @@ def test_delta_history_gives_up_on_a_thread_that_keeps_changing() -> None:
         drive()
 
 
+async def test_delta_history_refuses_a_chain_whose_ancestor_is_gone(saver: Any) -> None:
+    """An ancestor deleted under the read (a `keep_last` trim racing a reader of an old
+    checkpoint): the chain would end before its seed, so the read fails loudly after
+    its retries instead of answering with a short history."""
+    thread = new_thread()
+    first = await put(saver, thread, values={"a": "seed"})
+    second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
+    await either(saver).put_writes(second, [("a", "w")], "t")
+    third = await put(saver, thread, parent=second["configurable"]["checkpoint_id"])
+    assert await either(saver).get_delta_channel_history(config=third, channels=["a"]) == {
+        "a": {"writes": [("t", "a", "w")], "seed": "seed"}
+    }
+    gone = {"_id.checkpoint_id": first["configurable"]["checkpoint_id"]}
+    await maybe_await(saver.checkpoint_collection.delete_one(gone))
+    with pytest.raises(ThreadChangedError, match="3 times"):
+        await either(saver).get_delta_channel_history(config=third, channels=["a"])
+
+
 async def test_stamps_never_move_back_on_a_retried_write(backend: Backend) -> None:
     """A retried `put` or `put_writes` from a writer whose clock lags a bucket (ttl / 16)
     keeps the newer stamp: no document of the thread expires before the rest of it."""

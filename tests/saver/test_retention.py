@@ -2,39 +2,41 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 import uuid
-from contextlib import AbstractContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractContextManager, asynccontextmanager
+from functools import partial
 from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.types import Command
-from pymongo.errors import AutoReconnect, BulkWriteError
+from pymongo.errors import AutoReconnect
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver, _queries
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._commands import Command as DriverCommand
 from langgraph.checkpoint.mongo._drivers import maybe_await
-from langgraph.checkpoint.mongo._keys import CheckpointRef, checkpoint_key
-from langgraph.checkpoint.mongo._queries import WindowRead, WritesJoin
-from langgraph.checkpoint.mongo._retention import TRIM_BATCH, Trim
+from langgraph.checkpoint.mongo._keys import CheckpointRef
+from langgraph.checkpoint.mongo._queries import NamespaceCount, WritesJoin
 from support.backends import Backend, CommandLog
 from support.graphs import (
     CHANNELS,
-    LANGGRAPH_1_2_13,
     Driver,
     Norm,
-    Run,
     chat_graph,
-    compare,
     human,
     linear_graph,
 )
 from support.helpers import (
-    checkpoint,
     config,
     either,
     ids,
@@ -105,7 +107,7 @@ async def test_keep_last_overrides_strategy_zero_removes_all_and_more_changes_no
     # looked for: nothing to delete.
     assert methods(sent_commands) == ["aggregate", "find", "find"]
     assert await listed(saver, config(thread)) == before
-    await either(saver).prune([thread], keep_last=10**30)  # beyond any int64: everything
+    await either(saver).prune([thread], keep_last=2**63 - 1)  # the largest: everything
     assert await listed(saver, config(thread)) == before
 
     # The Redis saver's spelling of the same call.
@@ -121,6 +123,7 @@ async def test_keep_last_overrides_strategy_zero_removes_all_and_more_changes_no
     ("keep_last", "error", "message"),
     [
         (-1, ValueError, "keep_last must be 0 or more.*got -1"),
+        (10**30, ValueError, r"keep_last must be at most 2\*\*63 - 1 \(a BSON int64\), got 10{30}"),
         (True, TypeError, "keep_last must be an int or None, got bool"),
         (1.0, TypeError, "keep_last must be an int or None, got float"),
         ("2", TypeError, "keep_last must be an int or None, got str"),
@@ -247,414 +250,458 @@ async def test_kept_checkpoints_of_a_real_chat_read_back_as_before(
         assert len(state.values["messages"]) == 20
 
 
-# The saver's `keep_last`: threads trimmed as they are written.
+# The saver's `keep_last`: decided by each run from what the server holds.
 
-KEEP = 5
-# The most marked checkpoints of a thread stored before a trim deletes them, plus one.
-BATCH = max(KEEP, TRIM_BATCH)
+KEEP = 3
+SLACK = ops.slack(KEEP)
+TURN = 3  # checkpoints a chat turn writes: the input, the start, the bot's
+SNAPSHOT = 5  # the `DeltaChannel` chat's snapshot frequency
+# The checkpoints before its last snapshot a `DeltaChannel` chat's newest rebuild from.
+ANCESTORS = {"reducer": 0, "delta": 2 * SNAPSHOT}
+SHAPES = ["one saver", "a saver per request", "a restart per run"]
+
+Graph = Callable[[Any], Driver]
 
 
-async def stored_ids(saver: Any, thread: str) -> dict[str, list[str]]:
-    """The checkpoint ids stored for the thread, by namespace, newest first."""
-    docs = await maybe_await(saver.checkpoint_collection.find({"thread_id": thread}).to_list(None))
+def stored_ids_of(docs: list[dict[str, Any]]) -> dict[str, list[str]]:
     by_ns: dict[str, list[str]] = {}
     for doc in docs:
         by_ns.setdefault(doc["_id"]["checkpoint_ns"], []).append(doc["_id"]["checkpoint_id"])
     return {ns: sorted(found, reverse=True) for ns, found in by_ns.items()}
 
 
-@pytest.mark.parametrize("channel", CHANNELS)
-async def test_keep_last_bounds_a_chat_as_it_is_written(backend: Backend, channel: str) -> None:
-    """After every turn, reads see exactly the `keep_last` newest checkpoints (a
-    `DeltaChannel` chat also the ancestors back to its last snapshot), before the
-    background trims ran too; each of them reads as `InMemorySaver`'s (which keeps all);
-    one out of the window reads as gone. Stored: the window and fewer marked checkpoints
-    than a trim batch once the trims are done, and no write without its checkpoint."""
-    thread = new_thread()
-    ancestors = 5 if channel == "delta" else 0  # snapshot_frequency
-    memory = Driver(chat_graph(channel, snapshot_frequency=5).compile(InMemorySaver()), False)
-    async with backend.saver(keep_last=KEEP) as saver:
-        graph = Driver(chat_graph(channel, snapshot_frequency=5).compile(saver), backend.is_sync)
-        for turn in range(12):
-            await chat(graph, thread, range(turn, turn + 1))
-            await chat(memory, thread, range(turn, turn + 1))
-            every = await memory.history(config(thread))
-            seen = await graph.history(config(thread))
-            want = [Norm()(s) for s in every[:KEEP]]
-            assert [Norm()(s) for s in seen[:KEEP]] == want
-            assert len(seen) >= min(KEEP, len(every))
-            if channel == "reducer":
-                assert len(seen) == min(KEEP, len(every))
-            else:  # exactly what `prune(keep_last=KEEP)` keeps, of a copy
-                copy = new_thread()
-                await either(saver).copy_thread(thread, copy)
-                await either(saver).prune([copy], keep_last=KEEP)
-                assert ids(await listed(saver, config(copy))) == [
-                    s.config["configurable"]["checkpoint_id"] for s in seen
-                ]
-            # Rebuilt one by one too: a kept DeltaChannel checkpoint still finds its seed.
-            rebuilt = [await graph.state(s.config) for s in seen[:KEEP]]
-            assert [Norm()(s)["values"] for s in rebuilt] == [s["values"] for s in want]
-            if len(every) > len(seen):
-                gone = every[len(seen)].config
-                assert await either(saver).get_tuple(gone) is None
-        await settle(saver)
-        [stored] = (await stored_ids(saver, thread)).values()
-        assert KEEP <= len(stored) < KEEP + BATCH + ancestors
-        assert await stored_write_owners(saver, thread) <= set(stored)
+async def stored_ids(saver: Any, thread: str) -> dict[str, list[str]]:
+    """The checkpoint ids stored for the thread, by namespace, newest first."""
+    cursor = saver.checkpoint_collection.find({"thread_id": thread}, {"_id": 1})
+    return stored_ids_of(await maybe_await(cursor.to_list(None)))
+
+
+async def stored(saver: Any, thread: str) -> list[str]:
+    return (await stored_ids(saver, thread)).get("", [])
+
+
+class Deployment:
+    """Savers of `keep_last` as a deployment builds them (`shape`): one for every run, a
+    new `MongoDBSaver`/`AsyncMongoDBSaver` per run on a shared client and `close()`
+    after (a web app's request), or a new client and saver per run (a restart). Each
+    run's saver is settled before `run` returns, unless `drop` (a saver dropped, its
+    trim left to run or not)."""
+
+    def __init__(self, backend: Backend, shape: str, first: Any, options: dict[str, Any]):
+        self.backend, self.shape, self.first, self.options = backend, shape, first, options
+
+    @asynccontextmanager
+    async def saver(self) -> AsyncIterator[Any]:
+        if self.shape == "one saver":
+            yield self.first
+        elif self.shape == "a saver per request":
+            saver = type(self.first)(self.first.client, self.first.db.name, **self.options)
+            try:
+                yield saver
+            finally:
+                await maybe_await(saver.close())
+        else:
+            async with self.backend.saver(db_name=self.first.db.name, **self.options) as saver:
+                yield saver
+
+    async def run(self, channel: str, work: Callable[[Driver], Awaitable[Any]]) -> Any:
+        async with self.saver() as saver:
+            graph = chat_graph(channel, snapshot_frequency=SNAPSHOT).compile(saver)
+            done = await work(Driver(graph, self.backend.is_sync))
+            await settle(saver)  # a trim still in flight ends before the next run reads
+            return done
+
+
+@asynccontextmanager
+async def deployment(backend: Backend, shape: str, **options: Any) -> AsyncIterator[Deployment]:
+    async with backend.saver(**options) as first:
+        yield Deployment(backend, shape, first, options)
+
+
+def say(turn: int) -> dict[str, Any]:
+    return {"messages": [HumanMessage(f"turn {turn}", id=f"h-{turn}")]}
+
+
+async def check_bound(
+    saver: Any, graph: Driver, memory: Driver, thread: str, channel: str, run: int = TURN
+) -> list[str]:
+    """The promise, after a settled run: the namespace stores at least the `KEEP` newest,
+    each as `InMemorySaver` (which keeps all) has it, rebuilt as it has it; at most `KEEP`
+    + the slack + one run (+ `DeltaChannel` ancestors); reads show what is stored."""
+    kept = await stored(saver, thread)
+    seen = await graph.history(config(thread))
+    every = await memory.history(config(thread))
+    assert [s.config["configurable"]["checkpoint_id"] for s in seen] == kept
+    newest = min(KEEP, len(every))
+    assert [Norm()(s) for s in seen[:newest]] == [Norm()(s) for s in every[:newest]]
+    rebuilt = [Norm()(await graph.state(s.config))["values"] for s in seen[:newest]]
+    assert rebuilt == [Norm()(s)["values"] for s in every[:newest]]
+    assert len(kept) <= KEEP + SLACK + run + ANCESTORS[channel]
+    return kept
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
-async def test_keep_last_holds_from_the_first_turn_of_a_new_process(
-    backend: Backend, channel: str
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_keep_last_holds_however_savers_live(
+    backend: Backend, shape: str, channel: str
 ) -> None:
-    """A thread written without `keep_last` (or by another process): the first turn of a
-    saver with `keep_last` leaves exactly the window visible, to that saver and to
-    any other, and the stored history beyond it goes with the saver's next trim."""
+    """A 24-turn chat with `keep_last`, its runs on one saver, on a saver per request
+    or after a restart each: after every run the thread keeps the newest `KEEP` as
+    `InMemorySaver` has them, and stores no more than the bound; the trims come."""
     thread = new_thread()
-    ancestors = 5 if channel == "delta" else 0
-    async with backend.saver() as before:
-        graph = Driver(chat_graph(channel, snapshot_frequency=5).compile(before), backend.is_sync)
-        await chat(graph, thread, range(6))  # 18 checkpoints
-        async with backend.saver(keep_last=KEEP, db_name=before.db.name) as saver:
-            kept = Driver(chat_graph(channel, snapshot_frequency=5).compile(saver), backend.is_sync)
-            await chat(kept, thread, range(6, 7))
-            for reader in (kept, graph):
-                seen = await reader.history(config(thread))
-                if channel == "reducer":
-                    assert len(seen) == KEEP
-                else:
-                    assert KEEP <= len(seen) <= KEEP + ancestors + 3
-            state = await kept.state(config(thread))
-            assert [m.id for m in state.values["messages"]][-2:] == ["h-6", "ai-7"]
-            assert len(state.values["messages"]) == 14
-            await chat(kept, thread, range(7, 12))
-            await settle(saver)
-            [stored] = (await stored_ids(saver, thread)).values()
-            assert len(stored) < KEEP + BATCH + ancestors
+    memory = Driver(
+        chat_graph(channel, snapshot_frequency=SNAPSHOT).compile(InMemorySaver()), False
+    )
+    sizes = []
+
+    async def chat_turn(graph: Driver, turn: int) -> None:
+        await graph.invoke(say(turn), config(thread))
+
+    async with deployment(backend, shape, keep_last=KEEP) as shapes:
+        reader = Driver(
+            chat_graph(channel, snapshot_frequency=SNAPSHOT).compile(shapes.first), backend.is_sync
+        )
+        for turn in range(24):
+            await memory.invoke(say(turn), config(thread))
+            await shapes.run(channel, partial(chat_turn, turn=turn))
+            sizes.append(len(await check_bound(shapes.first, reader, memory, thread, channel)))
+        assert min(sizes[-8:]) < max(sizes[-8:])  # trimmed, and growing between trims
+        state = await memory.state(config(thread))
+        assert len(state.values["messages"]) == 48
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
-async def test_keep_last_interrupts_time_travel_and_forks_behave_as_in_memory(
-    backend: Backend, channel: str
-) -> None:
-    """Histories are compared over the window (`limit=keep_last`), where every checkpoint
-    is kept; time travel and forks go to checkpoints inside it."""
-
-    async def scenario(run: Run) -> None:
-        cfg = config("kept")
-        graph = run.compile(linear_graph("a", "b", "c", ask="b", channel=channel))
-        for round_ in range(3):
-            run.record(f"first {round_}", await graph.invoke({"log": [f"start {round_}"]}, cfg))
-            run.record(f"interrupted {round_}", await graph.state(cfg))
-            resumed = await graph.invoke(Command(resume=f"yes {round_}"), cfg)
-            run.record(f"resumed {round_}", resumed)
-            history = run.record(f"history {round_}", await graph.history(cfg, limit=KEEP))
-            before_c = next(s for s in history if s.next == ("c",))
-            forked = run.record(
-                f"fork {round_}", await graph.update(before_c.config, {"log": ["B2"]}, "b")
+async def test_two_savers_side_by_side_on_different_threads(backend: Backend, channel: str) -> None:
+    """Two processes' savers (a client each), their runs at the same time on two
+    threads of one database: each thread keeps its own bound."""
+    threads = [new_thread(), new_thread()]
+    memory = Driver(
+        chat_graph(channel, snapshot_frequency=SNAPSHOT).compile(InMemorySaver()), False
+    )
+    async with (
+        backend.saver(keep_last=KEEP) as first,
+        backend.saver(keep_last=KEEP, db_name=first.db.name) as second,
+    ):
+        graphs = [
+            Driver(chat_graph(channel, snapshot_frequency=SNAPSHOT).compile(s), backend.is_sync)
+            for s in (first, second)
+        ]
+        for turn in range(16):
+            await asyncio.gather(
+                *(g.invoke(say(turn), config(t)) for g, t in zip(graphs, threads, strict=True))
             )
-            run.record(f"fork run {round_}", await graph.invoke(None, forked))
-            run.record(f"update {round_}", await graph.update(cfg, {"log": ["manual"]}, "a"))
-            run.record(f"window {round_}", await graph.history(cfg, limit=KEEP))
-        run.record("state", await graph.state(cfg))
-
-    log = await compare(backend, scenario, keep_last=KEEP)
-    # LangGraph's own answer to a DeltaChannel fork (the comparison above holds on every
-    # 1.2 release): before 1.2.13 it runs the forked step's node again.
-    if LANGGRAPH_1_2_13 or channel == "reducer":
-        assert log["fork run 2"]["log"][-2:] == ["B2", "c"]
+            await asyncio.gather(settle(first), settle(second))
+            for graph, thread in zip(graphs, threads, strict=True):
+                await memory.invoke(say(turn), config(thread))
+                await check_bound(first, graph, memory, thread, channel)
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
-async def test_after_forks_the_window_is_what_prune_keeps_and_each_checkpoint_whole(
-    backend: Backend, channel: str
-) -> None:
-    """A fork from inside the window, then the main line going on from its head: the
-    fork leaves the window once it is not among the newest (nor an ancestor they
-    rebuild from), as `prune(keep_last=N)` would delete it, and every checkpoint listed
-    at any time reads back as it did when it was written (its `DeltaChannel` seeds
-    kept)."""
+async def test_a_fresh_saver_that_travels_back_in_time(backend: Backend, channel: str) -> None:
+    """A thread of 30 checkpoints written without `keep_last`; a new saver with it
+    replays from an old checkpoint (`invoke(input, old_config)`): the fork reads as
+    `InMemorySaver`'s, and the thread is back within the bound after that run, and
+    after every later one."""
     thread = new_thread()
-    async with backend.saver(keep_last=3) as saver:
-        graph = Driver(chat_graph(channel, snapshot_frequency=5).compile(saver), backend.is_sync)
-        first_seen: dict[str, Any] = {}
+    memory = Driver(
+        chat_graph(channel, snapshot_frequency=SNAPSHOT).compile(InMemorySaver()), False
+    )
+    async with backend.saver() as plain:
+        graph = Driver(
+            chat_graph(channel, snapshot_frequency=SNAPSHOT).compile(plain), backend.is_sync
+        )
+        for turn in range(10):
+            await graph.invoke(say(turn), config(thread))
+            await memory.invoke(say(turn), config(thread))
+        assert len(await stored(plain, thread)) == 30
+        step = {(s.metadata or {})["step"]: s for s in await graph.history(config(thread))}[4]
+        old = step.config
+        in_memory = {(s.metadata or {})["step"]: s for s in await memory.history(config(thread))}[4]
+        async with backend.saver(keep_last=KEEP, db_name=plain.db.name) as fresh:
+            kept = Driver(
+                chat_graph(channel, snapshot_frequency=SNAPSHOT).compile(fresh), backend.is_sync
+            )
+            travelled = await kept.invoke(say(100), old)
+            assert Norm()(travelled) == Norm()(await memory.invoke(say(100), in_memory.config))
+            await settle(fresh)
+            await check_bound(fresh, kept, memory, thread, channel)
+            for turn in range(101, 112):
+                await kept.invoke(say(turn), config(thread))
+                await memory.invoke(say(turn), config(thread))
+                await settle(fresh)
+                await check_bound(fresh, kept, memory, thread, channel)
 
-        async def check() -> None:
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_delta_channel_forks_keep_every_checkpoint_whole(
+    backend: Backend, shape: str
+) -> None:
+    """Forks from old checkpoints of a `DeltaChannel` chat, then the main line going on
+    from its head, on savers as each deployment builds them: every checkpoint listed at
+    any time reads back as it did when it was written (its seeds kept), the newest
+    `KEEP` are what `prune(keep_last=KEEP)` of a copy keeps, and the bound holds."""
+    thread = new_thread()
+    first_seen: dict[str, Any] = {}
+    async with deployment(backend, shape, keep_last=KEEP) as shapes:
+
+        async def check(graph: Driver) -> None:
             seen = await graph.history(config(thread))
             for snapshot in seen:
                 rebuilt = Norm()(await graph.state(snapshot.config))["values"]
                 cid = snapshot.config["configurable"]["checkpoint_id"]
                 assert first_seen.setdefault(cid, rebuilt) == rebuilt
             copy = new_thread()
-            await either(saver).copy_thread(thread, copy)
-            await either(saver).prune([copy], keep_last=3)
-            want = [s.config["configurable"]["checkpoint_id"] for s in seen]
-            assert ids(await listed(saver, config(copy))) == want
+            await either(shapes.first).copy_thread(thread, copy)
+            await either(shapes.first).prune([copy], keep_last=KEEP)
+            pruned = ids(await listed(shapes.first, config(copy)))
+            assert [s.config["configurable"]["checkpoint_id"] for s in seen[:KEEP]] == pruned[:KEEP]
+            # A run from the head after a fork protects both branches' ancestors.
+            assert len(seen) <= len(pruned) + SLACK + 2 * TURN + ANCESTORS["delta"]
 
-        await chat(graph, thread, range(4))
-        await check()
-        window = await graph.history(config(thread))
-        head = window[0].config
-        await graph.update(window[-1].config, {"messages": [HumanMessage("fork", id="f")]}, "bot")
-        await check()
-        for turn in range(4, 8):
-            message = HumanMessage(f"turn {turn}", id=f"h-{turn}")
-            await graph.invoke({"messages": [message]}, head)
-            head = (await graph.history(config(thread), limit=1))[0].config
-            await check()
-        state = await graph.state(config(thread))
-        assert [m.id for m in state.values["messages"]][-2:] == ["h-7", "ai-8"]
+        reader = Driver(
+            chat_graph("delta", snapshot_frequency=SNAPSHOT).compile(shapes.first), backend.is_sync
+        )
+        head = config(thread)
+
+        async def turn_from(graph: Driver, turn: int, start: Any) -> None:
+            await graph.invoke(say(turn), start)
+
+        for turn in range(18):
+            if turn >= 6 and turn % 3 == 0:  # a fork from the oldest stored, then the head
+                history = await reader.history(config(thread))
+                head = history[0].config
+                await shapes.run(
+                    "delta", partial(turn_from, turn=1000 + turn, start=history[-1].config)
+                )
+                await check(reader)
+            await shapes.run("delta", partial(turn_from, turn=turn, start=head))
+            await check(reader)
+            head = (await reader.history(config(thread), limit=1))[0].config
 
 
-@pytest.mark.parametrize("read_first", [True, False])
-async def test_keep_last_marks_in_the_puts_command_and_deletes_in_the_background(
-    counting: Backend, sent_commands: list[DriverCommand], read_first: bool
+@pytest.mark.parametrize("keep_last", [1, KEEP])
+@pytest.mark.parametrize("history", [0, 8])
+async def test_a_rollback_after_a_restart_leaves_the_latest_from_before_the_run(
+    backend: Backend, keep_last: int, history: int
 ) -> None:
-    """Every `put` past the window marks the checkpoint that leaves it in its own
-    `update` command, after the upsert, with an `UpdateOne` (a retryable write), so reads
-    never see more than `keep_last`. Once `TRIM_BATCH` checkpoints of the thread were
-    marked, one trim, sent after that `put` returned, deletes them and then their writes.
-
-    A thread this process did not read first (LangGraph reads it at the start of every
-    run) may hold older checkpoints it never saw: the first mark also marks those, with an
-    `UpdateMany` (not retryable), and the trim finds them first."""
-    log = CommandLog()
+    """Saver A writes run r1 (8 checkpoints) and goes away; saver B writes run r2 (13),
+    trimming the thread when its first read finds it over the bound (with older
+    history); `delete_for_runs(["r2"])` leaves r1's last checkpoint the thread's latest,
+    with the state `InMemorySaver` had after r1, and nothing that was gone before r2
+    comes back."""
     thread = new_thread()
-    async with counting.saver(log, keep_last=2) as saver:
-        if read_first:
-            assert await either(saver).get_tuple(config(thread)) is None
-        made = [await put(saver, thread)]
-        deleted: set[str] = set()
-        for _ in range(TRIM_BATCH + 2):
-            log.reset()
-            sent_commands.clear()
-            made.append(await put(saver, thread, parent=made[-1]["configurable"]["checkpoint_id"]))
-            await settle(saver)
-            await either(saver).put_writes(made[-1], [("w", 1)], "t")
-            trimmed = len(made) == TRIM_BATCH + 2
-            trim = [*([] if read_first else ["find"]), "delete", "delete"] if trimmed else []
-            assert log.names == ["update", *trim, "update"]
-            kept = [c["configurable"]["checkpoint_id"] for c in made[-2:]]
-            assert ids(await listed(saver, config(thread))) == kept[::-1]
-            store = sent_commands[0]
-            if len(made) < 3:
-                assert store.method.name == "UPDATE_ONE"
-                continue
-            [requests] = store.args
-            first = ["UpdateMany"] if len(made) == 3 and not read_first else []
-            assert [type(r).__name__ for r in requests] == ["UpdateOne", "UpdateOne", *first]
-            assert await either(saver).get_tuple(made[-3]) is None
-            cursor = saver.checkpoint_collection.find({"thread_id": thread, "trimmed": True})
-            marked = {doc["_id"]["checkpoint_id"] for doc in await to_list(cursor)}
-            if trimmed:
-                deleted = {c["configurable"]["checkpoint_id"] for c in made[:-2]}
-            older = {c["configurable"]["checkpoint_id"] for c in made[:-2]}
-            assert marked == older - deleted
-            assert (
-                await stored_write_owners(saver, thread)
-                == {
-                    c["configurable"]["checkpoint_id"]
-                    for c in made[1:]  # each with a write
-                }
-                - deleted
-            )
-        assert deleted
+    short, long = linear_graph(*"abcdef"), linear_graph(*"abcdefghijk")
+    memory = InMemorySaver()
+
+    def run(run_id: str) -> dict[str, Any]:
+        return {"configurable": {"thread_id": thread}, "metadata": {"run_id": run_id}}
+
+    async with backend.saver(keep_last=keep_last) as a:
+        for builder, run_id in [(short, "r0")] * bool(history) + [(short, "r1")]:
+            await Driver(builder.compile(a), backend.is_sync).invoke({"log": [run_id]}, run(run_id))
+            await Driver(builder.compile(memory), False).invoke({"log": [run_id]}, run(run_id))
+        await settle(a)
+        want = await Driver(short.compile(memory), False).state(config(thread))
+        before = await stored(a, thread)
+        assert len(before) == history + 8
+        async with backend.saver(keep_last=keep_last, db_name=a.db.name) as b:
+            graph = Driver(long.compile(b), backend.is_sync)
+            await graph.invoke({"log": ["r2"]}, run("r2"))
+            await settle(b)
+            during = await stored(b, thread)
+            assert len(set(during) - set(before)) == 13
+            trimmed = len(before) > keep_last + ops.slack(keep_last)
+            assert (len(set(before) - set(during)) > 0) == trimmed
+            await either(b).delete_for_runs(["r2"])
+            after = await stored(b, thread)
+            assert after
+            assert after[0] == before[0]
+            assert set(after) <= set(during)
+            state = await graph.state(config(thread))
+            assert (state.values, state.next) == (want.values, want.next)
 
 
-async def test_checkpoints_out_of_the_window_are_gone_for_every_operation(
-    backend: Backend,
-) -> None:
-    """What `keep_last` marked and has not deleted yet: a saver without `keep_last` does
-    not read it either, `copy_thread` leaves it (and its writes) behind, and any `prune`
-    deletes it, however many checkpoints it keeps."""
-    thread, copy = new_thread(), new_thread()
-    async with backend.saver(keep_last=3) as saver:
-        made = await chain(saver, thread, 5)  # no trim yet: 5 <= 2 * 3
-        assert len(await stored_ids(saver, thread)) == 1
-        [stored] = (await stored_ids(saver, thread)).values()
-        assert stored == made[::-1]
-        async with backend.saver(db_name=saver.db.name) as plain:
-            assert ids(await listed(plain, config(thread))) == made[:1:-1]
-            assert await tuples(plain, thread, "", made[:2]) == [None, None]
-            await either(plain).copy_thread(thread, copy)
-            assert ids(await listed(plain, config(copy))) == made[:1:-1]
-            assert (await stored_ids(plain, copy))[""] == made[:1:-1]
-            assert await stored_write_owners(plain, copy) == set(made[2:])
-            await either(plain).prune([thread], keep_last=100)
-            assert (await stored_ids(plain, thread))[""] == made[:1:-1]
-            assert await stored_write_owners(plain, thread) == set(made[2:])
-
-
-async def test_a_failed_put_leaves_the_window_whole(
+async def test_a_saver_dropped_before_its_trim_ran_is_made_good_by_the_next_run(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A `put` whose command failed may not have stored its checkpoint: the saver does
-    not count it in the window, so the next turn (which reads the thread first, as
-    LangGraph does) still keeps `keep_last` checkpoints, not one fewer."""
+    """Savers that die before their trim lands (here each trim's delete fails, as when
+    a process is killed between its commands): the thread grows past the bound, no
+    checkpoint is lost, and the next run of a healthy saver brings it back."""
     from langgraph.checkpoint.mongo import _executors
 
     thread = new_thread()
+    memory = Driver(chat_graph().compile(InMemorySaver()), False)
     call = _executors.call
-    failing = {"left": 0}
 
-    def flaky(collection: Any, command: DriverCommand) -> Any:
-        if failing["left"] and command.method.name == "BULK_WRITE":
-            failing["left"] -= 1
-            raise AutoReconnect("injected: connection lost")
+    def killed(collection: Any, command: DriverCommand) -> Any:
+        if command.method.name == "DELETE_MANY":
+            raise AutoReconnect("injected: the process died")
         return call(collection, command)
 
-    monkeypatch.setattr(_executors, "call", flaky)
-    async with backend.saver(keep_last=2) as saver:
-        made = await chain(saver, thread, 3)
-        failing["left"] = 1
-        with pytest.raises(AutoReconnect):
-            await put(saver, thread, parent=made[-1])
-        latest = await either(saver).get_tuple(config(thread))
-        assert latest is not None
-        assert latest.config["configurable"]["checkpoint_id"] == made[-1]
-        made += await chain(saver, thread, 1, parent=made[-1])
-        assert ids(await listed(saver, config(thread))) == made[:-3:-1]
+    async def chat_turn(graph: Driver, turn: int) -> None:
+        await graph.invoke(say(turn), config(thread))
+
+    async with deployment(backend, "a saver per request", keep_last=KEEP) as shapes:
+        monkeypatch.setattr(_executors, "call", killed)
+        for turn in range(12):
+            await shapes.run("reducer", partial(chat_turn, turn=turn))
+            await memory.invoke(say(turn), config(thread))
+        assert len(await stored(shapes.first, thread)) == 36
+        monkeypatch.setattr(_executors, "call", call)
+
+        async def healthy(graph: Driver) -> None:
+            await graph.invoke(say(12), config(thread))
+
+        await memory.invoke(say(12), config(thread))
+        await shapes.run("reducer", healthy)
+        graph = Driver(chat_graph().compile(shapes.first), backend.is_sync)
+        assert len(await check_bound(shapes.first, graph, memory, thread, "reducer")) == KEEP + TURN
 
 
-@pytest.mark.parametrize("rollback_keep_last", [3, None])
-async def test_a_rollback_brings_back_the_window_the_run_pushed_out(
-    backend: Backend, rollback_keep_last: int | None
-) -> None:
-    """`delete_for_runs` (the Agent Server's rollback and `runs.delete`) of the latest
-    run: the thread reads as before that run, with the window applied again by the
-    saver that rolls back (one without `keep_last` shows every checkpoint still stored),
-    each checkpoint with its writes."""
+_KILLED_CHILD = textwrap.dedent(
+    """
+    import sys
+    from langchain_core.messages import HumanMessage
+    from pymongo import MongoClient
+    from langgraph.checkpoint.mongo import MongoDBSaver
+    from support.graphs import chat_graph
+
+    uri, db, thread, first = sys.argv[1:5]
+    with MongoDBSaver(MongoClient(uri), db, keep_last=3) as saver:
+        graph = chat_graph().compile(checkpointer=saver)
+        for turn in range(int(first), 1000):
+            message = HumanMessage(f"turn {turn}", id=f"h-{turn}")
+            graph.invoke({"messages": [message]}, {"configurable": {"thread_id": thread}})
+            print(turn, flush=True)
+    """
+)
+
+
+async def test_processes_killed_mid_run_then_the_next_run_trims(real_driver: Backend) -> None:
+    """A chat whose process is killed (SIGKILL) mid-run, four times, a new process each
+    time: every stored checkpoint reads back whole, and once the next run has trimmed,
+    the bound holds."""
     thread = new_thread()
-    async with backend.saver(keep_last=3) as saver:
-        made: list[str] = []
-        for run, count in (("r1", 5), ("r2", 3)):
-            for _ in range(count):
-                stored = await put(
-                    saver, thread, parent=made[-1] if made else None, metadata={"run_id": run}
-                )
-                made.append(stored["configurable"]["checkpoint_id"])
-                await either(saver).put_writes(stored, [("w", made[-1])], "t")
-        assert ids(await listed(saver, config(thread))) == made[:-4:-1]
-        async with backend.saver(db_name=saver.db.name, keep_last=rollback_keep_last) as other:
-            await either(other).delete_for_runs(["r2"])
-            first_run = made[:5][::-1]
-            want = first_run[:3] if rollback_keep_last else first_run
-            for reader in (saver, other):
-                found = await listed(reader, config(thread))
-                assert ids(found) == want
-                assert [t.pending_writes for t in found] == [[("t", "w", c)] for c in want]
-
-
-async def _runs(saver: Any, thread: str, runs: list[tuple[str, int]], made: list[str]) -> None:
-    """Checkpoints of these runs (run id, how many), each with a write, as LangGraph
-    writes them: a read of the thread first."""
-    await either(saver).get_tuple(config(thread))
-    for run, count in runs:
-        for _ in range(count):
-            stored = await put(
-                saver, thread, parent=made[-1] if made else None, metadata={"run_id": run}
+    assert real_driver.uri is not None
+    async with real_driver.saver(keep_last=KEEP) as saver:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        turn = 0
+        for _ in range(4):
+            command = [sys.executable, "-c", _KILLED_CHILD, real_driver.uri, saver.db.name]
+            child = await asyncio.create_subprocess_exec(
+                *command, thread, str(turn), stdout=subprocess.PIPE, env=env
             )
-            made.append(stored["configurable"]["checkpoint_id"])
-            await either(saver).put_writes(stored, [("w", made[-1])], "t")
-
-
-async def test_a_rollback_by_another_saver_is_read_back_before_the_next_mark(
-    backend: Backend,
-) -> None:
-    """Another process rolls the latest run back: the next run here reads the thread
-    first, and its `put` keeps `keep_last` checkpoints, not counting the deleted ones."""
-    thread = new_thread()
-    async with backend.saver(keep_last=3) as saver:
-        made: list[str] = []
-        await _runs(saver, thread, [("r1", 5), ("r2", 3)], made)
-        async with backend.saver(db_name=saver.db.name, keep_last=3) as other:
-            await either(other).delete_for_runs(["r2"])
-        del made[5:]
-        await _runs(saver, thread, [("r3", 1)], made)
-        assert ids(await listed(saver, config(thread))) == made[:-4:-1]
-
-
-async def test_a_trim_never_takes_a_checkpoint_brought_back_nor_its_writes(
-    backend: Backend,
-) -> None:
-    """A trim names the checkpoints marked when it was queued; one brought back into the
-    window since (a rollback, in another process, while the trim was on its way or
-    queued again after a failure) stays, and keeps its writes."""
-    thread = new_thread()
-    async with backend.saver(keep_last=3) as saver:
-        made: list[str] = []
-        await _runs(saver, thread, [("r1", 6)], made)  # the first 3 marked, no trim yet
-        assert ids(await listed(saver, config(thread))) == made[:2:-1]
-        keys = [checkpoint_key(thread, "", c) for c in made[:4]]  # made[3] is not marked
-        keep_last = saver.storage.keep_last
-        assert keep_last is not None
-        saver._in_background("keep_last", ops._trim(keep_last, Trim(thread, keys, False)))
+            assert child.stdout is not None
+            for _ in range(5):
+                turn = int(await child.stdout.readline()) + 1
+            child.send_signal(signal.SIGKILL)
+            await child.wait()
+        graph = Driver(chat_graph().compile(saver), real_driver.is_sync)
+        for snapshot in await graph.history(config(thread)):
+            assert (await graph.state(snapshot.config)).values == snapshot.values
+        await graph.invoke(say(1000), config(thread))
         await settle(saver)
-        assert (await stored_ids(saver, thread))[""] == made[:2:-1]
-        assert await stored_write_owners(saver, thread) == set(made[3:])
+        kept = await stored(saver, thread)
+        assert KEEP <= len(kept) <= KEEP + SLACK + TURN
+        messages = [m.id for m in (await graph.state(config(thread))).values["messages"]]
+        assert len(set(messages)) == len(messages)
+        assert messages[-2] == "h-1000"
+        assert [m for m in messages if m.startswith("h-")][:turn] == [f"h-{n}" for n in range(turn)]
 
 
-async def test_a_put_whose_id_sorts_among_the_old_ones_stays_in_the_window(
-    backend: Backend,
-) -> None:
-    """Another host's clock ahead of this one's: the checkpoint being stored is not
-    marked by its own `put`, though its id sorts below the newest ones."""
+async def test_durability_exit_and_keep_last(backend: Backend) -> None:
+    """`durability="exit"` writes one checkpoint per run: the runs' first reads still
+    find the namespace over the bound, and the trims come."""
     thread = new_thread()
-    async with backend.saver(keep_last=2) as saver:
-        made = await chain(saver, thread, 3)
-        early = checkpoint({"n": 1})
-        early["id"] = made[0][:-1] + "0"  # between the first two, by id
-        stored = await either(saver).put(
-            config(thread, "", made[-1]), early, {"step": 9}, early["channel_versions"]
-        )
-        assert await either(saver).get_tuple(stored) is not None
+    async with backend.saver(keep_last=1) as saver:
+        graph = Driver(chat_graph().compile(saver), backend.is_sync)
+        for turn in range(30):
+            await graph.invoke(say(turn), config(thread), durability="exit")
+            await settle(saver)
+            assert len(await stored(saver, thread)) <= 1 + ops.slack(1) + 1
+        state = await graph.state(config(thread))
+        assert len(state.values["messages"]) == 60
 
 
-async def test_a_new_process_on_a_thread_this_option_keeps_marks_with_retryable_writes(
+@asynccontextmanager
+async def written_without_keep_last(
+    backend: Backend, thread: str, turns: int, **options: Any
+) -> AsyncIterator[Any]:
+    """A saver of `options` on a database of its own whose thread a saver without
+    `keep_last` wrote `turns` chat turns of."""
+    async with backend.saver() as plain:
+        graph = Driver(chat_graph().compile(plain), backend.is_sync)
+        for turn in range(turns):
+            await graph.invoke(say(turn), config(thread))
+        async with backend.saver(db_name=plain.db.name, **options) as saver:
+            yield saver
+
+
+async def test_a_read_alone_never_deletes(
     backend: Backend, sent_commands: list[DriverCommand]
 ) -> None:
-    """A process's first run on a thread that `keep_last` already keeps finds the whole
-    window in its first read: its marks are `UpdateOne`s only (a retryable write). On a
-    thread with older history, the first mark also sends the `UpdateMany` of the older
-    checkpoints."""
-    kept, old = new_thread(), new_thread()
-    async with backend.saver(keep_last=3) as saver:
-        history: dict[str, list[str]] = {kept: [], old: []}
-        await _runs(saver, kept, [("r1", 6)], history[kept])
-        async with backend.saver(db_name=saver.db.name) as plain:
-            await _runs(plain, old, [("r0", 6)], history[old])
-        for thread in (kept, old):
-            async with backend.saver(db_name=saver.db.name, keep_last=3) as fresh:
-                sent_commands.clear()
-                await _runs(fresh, thread, [("r2", 1)], history[thread])
-                [store] = [c for c in sent_commands if c.method.name == "BULK_WRITE"]
-                [requests] = store.args
-                # The upsert, then a mark per known checkpoint out of the window (the read
-                # returns one more than the window: on the old thread, it leaves too).
-                marks = ["UpdateOne", "UpdateOne", "UpdateMany"] if thread == old else ["UpdateOne"]
-                assert [type(r).__name__ for r in requests] == ["UpdateOne", *marks]
-                assert ids(await listed(fresh, config(thread))) == history[thread][:-4:-1]
-
-
-async def test_a_failed_upsert_marks_nothing(backend: Backend) -> None:
-    """The marks come after the upsert in its ordered bulk write: an upsert the server
-    refuses (here a unique index of the user's) stops them, and the window stays whole."""
+    """`get_tuple` (a dashboard, `get_state`) of a thread over the bound sends nothing
+    more than its one aggregation; the trim comes with the next `put` of a run."""
     thread = new_thread()
-    async with backend.saver(keep_last=2) as saver:
-        await maybe_await(saver.checkpoint_collection.create_index("metadata.tag", unique=True))
-        made: list[str] = []
-        for tag in ("a", "b", "c"):
-            stored = await put(
-                saver, thread, parent=made[-1] if made else None, metadata={"tag": tag}
-            )
-            made.append(stored["configurable"]["checkpoint_id"])
-        with pytest.raises(BulkWriteError):
-            await put(saver, thread, parent=made[-1], metadata={"tag": "a"})
-        assert ids(await listed(saver, config(thread))) == made[:-3:-1]
-        await either(saver).get_tuple(config(thread))  # a run starts with it
-        made += await chain(saver, thread, 1, parent=made[-1])
-        assert ids(await listed(saver, config(thread))) == made[:-3:-1]
+    async with written_without_keep_last(backend, thread, 6, keep_last=KEEP) as saver:
+        sent_commands.clear()
+        for _ in range(3):
+            assert await either(saver).get_tuple(config(thread)) is not None
+            await settle(saver)
+        assert methods(sent_commands) == ["aggregate"] * 3
+        assert len(await stored(saver, thread)) == 18
+        kept = Driver(chat_graph().compile(saver), backend.is_sync)
+        await kept.invoke(say(6), config(thread))
+        await settle(saver)
+        assert len(await stored(saver, thread)) == KEEP + TURN
+
+
+async def test_the_trim_is_prune_of_the_namespace_as_its_run_found_it(
+    backend: Backend, sent_commands: list[DriverCommand]
+) -> None:
+    """What a trim sends, once the run's first `put` was acknowledged: the namespace's
+    lineage, then the checkpoints and then their writes (a reader finds a checkpoint
+    whole or not at all); the read that started the run counted the namespace in its
+    own aggregation. The `KEEP` newest when the run started stay, and the run's own."""
+    thread = new_thread()
+    async with written_without_keep_last(backend, thread, 6, keep_last=KEEP) as saver:
+        before = await stored(saver, thread)
+        sent_commands.clear()
+        latest = await either(saver).get_tuple(config(thread))
+        assert latest is not None
+        own = await put(saver, thread, parent=latest.config["configurable"]["checkpoint_id"])
+        await settle(saver)
+        assert methods(sent_commands) == [
+            "aggregate",
+            "update_one",
+            "find",
+            "delete_many",
+            "delete_many",
+        ]
+        assert [c.target.name for c in sent_commands[3:]] == ["CHECKPOINTS", "WRITES"]
+        kept = [own["configurable"]["checkpoint_id"], *before[:KEEP]]
+        assert await stored(saver, thread) == kept
+
+
+@pytest.mark.parametrize(("targeted_joins", "commands"), [(True, 0), (False, 1)])
+async def test_without_targeted_joins_the_trim_counts_first(
+    backend: Backend, sent_commands: list[DriverCommand], targeted_joins: bool, commands: int
+) -> None:
+    """With `targeted_joins=False` (no MongoDB 5.0 `$lookup`) the read cannot count the
+    namespace: each run's first `put` sends one count more, in the background."""
+    thread = new_thread()
+    async with backend.saver(keep_last=KEEP, targeted_joins=targeted_joins) as saver:
+        graph = Driver(chat_graph().compile(saver), backend.is_sync)
+        await graph.invoke(say(0), config(thread))
+        await settle(saver)
+        sent_commands.clear()
+        await graph.invoke(say(1), config(thread))
+        await settle(saver)
+        assert len(sent_commands) == 2 * TURN + commands
+        for turn in range(2, 12):
+            await graph.invoke(say(turn), config(thread))
+            await settle(saver)
+            assert len(await stored(saver, thread)) <= KEEP + SLACK + TURN
 
 
 async def test_saver_keep_last_is_checked(backend: Backend) -> None:
@@ -662,38 +709,51 @@ async def test_saver_keep_last_is_checked(backend: Backend) -> None:
         with pytest.raises(error, match="keep_last"):
             async with backend.saver(keep_last=bad):
                 pass
+    with pytest.raises(ValueError, match=r"keep_last must be at most 2\*\*63 - 1"):
+        async with backend.saver(keep_last=2**63):
+            pass
+    thread = new_thread()
+    async with backend.saver(keep_last=2**63 - 1) as saver:  # the largest: every read works
+        graph = Driver(chat_graph().compile(saver), backend.is_sync)
+        for turn in range(2):
+            await graph.invoke(say(turn), config(thread))
+        assert len(await graph.history(config(thread))) == 2 * TURN
 
 
 async def test_leaving_from_conn_string_waits_for_the_trims_in_flight(
     real_driver: Backend,
 ) -> None:
     """The client `from_conn_string` opened closes only after the saver's background
-    trims finished: a trim cut off between its two deletes would leave the deleted
-    checkpoints' writes behind, and its retry queue goes with the saver."""
+    trim finished: a trim cut off between its two deletes would leave the deleted
+    checkpoints' writes behind."""
     thread = new_thread()
     uri, wire = real_driver.uri, real_driver.wire
     assert uri is not None
     cls = MongoDBSaver if real_driver.is_sync else AsyncMongoDBSaver
     db_name = f"test_{uuid.uuid4().hex[:16]}"
+    async with real_driver.saver(db_name=db_name) as plain:
+        graph = Driver(chat_graph().compile(plain), real_driver.is_sync)
+        for turn in range(5):
+            await graph.invoke(say(turn), config(thread))
     opened = cls.from_conn_string(uri, db_name, keep_last=1)
     if wire is not None:
-        wire.delay = 0.2  # the trim is still on its way when the block ends
+        wire.delay = 0.05  # the trim is still on its way when the block ends
     try:
         if isinstance(opened, AbstractContextManager):
             with opened as saver:
-                await _trimmed_chain(saver, thread)
+                await Driver(chat_graph().compile(saver), True).invoke(say(5), config(thread))
         else:
             async with opened as saver:
-                await _trimmed_chain(saver, thread)
+                await Driver(chat_graph().compile(saver), False).invoke(say(5), config(thread))
     finally:
         if wire is not None:
             wire.delay = 0.0
     async with real_driver.saver(db_name=db_name) as reader:
-        kept = await listed(reader, config(thread))
-        assert len(kept) == 1
+        kept = await stored(reader, thread)
+        assert len(kept) == 1 + TURN
         cursor = reader.writes_collection.find({"thread_id": thread}, {"_id": 1})
         owners = {doc["_id"]["checkpoint"]["checkpoint_id"] for doc in await to_list(cursor)}
-        assert owners == {kept[0].config["configurable"]["checkpoint_id"]}
+        assert owners <= set(kept)
         await maybe_await(reader.client.drop_database(db_name))
 
 
@@ -701,55 +761,50 @@ async def to_list(cursor: Any) -> list[Any]:
     return list(await maybe_await(cursor.to_list(None)))
 
 
-async def _trimmed_chain(saver: Any, thread: str) -> None:
-    """With `keep_last=1`: a chain of checkpoints with a write each, whose last `put`
-    starts a trim of every checkpoint but the newest."""
-    made = [await put(saver, thread)]
-    await either(saver).put_writes(made[-1], [("w", 0)], "t")
-    for n in range(TRIM_BATCH):
-        made.append(await put(saver, thread, parent=made[-1]["configurable"]["checkpoint_id"]))
-        await either(saver).put_writes(made[-1], [("w", n)], "t")
-
-
 async def test_with_allowlist_copies_share_the_savers_background_work(backend: Backend) -> None:
     """LangGraph runs a graph on `with_allowlist` copies (one per run under strict
     msgpack): `settle()` of the saver waits for the trims the copies started."""
     thread = new_thread()
     strict = JsonPlusSerializer(allowed_msgpack_modules=[("collections", "OrderedDict")])
-    async with backend.saver(keep_last=1, serde=strict) as saver:
-        copy = saver.with_allowlist([("decimal", "Decimal")])
-        assert copy is not saver
-        assert isinstance(copy, (AsyncMongoDBSaver, MongoDBSaver))
-        await _trimmed_chain(copy, thread)
-        if backend.wire is not None:
-            backend.wire.delay = 0.1  # the copy's trim is still on its way
-        try:
-            await settle(saver)
-        finally:
+    async with backend.saver(serde=strict) as plain:
+        graph = Driver(chat_graph().compile(plain), backend.is_sync)
+        for turn in range(5):
+            await graph.invoke(say(turn), config(thread))
+        async with backend.saver(keep_last=1, serde=strict, db_name=plain.db.name) as saver:
+            copy = saver.with_allowlist([("decimal", "Decimal")])
+            assert copy is not saver
+            assert isinstance(copy, (AsyncMongoDBSaver, MongoDBSaver))
             if backend.wire is not None:
-                backend.wire.delay = 0.0
-        assert len(await listed(saver, config(thread))) == 1
+                backend.wire.delay = 0.05  # the copy's trim is still on its way
+            try:
+                await Driver(chat_graph().compile(copy), backend.is_sync).invoke(
+                    say(5), config(thread)
+                )
+                await settle(saver)
+            finally:
+                if backend.wire is not None:
+                    backend.wire.delay = 0.0
+            assert len(await stored(saver, thread)) == 1 + TURN
 
 
-def test_a_read_apart_keeps_the_window() -> None:
+def test_a_read_apart_keeps_the_count() -> None:
     """When a checkpoint with its writes is over 16 MiB, `get_tuple` reads them apart:
-    the window of the namespace's newest checkpoints still comes with the checkpoint."""
+    the count of the namespace still comes with the checkpoint."""
     ref = CheckpointRef("t", "", None)
-    pipeline = _queries.get_tuple_pipeline(ref, WritesJoin("w"), WindowRead("c", 3))
+    pipeline = _queries.get_tuple_pipeline(ref, WritesJoin("w"), NamespaceCount("c", 3))
     joins = [stage["$lookup"]["as"] for stage in pipeline if "$lookup" in stage]
-    assert joins == ["window", "pending_writes"]
+    assert joins == ["stored", "pending_writes"]
     apart = _queries.without_join(pipeline)
-    assert [stage["$lookup"]["as"] for stage in apart if "$lookup" in stage] == ["window"]
+    assert [stage["$lookup"]["as"] for stage in apart if "$lookup" in stage] == ["stored"]
 
 
-def test_what_a_saver_remembers_of_threads_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Reads of many new threads that are never written (LangGraph reads a thread before
-    its first run) do not grow what `keep_last` remembers beyond its bound."""
-    from langgraph.checkpoint.mongo import _retention
-
-    monkeypatch.setattr(_retention, "_NAMESPACES", 10)
-    keep_last = _retention.KeepLast(2)
+def test_what_a_saver_remembers_of_run_starts_stays_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Reads of many threads that are never written (a dashboard) do not grow what a
+    saver remembers for their runs' `put`s beyond its bound."""
+    monkeypatch.setattr(ops, "_RUN_STARTS", 10)
+    starts = ops.RunStarts()
     for n in range(100):
-        keep_last.window(f"thread-{n}", "", [])
-    assert len(keep_last._known) == 10
-    assert len(keep_last._unknown_marked) == 10
+        starts.read(f"thread-{n}", "", "c", True)
+    assert len(starts._starts) <= 10

@@ -13,8 +13,8 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, testing
+from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._commands import Command
-from langgraph.checkpoint.mongo._retention import TRIM_BATCH
 from langgraph.checkpoint.mongo._schema import Joined
 from langgraph.checkpoint.mongo.migrate import acopy_threads
 from support.backends import Backend
@@ -44,8 +44,7 @@ def _targets(command: Command, thread: str) -> bool:
 async def test_thread_operations_name_their_thread(
     sent_commands: list[Command], keep_last: int | None
 ) -> None:
-    """With `keep_last`: `get_tuple`'s window `$lookup`, the marks in each `put` and the
-    background trims too."""
+    """With `keep_last`: `get_tuple`'s count `$lookup` and the background trim too."""
     saver = AsyncMongoDBSaver(testing.async_client(), ttl=3600, keep_last=keep_last)
     await saver.setup()
     thread, copy = new_thread(), new_thread()
@@ -53,10 +52,12 @@ async def test_thread_operations_name_their_thread(
     first = await put(saver, thread, metadata={"run_id": "r1"})
     second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
     latest = second
-    for _ in range(TRIM_BATCH):
+    for _ in range(ops.slack(1)):
         latest = await put(saver, thread, parent=latest["configurable"]["checkpoint_id"])
+    await either(saver).get_tuple(config(thread))  # over the bound: the next put trims
+    latest = await put(saver, thread, parent=latest["configurable"]["checkpoint_id"])
     await saver.settle()
-    if keep_last is not None:  # a mark in each put but the first, and a trim
+    if keep_last is not None:
         assert sum(c.method == "delete_many" for c in sent_commands) == 2
     await either(saver).put_writes(latest, [("a", 0)], "task")
     await either(saver).put_writes(second, [("a", 1), ("__error__", "x")], "task")

@@ -34,8 +34,7 @@ from langgraph.checkpoint.mongo._drivers import (
     require_client,
 )
 from langgraph.checkpoint.mongo._logging import logger
-from langgraph.checkpoint.mongo._queries import WindowRead, WritesJoin
-from langgraph.checkpoint.mongo._retention import KeepLast
+from langgraph.checkpoint.mongo._queries import NamespaceCount, WritesJoin
 from langgraph.checkpoint.mongo._ttl import ThreadExpiry, thread_moves
 
 # A saver's client type, and what its `from_conn_string` returns (a context manager of
@@ -185,11 +184,11 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             it off. See
             [the value cache](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/reliability/#the-value-cache-and-its-bound)
             for what it counts and how to size it.
-        keep_last: each thread keeps its `keep_last` newest checkpoints per namespace
-            (and the ancestors their `DeltaChannel`s rebuild from), trimmed as it is
-            written: the `put` of a checkpoint takes those that leave the window out of
-            every read, in the same command, and the checkpoints out of the window are
-            deleted with their writes in the background, a batch at a time (see
+        keep_last: each namespace of a thread keeps at least its `keep_last` newest
+            checkpoints (and the ancestors their `DeltaChannel`s rebuild from), and
+            stores at most `max(keep_last, 10)` more plus one run's: a run whose first
+            read finds more trims the namespace in the background after its first `put`
+            (see
             [retention](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/retention/)).
             `None`: threads keep every checkpoint.
         refresh_ttl_on_read: with `ttl`, a read of a thread (`get_tuple`, `list` of one
@@ -288,9 +287,9 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
                 else None
             ),
             recent=RecentValues(cache_bound),
-            keep_last=KeepLast(self.keep_last) if self.keep_last is not None else None,
-            window=(
-                WindowRead(checkpoint_collection_name, self.keep_last + 1)
+            keep_last=self.keep_last,
+            count=(
+                NamespaceCount(checkpoint_collection_name, ops.count_bound(self.keep_last))
                 if self.keep_last is not None and targeted_joins
                 else None
             ),
@@ -509,7 +508,8 @@ def _constructor_error(
 def background_failed(operation: str, error: BaseException | None) -> None:
     """A plan the saver ran in the background (a `keep_last` trim, a stamp move of
     `refresh_ttl_on_read`) failed: said, not raised, since no caller waits for it. Its
-    work is not lost: a trim is queued again, a stamp move's claim released."""
+    work is not lost: the namespace's next run decides its trim again, a stamp move's
+    claim is released."""
     logger.warning("%s in the background failed (tried again later)", operation, exc_info=error)
 
 

@@ -15,7 +15,7 @@ checkpoint still needs, so they never leave a thread that rebuilds to a wrong st
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite
@@ -48,10 +48,13 @@ def by_namespace(
 
 @dataclass
 class Walk:
-    """A checkpoint's ancestors, newest first, and where each channel finds its seed."""
+    """A checkpoint's ancestors, newest first, and where each channel finds its seed;
+    `missing`: the ancestor the chain names and the lineage lacks, with channels still
+    unseeded (deleted while the lineage was read, or before)."""
 
     chain: list[str] = field(default_factory=list)
     seed_at: dict[str, str] = field(default_factory=dict)
+    missing: str | None = None
 
     def reach(self, channel: str) -> list[str]:
         """Ancestors whose writes to `channel` count: up to and including its seed."""
@@ -93,6 +96,8 @@ def walk(lineage: Lineage, target_id: str | None, channels: Iterable[str]) -> Wa
             result.seed_at[channel] = current
         remaining.difference_update(stored)
         current = parent_id(doc)
+    if current is not None and remaining and current not in lineage:
+        result.missing = current
     return result
 
 
@@ -116,22 +121,24 @@ def needed_by(lineage: Lineage, survivors: Iterable[str]) -> set[str]:
     return needed
 
 
-def kept(lineage: Lineage, candidates: Iterable[str], keep_last: int) -> set[str]:
-    """What a namespace keeps of its `lineage`: the `keep_last` newest of `candidates`,
-    and the ancestors they rebuild their delta channels from (seeds included)."""
-    newest = sorted(candidates, reverse=True)[:keep_last]
-    return set(newest) | needed_by(lineage, newest)
-
-
-def prunable(lineage_docs: Iterable[LineageDocument], keep_last: int = 1) -> list[CheckpointKey]:
+def prunable(
+    lineage_docs: Iterable[LineageDocument],
+    keep_last: int = 1,
+    *,
+    boundary: str | None = None,
+    protect: Collection[str] = (),
+) -> list[CheckpointKey]:
     """What `prune` deletes, of the checkpoints it has read: all but the `keep_last`
-    newest of each namespace and the ancestors their delta channels rebuild from. The
-    newest are counted among those reads return: a checkpoint `keep_last` trimmed goes
-    (unless a kept one rebuilds from it)."""
+    newest of each namespace and the ancestors their delta channels rebuild from.
+
+    A `keep_last` trim also keeps what its run needs: the newest are counted among ids up
+    to `boundary` (the newest when the run started), every newer one stays (the run's
+    own), and so do the `protect`ed ones (the checkpoints the run started from)."""
     doomed: list[CheckpointKey] = []
     for (thread_id, ns), lineage in by_namespace(lineage_docs).items():
-        visible = [c for c, doc in lineage.items() if not doc.get(Field.TRIMMED)]
-        keep = kept(lineage, visible, keep_last)
+        old = sorted((c for c in lineage if boundary is None or c <= boundary), reverse=True)
+        survivors = {*old[:keep_last], *(set(lineage) - set(old)), *(set(protect) & set(lineage))}
+        keep = survivors | needed_by(lineage, survivors)
         doomed += [checkpoint_key(thread_id, ns, c) for c in sorted(lineage) if c not in keep]
     return doomed
 

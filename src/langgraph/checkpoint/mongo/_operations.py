@@ -8,11 +8,12 @@ operation is written exactly once.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -22,7 +23,7 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
     DeltaChannelHistory,
 )
-from pymongo import IndexModel, UpdateMany, UpdateOne
+from pymongo import IndexModel, UpdateMany
 from pymongo.errors import OperationFailure, WriteConcernError
 
 from langgraph.checkpoint.mongo import _chunks, _delta, _options, _orphans, _queries
@@ -73,7 +74,6 @@ from langgraph.checkpoint.mongo._keys import (
 )
 from langgraph.checkpoint.mongo._logging import logger
 from langgraph.checkpoint.mongo._metadata import metadata_filter
-from langgraph.checkpoint.mongo._retention import KeepLast, Trim, window_after_delete
 from langgraph.checkpoint.mongo._schema import (
     CheckpointDocument,
     CheckpointKey,
@@ -104,11 +104,13 @@ class Storage:
         expiry: the whole-thread expiry stamps; `None` when the saver has no `ttl`.
         recent: the cache of channel values read or written lately, which a `put` of
             the next checkpoint reuses instead of reading its parent.
-        keep_last: the saver's `keep_last` (the lineage it has seen, the trims it owes);
-            `None` when threads keep every checkpoint.
-        window: with `keep_last`, what `get_tuple` reads of the namespace's newest
-            checkpoints beside the one it returns; `None` without `keep_last`, or with
-            `targeted_joins=False` (services without MongoDB 5.0's `$lookup`).
+        keep_last: the saver's `keep_last`; `None` when threads keep every checkpoint.
+        count: with `keep_last`, how `get_tuple` counts the namespace's checkpoints
+            beside the one it returns; `None` without `keep_last`, or with
+            `targeted_joins=False` (services without MongoDB 5.0's `$lookup`: the trim
+            counts them first).
+        run_starts: with `keep_last`, what each namespace's last reads found, for the
+            next `put` (see `trim_after_put`).
         refresh_on_read: the saver's `refresh_ttl_on_read`: a read of a thread moves
             its expiry stamp too (see `refresh_on_read`).
         max_bytes: the largest checkpoint or pending write stored (`state_max_bytes`).
@@ -118,16 +120,76 @@ class Storage:
     join: _queries.WritesJoin
     expiry: ThreadExpiry | None
     recent: RecentValues
-    keep_last: KeepLast | None = None
-    window: _queries.WindowRead | None = None
+    keep_last: int | None = None
+    count: _queries.NamespaceCount | None = None
+    run_starts: RunStarts = field(default_factory=lambda: RunStarts())
     refresh_on_read: bool = False
     max_bytes: int = DEFAULT_STATE_MAX_BYTES
 
     def forget_threads(self, thread_ids: Sequence[str]) -> None:
         """A delete changed these threads: drop what this process remembers of them."""
         self.recent.forget_threads(thread_ids)
-        if self.keep_last is not None:
-            self.keep_last.forget_threads(thread_ids)
+
+
+def slack(keep_last: int) -> int:
+    """How many checkpoints over `keep_last` a namespace may hold before a run trims it:
+    each trim costs three commands, which a small `keep_last` must not make per run."""
+    return max(keep_last, 10)
+
+
+def count_bound(keep_last: int) -> int:
+    """Up to how many checkpoints a run's first read counts a namespace: one more than
+    `keep_last` + `slack` means it needs a trim (at most what a server's `$limit` takes)."""
+    return min(keep_last + slack(keep_last) + 1, _options.MAX_INT64)
+
+
+class RunStart(NamedTuple):
+    """What the reads at the start of a run found of a namespace: the last two
+    checkpoints they returned (LangGraph reads the one a run goes on from and, when that
+    is not the latest, the latest too), and whether the namespace holds more than
+    `keep_last` + `slack` (`None`: not counted; the trim counts first)."""
+
+    read: tuple[str, ...]
+    over: bool | None
+
+
+# Namespaces a saver remembers a run start of until their next `put`; a saver that only
+# reads many threads starts again empty past it (the next run reads again).
+_RUN_STARTS = 10_000
+
+
+class RunStarts:
+    """A hint from a run's first reads to its `put`s, which every run rebuilds: never the
+    truth about what is stored (the trim reads the namespace again)."""
+
+    def __init__(self) -> None:
+        self._starts: dict[tuple[str, str], RunStart] = {}
+        self._lock = threading.Lock()
+
+    def read(self, thread_id: str, ns: str, checkpoint_id: str, over: bool | None) -> None:
+        """`get_tuple` returned this checkpoint; `over` as `RunStart`'s."""
+        with self._lock:
+            if len(self._starts) >= _RUN_STARTS:
+                self._starts.clear()
+            known = self._starts.get((thread_id, ns))
+            read: tuple[str, ...] = (checkpoint_id,)
+            if known is not None:
+                over = True if known.over else over
+                read = (*(c for c in known.read if c != checkpoint_id), checkpoint_id)[-2:]
+            self._starts[thread_id, ns] = RunStart(read, over)
+
+    def judged(self, thread_id: str, ns: str, over: Callable[[RunStart], bool | None]) -> None:
+        """Settle whether the namespace needs a trim, by `over` of what its reads found
+        (`None`: `over` cannot tell, and what the reads found stands)."""
+        with self._lock:
+            known = self._starts.get((thread_id, ns))
+            verdict = None if known is None else over(known)
+            if known is not None and verdict is not None:
+                self._starts[thread_id, ns] = known._replace(over=known.over or verdict)
+
+    def take(self, thread_id: str, ns: str) -> RunStart | None:
+        with self._lock:
+            return self._starts.pop((thread_id, ns), None)
 
 
 def setup(
@@ -430,25 +492,18 @@ def _parent_values(storage: Storage, new: NewCheckpoint) -> Plan[StoredValues | 
     return values
 
 
-def store_checkpoint(
-    document: CheckpointDocument,
-    first: Sequence[UpdateMany] = (),
-    then: Sequence[UpdateOne | UpdateMany] = (),
-) -> Command:
+def store_checkpoint(document: CheckpointDocument, first: Sequence[UpdateMany] = ()) -> Command:
     """The one command that stores a checkpoint document: an upsert (`update_one`).
 
     `first`: updates of the checkpoints collection the write must not land without (the
-    thread's expiry stamp moved), sent before the upsert in the same command; `then`:
-    updates that must not happen unless it landed (`keep_last`'s marks), sent after it.
-    Either makes the command an ordered `bulk_write`, which stops at the first failure.
-    PyMongo sends one wire command per kind of request: an `UpdateMany` shares the
-    upsert's, a `DeleteMany` would cost a round trip of its own. A bulk write with an
-    `UpdateMany` is not a retryable write (PyMongo does not retry it after a network
-    error or a primary step-down); `UpdateOne`s keep it one.
+    thread's expiry stamp moved), sent before the upsert in the same command, an ordered
+    `bulk_write` that stops at the first failure. PyMongo sends one wire command per kind
+    of request: an `UpdateMany` shares the upsert's, a `DeleteMany` would cost a round
+    trip of its own.
     """
-    if not first and not then:
+    if not first:
         return upsert_command(Target.CHECKPOINTS, [(False, document)])
-    requests = [*first, _queries.upsert_request(document), *then]
+    requests = [*first, _queries.upsert_request(document)]
     return Command(Target.CHECKPOINTS, Method.BULK_WRITE, (requests,))
 
 
@@ -468,9 +523,8 @@ def put(
     document (the pieces of a value too large for one document) are yielded between
     `build_checkpoint` and `store_checkpoint` (`_chunks`); updates that must ride with
     the document in its one command (moving the thread's stamp) go in
-    `store_checkpoint(..., first=...)` (`_stamped_write`), and those that must follow it
-    in `then=` (with `keep_last`, the marks of the checkpoints that leave the window:
-    see `_retention`). The trim it queues is the saver's to send, in the background
+    `store_checkpoint(..., first=...)` (`_stamped_write`). With `keep_last`, the saver
+    then sends the trim the run's first reads called for, in the background
     (`trim_after_put`).
     """
     new = new_checkpoint(ref_from_config(config), checkpoint, metadata, config, new_versions)
@@ -489,42 +543,13 @@ def put(
             yield upsert_command(
                 Target.WRITES, [(False, chunk) for chunk in built.chunks], ordered=True
             )
-        keep_last = storage.keep_last
-        if keep_last is None:
-            send = partial(store_checkpoint, built.document)
-            yield from _stamped_write(expiry, write, Target.CHECKPOINTS, send)
-        else:
-            yield from _stored_in_window(keep_last, built.document, expiry, write)
+        send = partial(store_checkpoint, built.document)
+        yield from _stamped_write(expiry, write, Target.CHECKPOINTS, send)
     finally:
         if write is not None:
             write.end()
     storage.recent.remember(new.key, built.values)
     return new.ref.config()
-
-
-def _stored_in_window(
-    keep_last: KeepLast,
-    document: CheckpointDocument,
-    expiry: ThreadExpiry | None,
-    write: StampedWrite | None,
-) -> Plan[None]:
-    """`put`'s command with `keep_last`: the checkpoints that leave the window are marked
-    in it, after the upsert (see `_retention`)."""
-    marks = keep_last.marks(document)
-    then: list[UpdateOne | UpdateMany] = []
-    if marks is not None:
-        then += [UpdateOne(*_queries.marked(key)) for key in marks.leaving]
-        if marks.unknown_below is not None:
-            below = _queries.marked_below(marks.thread_id, marks.checkpoint_ns, marks.unknown_below)
-            then.append(UpdateMany(*below))
-    send = partial(store_checkpoint, document, then=then)
-    thread_id = document[Field.THREAD_ID]
-    try:
-        yield from _stamped_write(expiry, write, Target.CHECKPOINTS, send)
-    except BaseException:
-        keep_last.failed(thread_id, document[Field.ID][Field.CHECKPOINT_NS])
-        raise
-    keep_last.stored(marks)
 
 
 def put_writes(
@@ -556,32 +581,39 @@ def put_writes(
 
 
 def trim_after_put(storage: Storage, stored: RunnableConfig) -> Plan[None] | None:
-    """With `keep_last`: the trim queued for the thread of the checkpoint `put` just
-    `stored`, as a plan of its own that the saver runs in the background, after the
-    write was acknowledged and without making LangGraph wait for it (`None`: nothing
-    to trim). A trim that fails is queued again, for the thread's next `put`."""
+    """With `keep_last`: after the `put` of `stored`, the trim its namespace needs, as a
+    plan of its own that the saver runs in the background without making LangGraph wait
+    for it (`None`: nothing to trim).
+
+    The run's first reads decided (`get_tuple` counts the namespace in its own
+    aggregation, `delta_history` judges from the lineage it reads), and the first `put`
+    of the run sends the trim, so that a read alone never deletes. The trim is
+    `prune(keep_last=N)` of the namespace as its run found it: the `keep_last` newest up
+    to the newest the run read, every newer one (the run's own), the checkpoints the run
+    read, and the ancestors they all rebuild a `DeltaChannel` from stay. Nothing is
+    remembered across runs: a trim that failed or never ran (a saver dropped, a process
+    killed) is decided again by the namespace's next run.
+    """
     keep_last = storage.keep_last
     if keep_last is None:
         return None
-    trim = keep_last.take(stored["configurable"]["thread_id"])
-    return _trim(keep_last, trim) if trim else None
+    ref = ref_from_config(stored)
+    start = storage.run_starts.take(ref.thread_id, ref.checkpoint_ns)
+    if start is None or start.over is False:
+        return None
+    return _trim(keep_last, CheckpointRef(ref.thread_id, ref.checkpoint_ns, None), start)
 
 
-def _trim(keep_last: KeepLast, trim: Trim) -> Plan[None]:
-    """Delete the thread's marked checkpoints the trim names (and with `find`, every
-    marked one of the thread), with their writes."""
-    try:
-        keys = trim.keys
-        if trim.find:
-            found = yield Command(
-                Target.CHECKPOINTS, Method.FIND, _queries.marked_of_thread(trim.thread_id)
-            )
-            known = {key_fields(key) for key in keys}
-            keys = [*keys, *(d[Field.ID] for d in found if key_fields(d[Field.ID]) not in known)]
-        yield from _delete_marked(keys)
-    except BaseException:
-        keep_last.give_back(trim)
-        raise
+def _trim(keep_last: int, namespace: CheckpointRef, start: RunStart) -> Plan[None]:
+    if start.over is None:  # no count came with the read (`targeted_joins=False`)
+        bound = count_bound(keep_last)
+        pipeline = _queries.namespace_count(namespace, bound)
+        counted = yield Command(Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,))
+        if not counted or counted[0][Field.COUNT] < bound:
+            return
+    lineage = yield _find_lineage(_queries.lineage_of(namespace))
+    doomed = _delta.prunable(lineage, keep_last, boundary=max(start.read), protect=start.read)
+    yield from _delete_checkpoints(doomed, checkpoints_first=True)
 
 
 # A joined read too large to return, by the code the server refuses it with:
@@ -639,23 +671,25 @@ def _read_joined(
 
 def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
     ref = ref_from_config(config)
-    pipeline = _queries.get_tuple_pipeline(ref, storage.join, storage.window)
+    pipeline = _queries.get_tuple_pipeline(ref, storage.join, storage.count)
     docs: list[JoinedCheckpoint] = yield from _read_joined(pipeline)
-    keep_last = storage.keep_last
     if not docs:
         if ref.checkpoint_id is not None:
             _warn_not_stored(ref)
-        elif keep_last is not None and storage.window is not None:
-            keep_last.window(ref.thread_id, ref.checkpoint_ns, [])  # a new namespace
         return None
-    window = docs[0].pop(Field.WINDOW, None)
+    stored = docs[0].pop(Field.STORED, None)
     yield from _chunks.resolve(docs)
     found = checkpoint_tuple(storage.codec, docs[0])
-    if keep_last is not None:
-        if window is None:  # no window read, or read apart: the checkpoint alone
-            keep_last.saw(docs)
-        else:
-            keep_last.window(ref.thread_id, ref.checkpoint_ns, window, docs)
+    if storage.keep_last is not None:
+        over: bool | None = None
+        if storage.count is not None:
+            # A `DeltaChannel` checkpoint's namespace holds ancestors it needs beyond
+            # any count: the run's `delta_history` judges it from the lineage.
+            replays = _delta.replayed_channels(docs[0])  # type: ignore[arg-type]
+            count = stored[0][Field.COUNT] if stored else 0
+            over = not replays and count >= storage.count.bound
+        key = docs[0][Field.ID]
+        storage.run_starts.read(ref.thread_id, ref.checkpoint_ns, key[Field.CHECKPOINT_ID], over)
     # A graph's next `put` names this checkpoint as its parent: keep its stored values.
     versions = found.checkpoint.get("channel_versions", {})
     storage.recent.remember(
@@ -872,12 +906,12 @@ def delta_history(
     for _ in range(DELTA_READ_ATTEMPTS):
         lineage_docs: list[LineageDocument] = yield _find_lineage(_queries.lineage_of(ref))
         lineage = {doc[Field.ID][Field.CHECKPOINT_ID]: doc for doc in lineage_docs}
-        if storage.keep_last is not None:
-            storage.keep_last.saw(lineage_docs)
         target_id = (
             ref.checkpoint_id if ref.checkpoint_id is not None else next(iter(lineage), None)
         )
         found = _delta.walk(lineage, target_id, wanted)
+        if found.missing is not None:
+            continue  # an ancestor deleted while the read ran: a short chain is wrong
         docs: list[HistoryDocument] = []
         if found.chain:
             seeds = found.seed_at.values()
@@ -885,6 +919,8 @@ def delta_history(
             docs = yield from _read_joined(pipeline, _queries.HISTORY_OPTIONS, wanted)
             yield from _chunks.resolve(docs)
         if {doc[Field.ID][Field.CHECKPOINT_ID] for doc in docs} == set(found.chain):
+            if storage.keep_last is not None and target_id in lineage:
+                _judge_lineage(storage, ref, target_id, lineage_docs)
             return _delta.assemble(storage.codec, found, docs, wanted)
     raise ThreadChangedError(
         f"get_delta_channel_history: {namespace_label(ref.thread_id, ref.checkpoint_ns)} lost "
@@ -892,6 +928,24 @@ def delta_history(
         f"of the chain it was reading, {DELTA_READ_ATTEMPTS} times in a row (a concurrent "
         "delete or prune); try again"
     )
+
+
+def _judge_lineage(
+    storage: Storage, ref: CheckpointRef, target_id: str, lineage: list[LineageDocument]
+) -> None:
+    """With `keep_last`, for the run that reads the `DeltaChannel` history of the
+    checkpoint it starts from: whether its namespace needs a trim, from the whole
+    lineage just read (more than `slack` to delete, as the trim would see it)."""
+    keep_last = storage.keep_last
+    assert keep_last is not None
+
+    def over(start: RunStart) -> bool | None:
+        if target_id not in start.read:  # a read of history, not of a run's start
+            return None
+        doomed = _delta.prunable(lineage, keep_last, boundary=max(start.read), protect=start.read)
+        return len(doomed) > slack(keep_last)
+
+    storage.run_starts.judged(ref.thread_id, ref.checkpoint_ns, over)
 
 
 def delete_thread(storage: Storage, thread_id: str) -> Plan[None]:
@@ -905,7 +959,9 @@ def delete_thread(storage: Storage, thread_id: str) -> Plan[None]:
 
 def delete_for_runs(storage: Storage, run_ids: Sequence[str]) -> Plan[None]:
     """Delete the runs' checkpoints and writes, except ancestors that a surviving
-    checkpoint of the thread still rebuilds its `DeltaChannel`s from."""
+    checkpoint of the thread still rebuilds its `DeltaChannel`s from. A `keep_last`
+    trim keeps the newest checkpoint a run started on, so rolling that run back leaves
+    the thread's latest as it was before the run."""
     runs = str_list(run_ids, "run_ids")
     if not runs:
         return
@@ -920,58 +976,34 @@ def delete_for_runs(storage: Storage, run_ids: Sequence[str]) -> Plan[None]:
     threads = sorted({key[Field.THREAD_ID] for key in doomed})
     lineage: list[LineageDocument] = yield _find_lineage(_queries.of_threads(threads))
     storage.forget_threads(threads)
-    deleted = _delta.deletable(lineage, doomed)
-    # Checkpoints `keep_last` marked that the deleted ones held out of the window come
-    # back first: a rollback leaves the thread as it was before the run, and running the
-    # call again after a failure in between finds the same checkpoints to delete.
-    keep = storage.keep_last.keep_last if storage.keep_last is not None else None
-    back = window_after_delete(lineage, deleted, keep)
-    if back:
-        yield Command(Target.CHECKPOINTS, Method.UPDATE_MANY, _queries.unmarked(back))
-    yield from _delete_checkpoints(deleted)
+    yield from _delete_checkpoints(_delta.deletable(lineage, doomed))
 
 
 # Keys per delete command: some 1 MiB of filter, far below the 16 MiB command limit.
 DELETE_BATCH = 10_000
 
 
-def _delete_checkpoints(keys: Sequence[CheckpointKey]) -> Plan[None]:
+def _delete_checkpoints(
+    keys: Sequence[CheckpointKey], *, checkpoints_first: bool = False
+) -> Plan[None]:
     """Delete these checkpoints (`_id`s) and their writes, a batch of keys per command.
 
     Per batch the writes go first. A failure in between leaves checkpoints that are
     still doomed, which running the operation again finds and deletes, with whatever
     writes they still have: a retry finishes the job. (The other order would leave
     writes that no checkpoint joins and that a retry, reading the checkpoints that
-    remain, could no longer find.)
+    remain, could no longer find.) A `keep_last` trim, which runs while readers may
+    read the checkpoints it deletes, takes the checkpoints first: a reader then finds
+    a checkpoint with its writes or not at all.
     """
     for start in range(0, len(keys), DELETE_BATCH):
         batch = list(keys[start : start + DELETE_BATCH])
-        yield Command(Target.WRITES, Method.DELETE_MANY, (_queries.writes_of(batch),))
-        yield Command(Target.CHECKPOINTS, Method.DELETE_MANY, (_queries.checkpoints_of(batch),))
-
-
-def _delete_marked(keys: Sequence[CheckpointKey]) -> Plan[None]:
-    """A `keep_last` trim: delete these checkpoints if they are still marked, then the
-    writes of those that are gone, a batch of keys per command.
-
-    Checkpoints first, each only if marked: one brought back into the window meanwhile
-    (a rollback, or stored again) stays, and keeps its writes. When the delete did not
-    take every key (such a one, or a checkpoint already gone: a retry), a `find` tells
-    which are still there. A failure before the writes go leaves writes no checkpoint
-    joins, invisible, which the trim, queued again, deletes.
-    """
-    for start in range(0, len(keys), DELETE_BATCH):
-        batch = list(keys[start : start + DELETE_BATCH])
-        deleted = yield Command(
-            Target.CHECKPOINTS, Method.DELETE_MANY, (_queries.marked_of(batch),)
-        )
-        gone = batch
-        if deleted.deleted_count != len(batch):
-            left = yield Command(Target.CHECKPOINTS, Method.FIND, _queries.keys_of(batch))
-            stayed = {key_fields(doc[Field.ID]) for doc in left}
-            gone = [key for key in batch if key_fields(key) not in stayed]
-        if gone:
-            yield Command(Target.WRITES, Method.DELETE_MANY, (_queries.writes_of(gone),))
+        first = Command(Target.WRITES, Method.DELETE_MANY, (_queries.writes_of(batch),))
+        then = Command(Target.CHECKPOINTS, Method.DELETE_MANY, (_queries.checkpoints_of(batch),))
+        if checkpoints_first:
+            first, then = then, first
+        yield first
+        yield then
 
 
 def _run_id(codec: Codec, doc: MetadataDocument) -> str | None:
@@ -986,7 +1018,7 @@ def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) 
     source = require_str(source_thread_id, "source_thread_id")
     target = require_str(target_thread_id, "target_thread_id")
     checkpoints: list[CheckpointDocument] = yield Command(
-        Target.CHECKPOINTS, Method.FIND, (_queries.visible_of_thread(source),)
+        Target.CHECKPOINTS, Method.FIND, (_queries.of_thread(source),)
     )
     if not checkpoints:
         return
@@ -1116,9 +1148,8 @@ def store_documents(target: Target, docs: Sequence[Mapping[str, Any]]) -> Plan[N
 
 
 def thread_document_counts(thread_id: str) -> Plan[tuple[int, int]]:
-    """How many checkpoint and pending-write documents the thread has (chunks aside;
-    checkpoints `keep_last` marked are gone: their writes are not counted out)."""
-    query = _queries.visible_of_thread(thread_id)
+    """How many checkpoint and pending-write documents the thread has (chunks aside)."""
+    query = _queries.of_thread(thread_id)
     checkpoints = yield Command(Target.CHECKPOINTS, Method.COUNT_DOCUMENTS, (query,))
     writes_query = {**_queries.of_thread(thread_id), _queries.CHUNK_ID: {"$exists": False}}
     writes = yield Command(Target.WRITES, Method.COUNT_DOCUMENTS, (writes_query,))
@@ -1128,9 +1159,8 @@ def thread_document_counts(thread_id: str) -> Plan[tuple[int, int]]:
 def stored_documents(keys: list[CheckpointKey]) -> Plan[tuple[list[Any], list[Any]]]:
     """The documents of these checkpoints, as stored but with every chunked value whole
     (see `_chunks`), and every write stored for them (also writes whose checkpoint is not
-    there: an interrupted copy leaves those). A checkpoint `keep_last` marked is not
-    there: reads leave it out."""
-    query = {**_queries.checkpoints_of(keys), **_queries.NOT_TRIMMED}
+    there: an interrupted copy leaves those)."""
+    query = _queries.checkpoints_of(keys)
     checkpoints = yield Command(Target.CHECKPOINTS, Method.FIND, (query,))
     writes = yield Command(Target.WRITES, Method.FIND, (_queries.writes_of(keys),))
     writes = yield from _chunks.resolve_documents(checkpoints, writes)
@@ -1146,6 +1176,6 @@ def refuse_foreign_documents(thread_id: str) -> Plan[None]:
 
 
 def checkpoint_keys_of_thread(thread_id: str) -> Plan[list[CheckpointKey]]:
-    """The keys of the thread's checkpoints that reads return (not `keep_last`-marked)."""
+    """The keys of the thread's checkpoints."""
     docs = yield Command(Target.CHECKPOINTS, Method.FIND, _queries.keys_of_thread(thread_id))
     return [doc[Field.ID] for doc in docs]

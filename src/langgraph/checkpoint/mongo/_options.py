@@ -27,6 +27,8 @@ MAX_DB_NAME_BYTES = 63
 DB_NAME_FORBIDDEN = '/\\. "$\x00'
 # Types a strict serializer rebuilds: (module, class name) pairs.
 AllowedTypes = tuple[tuple[str, str], ...]
+# The largest int a server takes in a command (a BSON int64): `keep_last` ends up in one.
+MAX_INT64 = 2**63 - 1
 # How environment variables spell a bool.
 _BOOLEANS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
@@ -98,7 +100,9 @@ def cache_max_bytes(value: Any, option: str = "cache_max_bytes") -> int:
 
 
 def prune_keep_last(value: Any, option: str = "keep_last") -> int | None:
-    """`prune(keep_last=...)`: checkpoints to keep per namespace, 0 or more, or `None`.
+    """`prune(keep_last=...)`: checkpoints to keep per namespace, from 0 to 2**63 - 1,
+    or `None`; every other `keep_last` (the saver's, `MONGODB_KEEP_LAST`, the CLI's
+    `--keep-last`) is checked here too.
 
     A bool is refused although it is an int: `keep_last=True` is a mistake, not 1.
     """
@@ -110,6 +114,8 @@ def prune_keep_last(value: Any, option: str = "keep_last") -> int | None:
         raise OptionValueError(
             option, f"must be 0 or more (the checkpoints kept per namespace), got {value}"
         )
+    if value > MAX_INT64:
+        raise OptionValueError(option, f"must be at most 2**63 - 1 (a BSON int64), got {value}")
     return value
 
 

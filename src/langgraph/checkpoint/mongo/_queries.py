@@ -25,9 +25,8 @@ from langgraph.checkpoint.mongo._schema import CheckpointKey, ChunkKey, Field, J
 # Writes.
 
 
-# Checkpoint fields stored only where they are needed (see `_documents`), and the mark of
-# a checkpoint out of its `keep_last` window: a checkpoint stored again is in it again.
-_OPTIONAL_CHECKPOINT_FIELDS = (Field.SERIALIZED_METADATA, Field.REPLAYED_CHANNELS, Field.TRIMMED)
+# Checkpoint fields stored only where they are needed (see `_documents`).
+_OPTIONAL_CHECKPOINT_FIELDS = (Field.SERIALIZED_METADATA, Field.REPLAYED_CHANNELS)
 
 
 def upsert(
@@ -93,59 +92,9 @@ def checkpoints_of(keys: list[CheckpointKey]) -> dict[str, Any]:
     return {**_threads_of(keys), Field.ID: {"$in": keys}}
 
 
-def visible_of_thread(thread_id: str) -> dict[str, Any]:
-    """A thread's checkpoints that reads return (not `trimmed`)."""
-    return {Field.THREAD_ID: thread_id, **NOT_TRIMMED}
-
-
-# What every read of checkpoints matches: a checkpoint out of its namespace's `keep_last`
-# window is gone for reads, though a background trim deletes it later (see `_retention`).
-NOT_TRIMMED: Mapping[str, Any] = {Field.TRIMMED: {"$exists": False}}
-
-
-def marked(key: CheckpointKey) -> tuple[dict[str, Any], dict[str, Any]]:
-    """`update_one` filter and update: mark one checkpoint `trimmed` (see `_retention`)."""
-    return {Field.THREAD_ID: key[Field.THREAD_ID], Field.ID: key}, _MARK
-
-
-def marked_below(thread_id: str, checkpoint_ns: str, below: str) -> tuple[dict[str, Any], Any]:
-    """`update_many` filter and update: mark a namespace's checkpoints with ids below
-    `below` `trimmed` (those not marked yet; by the checkpoints' index)."""
-    return {
-        Field.THREAD_ID: thread_id,
-        Field.ID_CHECKPOINT_NS: checkpoint_ns,
-        Field.ID_CHECKPOINT_ID: {"$lt": below},
-        **NOT_TRIMMED,
-    }, _MARK
-
-
-_MARK = {"$set": {Field.TRIMMED: True}}
-
-
-def unmarked(keys: list[CheckpointKey]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """`update_many` filter and update: bring these checkpoints back into the window."""
-    return checkpoints_of(keys), {"$unset": {Field.TRIMMED: ""}}
-
-
-def marked_of_thread(thread_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """`find` filter and projection: the keys of a thread's marked checkpoints."""
-    return {Field.THREAD_ID: thread_id, Field.TRIMMED: True}, {Field.ID: 1}
-
-
-def keys_of(keys: list[CheckpointKey]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """`find` filter and projection: which of these checkpoints are stored."""
-    return checkpoints_of(keys), {Field.ID: 1}
-
-
-def marked_of(keys: list[CheckpointKey]) -> dict[str, Any]:
-    """These checkpoints, if they are marked (a trim never deletes one that reads see)."""
-    return {**checkpoints_of(keys), Field.TRIMMED: True}
-
-
 def keys_of_thread(thread_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """`find` filter and projection: the keys of a thread's checkpoints that reads
-    return."""
-    return visible_of_thread(thread_id), {Field.ID: 1}
+    """`find` filter and projection: the keys of a thread's checkpoints."""
+    return of_thread(thread_id), {Field.ID: 1}
 
 
 def channel_values_of(key: CheckpointKey) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -263,50 +212,47 @@ class WritesJoin:
 
 
 @dataclass(frozen=True, slots=True)
-class WindowRead:
-    """With the saver's `keep_last`: `get_tuple` also returns the lineage of the `size`
-    (`keep_last + 1`) newest checkpoints of the namespace that reads see (`Field.WINDOW`),
-    so the first `put` of a process knows which checkpoint leaves the window, and whether
-    older ones wait to be marked (see `_retention`). One more `$lookup` in the same
-    aggregation, of the checkpoints collection (`collection`) into itself, in MongoDB
-    5.0's concise correlated form (`targeted_joins`), so no round trip more."""
+class NamespaceCount:
+    """With the saver's `keep_last`: `get_tuple` also returns how many checkpoints the
+    namespace holds, counted up to `bound` (`Field.STORED`), so that the run it starts
+    knows from the server whether the namespace needs a trim (see
+    `_operations.trim_after_put`). One more `$lookup` in the same aggregation, of the
+    checkpoints collection (`collection`) into itself, in MongoDB 5.0's concise
+    correlated form (`targeted_joins`): no round trip more, and it reads the
+    `thread_ns_checkpoint` index only (every field it needs is in the index)."""
 
     collection: str
-    size: int
+    bound: int
 
     def stage(self, ref: CheckpointRef) -> dict[str, Any]:
-        # The thread again, as the writes join names it: one shard of a sharded collection.
-        newest = {
-            Field.THREAD_ID: ref.thread_id,
-            Field.ID_CHECKPOINT_NS: ref.checkpoint_ns,
-            **NOT_TRIMMED,
-        }
         return {
             "$lookup": {
                 "from": self.collection,
                 "localField": Field.THREAD_ID,
                 "foreignField": Field.THREAD_ID,
-                "pipeline": [
-                    {"$match": newest},
-                    {"$sort": {Field.ID_CHECKPOINT_ID: DESCENDING}},
-                    {"$limit": self.size},
-                    {"$project": LINEAGE_PROJECTION},
-                ],
-                "as": Field.WINDOW,
+                "pipeline": namespace_count(ref, self.bound),
+                "as": Field.STORED,
             }
         }
 
 
+def namespace_count(ref: CheckpointRef, bound: int) -> list[dict[str, Any]]:
+    """How many checkpoints `ref`'s namespace holds, up to `bound`: one `{count: n}`, or
+    nothing for an empty namespace (in the index's order, so the server counts keys)."""
+    return [
+        {"$match": lineage_of(ref)},
+        {"$sort": {Field.ID_CHECKPOINT_ID: DESCENDING}},
+        {"$limit": bound},
+        {"$count": Field.COUNT},
+    ]
+
+
 def get_tuple_pipeline(
-    ref: CheckpointRef, join: WritesJoin, window: WindowRead | None = None
+    ref: CheckpointRef, join: WritesJoin, count: NamespaceCount | None = None
 ) -> list[dict[str, Any]]:
     """The checkpoint `ref` names, or the newest of its thread and namespace; with
-    `window`, and the lineage of the namespace's newest checkpoints."""
-    match: dict[str, Any] = {
-        Field.THREAD_ID: ref.thread_id,
-        Field.ID_CHECKPOINT_NS: ref.checkpoint_ns,
-        **NOT_TRIMMED,
-    }
+    `count`, and how many checkpoints the namespace holds (up to its bound)."""
+    match = lineage_of(ref)
     if ref.checkpoint_id is not None:
         match[Field.ID_CHECKPOINT_ID] = ref.checkpoint_id
     pipeline: list[dict[str, Any]] = [
@@ -315,8 +261,8 @@ def get_tuple_pipeline(
         {"$limit": 1},
         {"$project": _READ_PROJECTION},
     ]
-    if window is not None:
-        pipeline.append(window.stage(ref))
+    if count is not None:
+        pipeline.append(count.stage(ref))
     pipeline.append(join.stage(ref.thread_id))
     return pipeline
 
@@ -334,7 +280,7 @@ def list_pipeline(
     """Checkpoints newest first across threads and namespaces, as `PostgresSaver` orders
     them. `metadata_conditions` (see `_metadata`) are on `metadata.<key>` paths, so an
     index a user creates on one serves them."""
-    match: dict[str, Any] = {**metadata_conditions, **NOT_TRIMMED}
+    match: dict[str, Any] = dict(metadata_conditions)
     if thread_id is not None:
         match[Field.THREAD_ID] = thread_id
     if checkpoint_ns is not None:
@@ -449,9 +395,8 @@ _MAX_BATCH_SIZE = 2**31 - 1
 
 
 def checkpoint_counts_pipeline(thread_ids: Sequence[str]) -> list[dict[str, Any]]:
-    """How many checkpoints each of these threads stores, per namespace (`CountDocument`):
-    from the `thread_ns_checkpoint` index alone, so those `keep_last` marked and a trim has
-    not deleted yet are counted too (leaving them out would read every document)."""
+    """How many checkpoints each of these threads stores, per namespace (`CountDocument`),
+    from the `thread_ns_checkpoint` index alone."""
     return [
         {"$match": of_threads(thread_ids)},
         {
@@ -476,8 +421,6 @@ LINEAGE_PROJECTION = {
     Field.REPLAYED_CHANNELS: 1,
     # Where `replayed_channels` is left out, the channels are these counters' keys.
     f"{Field.METADATA}.{DELTA_COUNTERS}": 1,
-    # `prune` deletes what `keep_last` trimmed, however many checkpoints it keeps.
-    Field.TRIMMED: 1,
 }
 # Lineage documents are small (ids and channel names); one large batch keeps a lineage
 # read to one round trip up to the 16 MiB reply limit (some 50,000 checkpoints).

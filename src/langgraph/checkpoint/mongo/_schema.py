@@ -38,10 +38,6 @@ class Field:
     SERIALIZED_METADATA: Final = "serialized_metadata"
     # The whole-thread TTL stamp (see `_ttl`), on both kinds of document.
     TOUCHED_AT: Final = "thread_touched_at"
-    # `true` on a checkpoint that the saver's `keep_last` took out of its namespace's
-    # window: every read leaves it out, and a background trim deletes it (see
-    # `_retention`).
-    TRIMMED: Final = "trimmed"
     # Write documents (and write keys).
     TASK_ID: Final = "task_id"
     TASK_PATH: Final = "task_path"
@@ -71,9 +67,10 @@ class Field:
     JOINED_WRITES: Final = "pending_writes"
     # Not stored: the field a count of documents comes back in.
     COUNT: Final = "count"
-    # Not stored: the lineage of a namespace's newest checkpoints, which `get_tuple`
-    # returns beside the checkpoint for the saver's `keep_last` (see `_retention`).
-    WINDOW: Final = "window"
+    # Not stored: how many checkpoints the namespace holds, up to a bound, which
+    # `get_tuple` returns beside the checkpoint for the saver's `keep_last` (see
+    # `_queries.NamespaceCount`).
+    STORED: Final = "stored"
 
 
 # Optional fields are declared in `total=False` bases (`NotRequired` needs Python 3.11).
@@ -199,12 +196,13 @@ class Joined(TypedDict):
     pending_writes: list[WriteDocument]
 
 
-class _Window(TypedDict, total=False):
-    # `get_tuple`'s, with `keep_last` (see `_queries.WindowRead`).
-    window: list[LineageDocument]
+class _Stored(TypedDict, total=False):
+    # `get_tuple`'s, with `keep_last` (see `_queries.NamespaceCount`): one `{count: n}`,
+    # or none for an empty namespace.
+    stored: list[dict[str, int]]
 
 
-class JoinedCheckpoint(_CheckpointRead, Joined, _Window):
+class JoinedCheckpoint(_CheckpointRead, Joined, _Stored):
     """A checkpoint as `get_tuple` and `list` read it: with its pending writes."""
 
 
@@ -226,11 +224,7 @@ class _Counters(TypedDict, total=False):
     metadata: Any
 
 
-class _Trimmed(TypedDict, total=False):
-    trimmed: bool
-
-
-class LineageDocument(_ReplayedChannels, _Counters, _Trimmed):
+class LineageDocument(_ReplayedChannels, _Counters):
     """The few fields of a checkpoint that the delta-history walk reads for every
     checkpoint of a namespace."""
 

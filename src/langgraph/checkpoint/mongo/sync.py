@@ -396,7 +396,8 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
                 than the thread deletes nothing.
 
         Raises:
-            ValueError: `strategy` is not one of these, or `keep_last` is negative.
+            ValueError: `strategy` is not one of these, or `keep_last` is negative or
+                over 2**63 - 1.
             TypeError: `thread_ids` is not a sequence of str, or `keep_last` not an int.
             pymongo.errors.PyMongoError: the server or the network failed.
         """
