@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any, TextIO
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.types import INTERRUPT
 from pymongo.collection import Collection
@@ -454,23 +455,17 @@ def _thread_json(info: ThreadInfo, checkpoints: int) -> str:
 def _show(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     thread_id: str = args.thread_id
     latest = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
-    stored = sum(_counts(saver, [thread_id]).get(thread_id, {}).values())
-    if latest is None and not stored:
+    # Every stored checkpoint is one reads see: counted from the index, every namespace.
+    namespaces = _counts(saver, [thread_id]).get(thread_id, {})
+    if latest is None and not namespaces:
         print(f"error: no thread {thread_id!r} in {_where(saver, args)}", file=err)
         return 1
-    # Counted as reads see them (`list`, every namespace), newest first.
-    namespaces: dict[str, int] = {}
-    history: list[CheckpointTuple] = []
-    for item in saver.list({"configurable": {"thread_id": thread_id}}):
-        ns = item.config["configurable"]["checkpoint_ns"]
-        namespaces[ns] = namespaces.get(ns, 0) + 1
-        if len(history) < args.history:
-            history.append(item)
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+    history = list(saver.list(config, limit=args.history))
     shown = {
         "thread_id": thread_id,
         "checkpoints": sum(namespaces.values()),
         "namespaces": namespaces,
-        "stored": stored,
         "latest": None if latest is None else _checkpoint_json(latest, channels=True),
         "interrupts": _interrupts(latest),
         "history": [_checkpoint_json(item, channels=False) for item in history],
@@ -527,17 +522,11 @@ def _print_show(shown: dict[str, Any], out: TextIO) -> None:
     namespaces: dict[str, int] = shown["namespaces"]
     total: int = shown["checkpoints"]
     subgraphs = len(namespaces) - ("" in namespaces)
-    waiting = shown["stored"] - total
     print(
         f"thread {shown['thread_id']!r}: {total} checkpoints"
         + (
             f" ({namespaces.get('', 0)} root, the rest in {subgraphs} subgraph namespace(s))"
             if subgraphs
-            else ""
-        )
-        + (
-            f"; {waiting} more stored that reads no longer show, waiting to be trimmed"
-            if waiting > 0
             else ""
         ),
         file=out,
