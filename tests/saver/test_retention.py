@@ -521,6 +521,55 @@ async def test_a_rollback_after_a_restart_leaves_the_latest_from_before_the_run(
             assert (state.values, state.next) == (want.values, want.next)
 
 
+async def test_a_read_of_the_thread_during_a_run_never_moves_what_the_trim_keeps(
+    backend: Backend,
+) -> None:
+    """A node (or a UI in the same process) reads the thread while the run writes it: the
+    read returns a checkpoint of the run itself, which is no start of a run, so the
+    trim after the run's next `put` still keeps the latest from before the run, and
+    `delete_for_runs` of the run leaves it the latest, as `InMemorySaver` is left."""
+    thread = new_thread()
+    memory = InMemorySaver()
+
+    def run(run_id: str) -> dict[str, Any]:
+        return {"configurable": {"thread_id": thread}, "metadata": {"run_id": run_id}}
+
+    async with backend.saver(keep_last=KEEP) as saver:
+        polled: list[Any] = []
+
+        def polling(builder: Any) -> Any:
+            def poll(state: Any) -> dict[str, Any]:
+                polled.append(saver.get_tuple(config(thread)))  # a sync read, any saver
+                return {"log": ["poll"]}
+
+            builder.add_node("poll", poll)
+            builder.add_edge("f", "poll")
+            return builder
+
+        short = linear_graph(*"abcdef")
+        for run_id in ["r0", "r1", "r2"]:
+            await Driver(short.compile(saver), backend.is_sync).invoke(
+                {"log": [run_id]}, run(run_id)
+            )
+            await Driver(short.compile(memory), False).invoke({"log": [run_id]}, run(run_id))
+        await settle(saver)
+        want = await Driver(short.compile(memory), False).state(config(thread))
+        before = await stored(saver, thread)
+        long = polling(linear_graph(*"abcdefghijk"))
+        graph = Driver(long.compile(saver), backend.is_sync)
+        await graph.invoke({"log": ["r3"]}, run("r3"))
+        await settle(saver)
+        assert polled
+        assert all(t.metadata["run_id"] == "r3" for t in polled)
+        during = await stored(saver, thread)
+        assert before[0] in during
+        assert len(during) <= KEEP + ops.slack(KEEP) + 14  # one run: 13 checkpoints and poll's
+        await either(saver).delete_for_runs(["r3"])
+        assert (await stored(saver, thread))[0] == before[0]
+        state = await graph.state(config(thread))
+        assert (state.values, state.next) == (want.values, want.next)
+
+
 async def test_a_saver_dropped_before_its_trim_ran_is_made_good_by_the_next_run(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -806,5 +855,5 @@ def test_what_a_saver_remembers_of_run_starts_stays_bounded(
     monkeypatch.setattr(ops, "_RUN_STARTS", 10)
     starts = ops.RunStarts()
     for n in range(100):
-        starts.read(f"thread-{n}", "", "c", True)
+        starts.read(f"thread-{n}", "", ops.ReadCheckpoint("c", None), True)
     assert len(starts._starts) <= 10

@@ -22,6 +22,7 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
     DeltaChannelHistory,
+    get_checkpoint_metadata,
 )
 from pymongo import IndexModel, UpdateMany
 from pymongo.errors import OperationFailure, WriteConcernError
@@ -143,14 +144,26 @@ def count_bound(keep_last: int) -> int:
     return min(keep_last + slack(keep_last) + 1, _options.MAX_INT64)
 
 
+class ReadCheckpoint(NamedTuple):
+    """A checkpoint `get_tuple` returned, and the run that wrote it (its metadata's
+    `run_id`, if any)."""
+
+    checkpoint_id: str
+    run_id: str | None
+
+
 class RunStart(NamedTuple):
     """What the reads at the start of a run found of a namespace: the last two
     checkpoints they returned (LangGraph reads the one a run goes on from and, when that
     is not the latest, the latest too), and whether the namespace holds more than
     `keep_last` + `slack` (`None`: not counted; the trim counts first)."""
 
-    read: tuple[str, ...]
+    read: tuple[ReadCheckpoint, ...]
     over: bool | None
+
+    @property
+    def ids(self) -> list[str]:
+        return [checkpoint.checkpoint_id for checkpoint in self.read]
 
 
 # Namespaces a saver remembers a run start of until their next `put`; a saver that only
@@ -166,16 +179,16 @@ class RunStarts:
         self._starts: dict[tuple[str, str], RunStart] = {}
         self._lock = threading.Lock()
 
-    def read(self, thread_id: str, ns: str, checkpoint_id: str, over: bool | None) -> None:
+    def read(self, thread_id: str, ns: str, checkpoint: ReadCheckpoint, over: bool | None) -> None:
         """`get_tuple` returned this checkpoint; `over` as `RunStart`'s."""
         with self._lock:
             if len(self._starts) >= _RUN_STARTS:
                 self._starts.clear()
             known = self._starts.get((thread_id, ns))
-            read: tuple[str, ...] = (checkpoint_id,)
+            read: tuple[ReadCheckpoint, ...] = (checkpoint,)
             if known is not None:
                 over = True if known.over else over
-                read = (*(c for c in known.read if c != checkpoint_id), checkpoint_id)[-2:]
+                read = (*(c for c in known.read if c != checkpoint), checkpoint)[-2:]
             self._starts[thread_id, ns] = RunStart(read, over)
 
     def judged(self, thread_id: str, ns: str, over: Callable[[RunStart], bool | None]) -> None:
@@ -580,10 +593,12 @@ def put_writes(
             write.end()
 
 
-def trim_after_put(storage: Storage, stored: RunnableConfig) -> Plan[None] | None:
-    """With `keep_last`: after the `put` of `stored`, the trim its namespace needs, as a
-    plan of its own that the saver runs in the background without making LangGraph wait
-    for it (`None`: nothing to trim).
+def trim_after_put(
+    storage: Storage, config: RunnableConfig, metadata: CheckpointMetadata, stored: RunnableConfig
+) -> Plan[None] | None:
+    """With `keep_last`: after the `put(config, ..., metadata)` of `stored`, the trim its
+    namespace needs, as a plan of its own that the saver runs in the background without
+    making LangGraph wait for it (`None`: nothing to trim).
 
     The run's first reads decided (`get_tuple` counts the namespace in its own
     aggregation, `delta_history` judges from the lineage it reads), and the first `put`
@@ -593,6 +608,12 @@ def trim_after_put(storage: Storage, stored: RunnableConfig) -> Plan[None] | Non
     read, and the ancestors they all rebuild a `DeltaChannel` from stay. Nothing is
     remembered across runs: a trim that failed or never ran (a saver dropped, a process
     killed) is decided again by the namespace's next run.
+
+    A read of a checkpoint the putting run wrote itself (`get_state` while it runs, a
+    UI polling the thread) is not where the run started: such reads set no boundary, so
+    the newest checkpoint before the run always stays, and rolling the run back
+    (`delete_for_runs`) leaves it the latest. Without such a read, nothing is trimmed
+    until the next run.
     """
     keep_last = storage.keep_last
     if keep_last is None:
@@ -601,18 +622,26 @@ def trim_after_put(storage: Storage, stored: RunnableConfig) -> Plan[None] | Non
     start = storage.run_starts.take(ref.thread_id, ref.checkpoint_ns)
     if start is None or start.over is False:
         return None
-    return _trim(keep_last, CheckpointRef(ref.thread_id, ref.checkpoint_ns, None), start)
+    run_id = get_checkpoint_metadata(config, metadata).get("run_id")
+    started_from = [c.checkpoint_id for c in start.read if run_id is None or c.run_id != run_id]
+    if not started_from:
+        return None
+    namespace = CheckpointRef(ref.thread_id, ref.checkpoint_ns, None)
+    return _trim(keep_last, namespace, started_from, counted=start.over is not None)
 
 
-def _trim(keep_last: int, namespace: CheckpointRef, start: RunStart) -> Plan[None]:
-    if start.over is None:  # no count came with the read (`targeted_joins=False`)
+def _trim(
+    keep_last: int, namespace: CheckpointRef, started_from: list[str], *, counted: bool
+) -> Plan[None]:
+    if not counted:  # no count came with the read (`targeted_joins=False`)
         bound = count_bound(keep_last)
         pipeline = _queries.namespace_count(namespace, bound)
-        counted = yield Command(Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,))
-        if not counted or counted[0][Field.COUNT] < bound:
+        found = yield Command(Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,))
+        if not found or found[0][Field.COUNT] < bound:
             return
     lineage = yield _find_lineage(_queries.lineage_of(namespace))
-    doomed = _delta.prunable(lineage, keep_last, boundary=max(start.read), protect=start.read)
+    boundary = max(started_from)
+    doomed = _delta.prunable(lineage, keep_last, boundary=boundary, protect=started_from)
     yield from _delete_checkpoints(doomed, checkpoints_first=True)
 
 
@@ -688,8 +717,11 @@ def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple 
             replays = _delta.replayed_channels(docs[0])  # type: ignore[arg-type]
             count = stored[0][Field.COUNT] if stored else 0
             over = not replays and count >= storage.count.bound
-        key = docs[0][Field.ID]
-        storage.run_starts.read(ref.thread_id, ref.checkpoint_ns, key[Field.CHECKPOINT_ID], over)
+        run_id = found.metadata.get("run_id")
+        read = ReadCheckpoint(
+            docs[0][Field.ID][Field.CHECKPOINT_ID], run_id if isinstance(run_id, str) else None
+        )
+        storage.run_starts.read(ref.thread_id, ref.checkpoint_ns, read, over)
     # A graph's next `put` names this checkpoint as its parent: keep its stored values.
     versions = found.checkpoint.get("channel_versions", {})
     storage.recent.remember(
@@ -940,9 +972,10 @@ def _judge_lineage(
     assert keep_last is not None
 
     def over(start: RunStart) -> bool | None:
-        if target_id not in start.read:  # a read of history, not of a run's start
+        ids = start.ids
+        if target_id not in ids:  # a read of history, not of a run's start
             return None
-        doomed = _delta.prunable(lineage, keep_last, boundary=max(start.read), protect=start.read)
+        doomed = _delta.prunable(lineage, keep_last, boundary=max(ids), protect=ids)
         return len(doomed) > slack(keep_last)
 
     storage.run_starts.judged(ref.thread_id, ref.checkpoint_ns, over)

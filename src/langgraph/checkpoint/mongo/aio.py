@@ -351,7 +351,7 @@ class AsyncMongoDBSaver(
         stored = await self._run(
             "put", ops.put(self.storage, config, checkpoint, metadata, new_versions)
         )
-        self._in_background("keep_last", ops.trim_after_put(self.storage, stored))
+        self._in_background("keep_last", ops.trim_after_put(self.storage, config, metadata, stored))
         return stored
 
     async def aput_writes(

@@ -293,7 +293,7 @@ class MongoDBSaver(MongoDBSaverBase[MongoClient[Any], AbstractContextManager["Mo
             pymongo.errors.PyMongoError: the server or the network failed.
         """
         stored = self._run("put", ops.put(self.storage, config, checkpoint, metadata, new_versions))
-        self._in_background("keep_last", ops.trim_after_put(self.storage, stored))
+        self._in_background("keep_last", ops.trim_after_put(self.storage, config, metadata, stored))
         return stored
 
     def put_writes(
