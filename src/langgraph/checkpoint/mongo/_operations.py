@@ -145,11 +145,13 @@ def count_bound(keep_last: int) -> int:
 
 
 class ReadCheckpoint(NamedTuple):
-    """A checkpoint `get_tuple` returned, and the run that wrote it (its metadata's
-    `run_id`, if any)."""
+    """A checkpoint `get_tuple` returned, the run that wrote it (its metadata's `run_id`,
+    if any), and the namespace's newest checkpoint as the read counted it (`None`: not
+    counted)."""
 
     checkpoint_id: str
     run_id: str | None
+    newest: str | None = None
 
 
 class RunStart(NamedTuple):
@@ -164,6 +166,13 @@ class RunStart(NamedTuple):
     @property
     def ids(self) -> list[str]:
         return [checkpoint.checkpoint_id for checkpoint in self.read]
+
+
+def _boundary(reads: Sequence[ReadCheckpoint]) -> str:
+    """The newest checkpoint of the namespace when these reads were made: a trim keeps
+    the `keep_last` newest up to it, and every newer one (the run's own). The count
+    names it; without one (`targeted_joins=False`), the newest checkpoint read."""
+    return max(read.newest or read.checkpoint_id for read in reads)
 
 
 # Namespaces a saver remembers a run start of until their next `put`; a saver that only
@@ -188,7 +197,8 @@ class RunStarts:
             read: tuple[ReadCheckpoint, ...] = (checkpoint,)
             if known is not None:
                 over = True if known.over else over
-                read = (*(c for c in known.read if c != checkpoint), checkpoint)[-2:]
+                earlier = (c for c in known.read if c.checkpoint_id != checkpoint.checkpoint_id)
+                read = (*earlier, checkpoint)[-2:]
             self._starts[thread_id, ns] = RunStart(read, over)
 
     def judged(self, thread_id: str, ns: str, over: Callable[[RunStart], bool | None]) -> None:
@@ -604,8 +614,9 @@ def trim_after_put(
     aggregation, `delta_history` judges from the lineage it reads), and the first `put`
     of the run sends the trim, so that a read alone never deletes. The trim is
     `prune(keep_last=N)` of the namespace as its run found it: the `keep_last` newest up
-    to the newest the run read, every newer one (the run's own), the checkpoints the run
-    read, and the ancestors they all rebuild a `DeltaChannel` from stay. Nothing is
+    to the namespace's newest when the run read it (the latest before the run, also when
+    the run travels back in time), every newer one (the run's own), the checkpoints the
+    run read, and the ancestors they all rebuild a `DeltaChannel` from stay. Nothing is
     remembered across runs: a trim that failed or never ran (a saver dropped, a process
     killed) is decided again by the namespace's next run.
 
@@ -623,7 +634,7 @@ def trim_after_put(
     if start is None or start.over is False:
         return None
     run_id = get_checkpoint_metadata(config, metadata).get("run_id")
-    started_from = [c.checkpoint_id for c in start.read if run_id is None or c.run_id != run_id]
+    started_from = [c for c in start.read if run_id is None or c.run_id != run_id]
     if not started_from:
         return None
     namespace = CheckpointRef(ref.thread_id, ref.checkpoint_ns, None)
@@ -631,7 +642,11 @@ def trim_after_put(
 
 
 def _trim(
-    keep_last: int, namespace: CheckpointRef, started_from: list[str], *, counted: bool
+    keep_last: int,
+    namespace: CheckpointRef,
+    started_from: Sequence[ReadCheckpoint],
+    *,
+    counted: bool,
 ) -> Plan[None]:
     if not counted:  # no count came with the read (`targeted_joins=False`)
         bound = count_bound(keep_last)
@@ -640,8 +655,9 @@ def _trim(
         if not found or found[0][Field.COUNT] < bound:
             return
     lineage = yield _find_lineage(_queries.lineage_of(namespace))
-    boundary = max(started_from)
-    doomed = _delta.prunable(lineage, keep_last, boundary=boundary, protect=started_from)
+    protect = [read.checkpoint_id for read in started_from]
+    boundary = _boundary(started_from)
+    doomed = _delta.prunable(lineage, keep_last, boundary=boundary, protect=protect)
     yield from _delete_checkpoints(doomed, checkpoints_first=True)
 
 
@@ -719,7 +735,9 @@ def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple 
             over = not replays and count >= storage.count.bound
         run_id = found.metadata.get("run_id")
         read = ReadCheckpoint(
-            docs[0][Field.ID][Field.CHECKPOINT_ID], run_id if isinstance(run_id, str) else None
+            docs[0][Field.ID][Field.CHECKPOINT_ID],
+            run_id if isinstance(run_id, str) else None,
+            stored[0][Field.NEWEST] if stored else None,
         )
         storage.run_starts.read(ref.thread_id, ref.checkpoint_ns, read, over)
     # A graph's next `put` names this checkpoint as its parent: keep its stored values.
@@ -975,7 +993,8 @@ def _judge_lineage(
         ids = start.ids
         if target_id not in ids:  # a read of history, not of a run's start
             return None
-        doomed = _delta.prunable(lineage, keep_last, boundary=max(ids), protect=ids)
+        boundary = _boundary(start.read)
+        doomed = _delta.prunable(lineage, keep_last, boundary=boundary, protect=ids)
         return len(doomed) > slack(keep_last)
 
     storage.run_starts.judged(ref.thread_id, ref.checkpoint_ns, over)

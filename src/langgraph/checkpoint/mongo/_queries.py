@@ -237,13 +237,20 @@ class NamespaceCount:
 
 
 def namespace_count(ref: CheckpointRef, bound: int) -> list[dict[str, Any]]:
-    """How many checkpoints `ref`'s namespace holds, up to `bound`: one `{count: n}`, or
-    nothing for an empty namespace (in the index's order, so the server counts keys)."""
+    """How many checkpoints `ref`'s namespace holds, up to `bound`, and the newest of
+    them: one `{count: n, newest: id}`, or nothing for an empty namespace (in the
+    index's order, so the server reads keys only)."""
     return [
         {"$match": lineage_of(ref)},
         {"$sort": {Field.ID_CHECKPOINT_ID: DESCENDING}},
         {"$limit": bound},
-        {"$count": Field.COUNT},
+        {
+            "$group": {
+                "_id": None,
+                Field.COUNT: {"$sum": 1},
+                Field.NEWEST: {"$first": f"${Field.ID_CHECKPOINT_ID}"},
+            }
+        },
     ]
 
 

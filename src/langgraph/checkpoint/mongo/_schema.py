@@ -67,6 +67,8 @@ class Field:
     JOINED_WRITES: Final = "pending_writes"
     # Not stored: the field a count of documents comes back in.
     COUNT: Final = "count"
+    # Not stored: the newest checkpoint id a namespace count met (`_queries.namespace_count`).
+    NEWEST: Final = "newest"
     # Not stored: how many checkpoints the namespace holds, up to a bound, which
     # `get_tuple` returns beside the checkpoint for the saver's `keep_last` (see
     # `_queries.NamespaceCount`).
@@ -197,9 +199,9 @@ class Joined(TypedDict):
 
 
 class _Stored(TypedDict, total=False):
-    # `get_tuple`'s, with `keep_last` (see `_queries.NamespaceCount`): one `{count: n}`,
-    # or none for an empty namespace.
-    stored: list[dict[str, int]]
+    # `get_tuple`'s, with `keep_last` (see `_queries.NamespaceCount`): one
+    # `{count: n, newest: id}`, or none for an empty namespace.
+    stored: list[NamespaceCounted]
 
 
 class JoinedCheckpoint(_CheckpointRead, Joined, _Stored):
@@ -267,6 +269,13 @@ class WrittenTo(TypedDict):
     """A checkpoint that pending writes or chunks refer to (`_queries.checkpoints_written_to`)."""
 
     _id: CheckpointKey
+
+
+class NamespaceCounted(TypedDict):
+    """A namespace counted up to a bound, and its newest checkpoint id."""
+
+    count: int
+    newest: str
 
 
 class CountDocument(TypedDict):
