@@ -167,19 +167,38 @@ async def test_server_errors_keep_their_details(
         assert str(cause.details.get("errmsg")) in str(caught.value)
 
     # A write concern the deployment cannot satisfy: the driver's error, with the server's
-    # code, propagates from put and the log names the operation.
+    # code, propagates from the automatic setup before the first put (a replica set answers
+    # after the write, so nothing is an index refusal; a standalone refuses the command with
+    # BadValue, which setup cannot tell from a refused index), then from put itself, and
+    # the log names the operation.
     caplog.set_level(logging.DEBUG, logger="langgraph.checkpoint.mongo")
-    expected_code = 2 if deployment().topology == "standalone" else 100
+    standalone = deployment().topology == "standalone"
+    unsatisfiable = WriteConcern(w=50)
     async with backend.client() as client:
         cls = MongoDBSaver if backend.is_sync else AsyncMongoDBSaver
         saver = cls(client, f"test_{new_thread()}")
-        saver.checkpoint_collection = saver.checkpoint_collection.with_options(
-            write_concern=WriteConcern(w=50)
-        )
+        healthy = saver.checkpoint_collection
+        saver.checkpoint_collection = healthy.with_options(write_concern=unsatisfiable)
         try:
+            if standalone:
+                with pytest.raises(IndexCreationError) as refused:
+                    await put(saver, new_thread())
+                assert isinstance(refused.value.__cause__, OperationFailure)
+                assert refused.value.__cause__.code == 2
+            else:
+                with pytest.raises(OperationFailure) as failed:
+                    await put(saver, new_thread())
+                assert failed.value.code == 100
+            assert any(
+                "setup: checkpoints.create_indexes failed" in r.getMessage() for r in caplog.records
+            )
+            saver.checkpoint_collection = healthy
+            await maybe_await(saver.setup())
+            saver.checkpoint_collection = healthy.with_options(write_concern=unsatisfiable)
+            caplog.clear()
             with pytest.raises(OperationFailure) as failed:
                 await put(saver, new_thread())
-            assert failed.value.code == expected_code
+            assert failed.value.code == (2 if standalone else 100)
             assert any(
                 "put: checkpoints.update_one failed" in r.getMessage() for r in caplog.records
             )
