@@ -24,7 +24,7 @@ from pymongo.common import VALIDATORS
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo import _options
 from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES, RecentValues
-from langgraph.checkpoint.mongo._codec import Codec, Compression
+from langgraph.checkpoint.mongo._codec import Compression, codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES
 from langgraph.checkpoint.mongo._drivers import (
@@ -279,7 +279,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         # The join, expiry and cache are shared with `with_allowlist` copies, like the
         # collections; the codec is each copy's own (see `with_allowlist`).
         self.storage = ops.Storage(
-            codec=Codec(self.serde, self.compression),
+            codec=codec(self.serde, self.compression),
             join=WritesJoin(writes_collection_name, by_thread=targeted_joins),
             expiry=(
                 ThreadExpiry(ttl_delta, thread_moves(collections))
@@ -460,8 +460,9 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         """
         clone = super().with_allowlist(extra_allowlist)
         if clone is not self and isinstance(clone, MongoDBSaverBase):
-            codec = Codec(clone.serde, self.compression)
-            clone.storage = dataclasses.replace(self.storage, codec=codec)
+            clone.storage = dataclasses.replace(
+                self.storage, codec=codec(clone.serde, self.compression)
+            )
         return clone
 
     def _setup_plan(self, create_indexes: bool, skip_indexes: Collection[str]) -> Plan[None]:
