@@ -207,3 +207,12 @@ def test_the_uri_is_shown_without_its_secrets(uri: str, shown: str) -> None:
     assert settings.uri == uri  # what the client gets is untouched
     assert repr(settings).startswith(f"Settings(uri={shown!r}, ")
     assert "s3c" not in repr(settings)
+
+
+def test_a_bad_state_warn_bytes_is_refused_alike_everywhere() -> None:
+    problem = "must be 0 (no warning) or more bytes, got -1"
+    assert saver_refusal(state_warn_bytes=-1) == f"state_warn_bytes {problem}"
+    assert env_refusal("MONGODB_STATE_WARN_BYTES", "-1") == f"MONGODB_STATE_WARN_BYTES {problem}"
+    assert "must be an int (bytes)" in saver_refusal(state_warn_bytes=1.5)
+    assert "must be an int (bytes)" in saver_refusal(state_warn_bytes=True)
+    assert Settings.from_env({}).state_warn_bytes == 8 * 1024 * 1024

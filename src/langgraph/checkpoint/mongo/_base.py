@@ -26,7 +26,7 @@ from langgraph.checkpoint.mongo import _options
 from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES, RecentValues
 from langgraph.checkpoint.mongo._codec import Compression, codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
-from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES
+from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES, DEFAULT_STATE_WARN_BYTES
 from langgraph.checkpoint.mongo._drivers import (
     client_options,
     deployment,
@@ -201,6 +201,10 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             [chunk documents](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/stored-format/#chunk-documents-values-too-large-for-one-document);
             this bound keeps a runaway state from filling the database and the process's
             memory.
+        state_warn_bytes: the size, in bytes as stored, from which a `put` logs a
+            WARNING (once per thread and process) naming the thread, namespace and
+            checkpoint, its size and its largest channels: a state growing toward
+            `state_max_bytes` is seen before it is refused (default 8 MiB; 0: never).
 
     Attributes:
         client: the client the saver was built on.
@@ -252,6 +256,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         keep_last: int | None = None,
         refresh_ttl_on_read: bool = False,
         state_max_bytes: int = DEFAULT_STATE_MAX_BYTES,
+        state_warn_bytes: int = DEFAULT_STATE_WARN_BYTES,
     ) -> None:
         require_client(client, asynchronous=self.asynchronous)
         super().__init__(serde=serde)
@@ -295,6 +300,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             ),
             refresh_on_read=self.refresh_ttl_on_read,
             max_bytes=_options.state_max_bytes(state_max_bytes),
+            warn_bytes=_options.state_warn_bytes(state_warn_bytes),
         )
         setup_key = None
         if collections is not None:
@@ -321,6 +327,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         keep_last: int | None = None,
         refresh_ttl_on_read: bool = False,
         state_max_bytes: int = DEFAULT_STATE_MAX_BYTES,
+        state_warn_bytes: int = DEFAULT_STATE_WARN_BYTES,
         **client_kwargs: Any,
     ) -> OpenedT:
         """A saver on a client of its own: `with MongoDBSaver.from_conn_string(...) as
@@ -346,6 +353,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             keep_last: as in the constructor.
             refresh_ttl_on_read: as in the constructor.
             state_max_bytes: as in the constructor.
+            state_warn_bytes: as in the constructor.
             **client_kwargs: PyMongo client options, passed to the client
                 (`timeoutMS`, `serverSelectionTimeoutMS`, TLS options, `w`, `driver`, ...).
 
@@ -380,6 +388,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
                 keep_last=keep_last,
                 refresh_ttl_on_read=refresh_ttl_on_read,
                 state_max_bytes=state_max_bytes,
+                state_warn_bytes=state_warn_bytes,
             ),
         )
         opener = AsyncSaverContextManager if cls.asynchronous else SaverContextManager

@@ -115,6 +115,8 @@ class Storage:
         refresh_on_read: the saver's `refresh_ttl_on_read`: a read of a thread moves
             its expiry stamp too (see `refresh_on_read`).
         max_bytes: the largest checkpoint or pending write stored (`state_max_bytes`).
+        warn_bytes: the size of a checkpoint from which `put` logs a warning
+            (`state_warn_bytes`; 0: never).
     """
 
     codec: Codec
@@ -126,6 +128,7 @@ class Storage:
     run_starts: RunStarts = field(default_factory=lambda: RunStarts())
     refresh_on_read: bool = False
     max_bytes: int = DEFAULT_STATE_MAX_BYTES
+    warn_bytes: int = 0
 
     def forget_threads(self, thread_ids: Sequence[str]) -> None:
         """A delete changed these threads: drop what this process remembers of them."""
@@ -560,7 +563,14 @@ def put(
     write = expiry.start_write(new.ref.thread_id) if expiry else None
     try:
         stamp = write.stamp if write else None
-        built = build_checkpoint(storage.codec, new, parent, stamp, max_bytes=storage.max_bytes)
+        built = build_checkpoint(
+            storage.codec,
+            new,
+            parent,
+            stamp,
+            max_bytes=storage.max_bytes,
+            warn_bytes=storage.warn_bytes,
+        )
         if built.chunks:
             # Before the document that refers to them (see `_chunks`).
             yield upsert_command(
