@@ -233,6 +233,7 @@ FILTER_CASES: list[tuple[str, Any, list[Any]]] = [
     ("Binary0", Binary(b"x", 0), [Binary(b"x", 0), b"x", Binary(b"x", 5)]),
     ("Binary4", BSON_VALUES["Binary4"], [BSON_VALUES["Binary4"], BSON_VALUES["Binary4"][:]]),
     ("Timestamp", Timestamp(5, 1), [Timestamp(5, 1), Timestamp(5, 2)]),
+    ("Timestamp-empty", Timestamp(0, 0), [Timestamp(0, 0), Timestamp(0, 1)]),
     ("Regex", Regex("a", "i"), [Regex("a", "i"), Regex("a"), "a"]),
     ("DBRef", DBRef("c", OID), [DBRef("c", OID), DBRef("c", OID, "db"), {"$ref": "c"}]),
     (

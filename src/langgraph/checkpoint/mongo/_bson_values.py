@@ -149,7 +149,7 @@ def with_bson_values(serde: SerializerProtocol) -> SerializerProtocol:
     serializer is returned as it is: it gets BSON values to serialize itself."""
     if type(serde) is JsonPlusSerializer:
         allowed = serde.with_msgpack_allowlist(ALLOWED)
-        if allowed is serde:  # permissive: every type is rebuilt, with a warning
+        if lg_serde.permissive(allowed):  # every type is rebuilt, with a warning
             lg_serde.quiet_unregistered(ALLOWED)
         stores_bson = copy.copy(allowed)
         stores_bson.__class__ = BsonSerializer

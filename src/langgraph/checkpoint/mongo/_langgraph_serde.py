@@ -100,6 +100,11 @@ def with_ext_hook(serde: JsonPlusSerializer, hook: ExtHook) -> JsonPlusSerialize
     return changed
 
 
+def permissive(serde: JsonPlusSerializer) -> bool:
+    """Whether `serde` rebuilds every type (LangGraph's default, outside strict mode)."""
+    return _private(serde, ALLOWED_ATTRIBUTE) is True
+
+
 def allows(serde: JsonPlusSerializer, module: str, name: str) -> bool:
     """Whether `serde` rebuilds the type `module.name` (a safe type, or one its allow-list
     names, or any with the permissive default)."""

@@ -59,9 +59,12 @@ classes, so they affect every mongomock client of the process, and nothing else)
    read back as a `DatetimeMS` and a `Binary` of subtype 0 as a `Binary`, where a server
    stores a BSON date and binary data, which PyMongo returns as a `datetime` and as
    `bytes` (a `DatetimeMS` beyond `datetime`'s years stays one, as PyMongo's
-   `DATETIME_AUTO` returns it). Applied where mongomock already normalizes what it
-   stores and compares (datetimes to milliseconds), so filters compare them as a server
-   does too (no upstream issue found: mongomock's normalization predates `DatetimeMS`).
+   `DATETIME_AUTO` returns it); and an empty `Timestamp(0, 0)` inside a subdocument or
+   array kept as it is, where mongomock replaces it by the current time at any depth (a
+   server does so only in top-level fields). Applied where mongomock already normalizes
+   what it stores and compares (datetimes to milliseconds), so filters compare them as a
+   server does too (no upstream issue found: mongomock's normalization predates
+   `DatetimeMS`).
 
 And two speed-ups, behaviour unchanged, so that a test suite with many threads stays fast:
 
@@ -144,6 +147,7 @@ def _patch_mongomock() -> None:
     from bson.binary import Binary
     from bson.datetime_ms import DatetimeMS
     from bson.errors import InvalidBSON
+    from bson.timestamp import Timestamp
     from mongomock import aggregate as mongomock_aggregate
     from mongomock import collection as mongomock_collection
     from mongomock import command_cursor as mongomock_command_cursor
@@ -288,12 +292,14 @@ def _patch_mongomock() -> None:
 
     normalized: Any = helpers.patch_datetime_awareness_in_document
 
-    def as_a_server_stores(value: Any) -> Any:
+    def as_a_server_stores(value: Any, depth: int = 0) -> Any:
         for mapping in (OrderedDict, dict):
             if isinstance(value, mapping):
-                return mapping((k, as_a_server_stores(v)) for k, v in value.items())
+                return mapping((k, as_a_server_stores(v, depth + 1)) for k, v in value.items())
         if isinstance(value, (tuple, list)):
-            return [as_a_server_stores(item) for item in value]
+            return [as_a_server_stores(item, depth + 1) for item in value]
+        if isinstance(value, Timestamp) and depth > 1:  # not a top-level field
+            return value
         if type(value) is Binary and value.subtype == 0:
             return bytes(value)
         if isinstance(value, DatetimeMS):
