@@ -194,8 +194,8 @@ def test_the_constructor_keeps_its_twelve_parameters_and_keyword_only_split(
 
 
 async def test_close_is_sync_on_the_sync_saver_and_awaitable_on_the_async_one() -> None:
-    closed: Any = MongoDBSaver(mongomock.MongoClient()).close()
-    assert closed is None
+    close: Any = MongoDBSaver(mongomock.MongoClient()).close
+    assert close() is None
     closing = AsyncMongoDBSaver(AsyncMongoMockClient()).close()
     assert inspect.isawaitable(closing)
     await closing
