@@ -36,12 +36,14 @@ from langgraph.checkpoint.mongo._channel_values import (
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import (
     Command,
+    Detach,
     Listing,
     ListStep,
     Method,
     NextDocument,
     OpenCursor,
     Plan,
+    SaverPlan,
     Target,
 )
 from langgraph.checkpoint.mongo._documents import (
@@ -453,20 +455,21 @@ def _moved_with(
     expiry.moved(thread_id, stamp)
 
 
-def refresh_on_read(storage: Storage, config: RunnableConfig | None) -> Plan[None] | None:
+def refresh_on_read(
+    storage: Storage, config: RunnableConfig | None
+) -> Generator[Detach, Any, None]:
     """With `refresh_ttl_on_read`, what a read of `config`'s thread (`get_tuple`, `list`
     of one thread) sends besides: the move of the thread's stamp, once per bucket and
-    process, as a plan of its own that the saver runs without making the read wait for
-    it (`None`: nothing to send). Reads of no single thread move nothing; a config the
-    read refuses is refused here with the read's own error, as without the option."""
+    process, detached, so the read does not wait for it. Reads of no single thread move
+    nothing; a config the read refuses is refused here with the read's own error, as
+    without the option."""
     expiry = storage.expiry
     if expiry is None or not storage.refresh_on_read or config is None:
-        return None
+        return
     thread_id = list_scope(config)[0]
     stamp = expiry.stamp()
-    if not expiry.needs_move(thread_id, stamp):
-        return None
-    return _claimed_move(expiry, thread_id, stamp)
+    if expiry.needs_move(thread_id, stamp):
+        yield Detach("refresh_ttl_on_read", _claimed_move(expiry, thread_id, stamp))
 
 
 def _claimed_move(expiry: ThreadExpiry, thread_id: str, stamp: datetime) -> Plan[None]:
@@ -536,7 +539,7 @@ def put(
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
     new_versions: ChannelVersions,
-) -> Plan[RunnableConfig]:
+) -> SaverPlan[RunnableConfig]:
     """Store a checkpoint: validate what was handed over once (`new_checkpoint`), read
     the parent's entries of unchanged channels if this process has not cached them,
     build the document and its cache entry in one pass (`build_checkpoint`), send it
@@ -546,8 +549,8 @@ def put(
     document (the pieces of a value too large for one document) are yielded between
     `build_checkpoint` and `store_checkpoint` (`_chunks`); updates that must ride with
     the document in its one command (moving the thread's stamp) go in
-    `store_checkpoint(..., first=...)` (`_stamped_write`). With `keep_last`, the saver
-    then sends the trim the run's first reads called for, in the background
+    `store_checkpoint(..., first=...)` (`_stamped_write`). With `keep_last`, the write
+    acknowledged, it detaches the trim the run's first reads called for
     (`trim_after_put`).
     """
     new = new_checkpoint(ref_from_config(config), checkpoint, metadata, config, new_versions)
@@ -572,7 +575,9 @@ def put(
         if write is not None:
             write.end()
     storage.recent.remember(new.key, built.values)
-    return new.ref.config()
+    stored = new.ref.config()
+    yield from trim_after_put(storage, config, metadata, stored)
+    return stored
 
 
 def put_writes(
@@ -605,10 +610,9 @@ def put_writes(
 
 def trim_after_put(
     storage: Storage, config: RunnableConfig, metadata: CheckpointMetadata, stored: RunnableConfig
-) -> Plan[None] | None:
+) -> Generator[Detach, Any, None]:
     """With `keep_last`: after the `put(config, ..., metadata)` of `stored`, the trim its
-    namespace needs, as a plan of its own that the saver runs in the background without
-    making LangGraph wait for it (`None`: nothing to trim).
+    namespace needs, detached, so LangGraph does not wait for it (nothing: no trim).
 
     The run's first reads decided (`get_tuple` counts the namespace in its own
     aggregation, `delta_history` judges from the lineage it reads), and the first `put`
@@ -628,17 +632,19 @@ def trim_after_put(
     """
     keep_last = storage.keep_last
     if keep_last is None:
-        return None
+        return
     ref = ref_from_config(stored)
     start = storage.run_starts.take(ref.thread_id, ref.checkpoint_ns)
     if start is None or start.over is False:
-        return None
+        return
     run_id = get_checkpoint_metadata(config, metadata).get("run_id")
     started_from = [c for c in start.read if run_id is None or c.run_id != run_id]
     if not started_from:
-        return None
+        return
     namespace = CheckpointRef(ref.thread_id, ref.checkpoint_ns, None)
-    return _trim(keep_last, namespace, started_from, counted=start.over is not None)
+    yield Detach(
+        "keep_last", _trim(keep_last, namespace, started_from, counted=start.over is not None)
+    )
 
 
 def _trim(
@@ -714,7 +720,14 @@ def _read_joined(
     return docs
 
 
-def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
+def get_tuple(storage: Storage, config: RunnableConfig) -> SaverPlan[CheckpointTuple | None]:
+    """`get_tuple`: `read_tuple`, then the stamp move `refresh_ttl_on_read` asks for."""
+    found = yield from read_tuple(storage, config)
+    yield from refresh_on_read(storage, config)
+    return found
+
+
+def read_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
     ref = ref_from_config(config)
     pipeline = _queries.get_tuple_pipeline(ref, storage.join, storage.count)
     docs: list[JoinedCheckpoint] = yield from _read_joined(pipeline)
@@ -819,6 +832,7 @@ def list_checkpoints(
     server cannot apply `limit`: each checkpoint read is checked in Python, and the list
     stops after `limit` accepted ones.
     """
+    yield from refresh_on_read(storage, config)
     # Every argument is checked before deciding that nothing can match.
     _check_limit(limit)
     metadata = metadata_filter(filter)
