@@ -21,7 +21,7 @@ from pymongo import MongoClient
 from langgraph.checkpoint.mongo import MongoDBSaver
 from langgraph.checkpoint.mongo._chunks import ORPHAN_GRACE
 from langgraph.checkpoint.mongo._options import redact_uri
-from langgraph.checkpoint.mongo.migrate._cli import main
+from langgraph.checkpoint.mongo.cli import main
 from support.backends import MONGODB_URI
 from support.cli import run_command
 from support.graphs import chat_graph, human, linear_graph

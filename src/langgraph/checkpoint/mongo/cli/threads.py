@@ -3,9 +3,8 @@ the threads a database holds, look at one, prune their history, delete some.
 
 Everything goes through a `MongoDBSaver` (`list_threads`, `get_tuple`, `list`, `prune`,
 `delete_thread`) and two named functions of the core (`checkpoint_counts`, what the
-collections store; `foreign_index`, the official saver's mark); the connection, exit
-codes, timeout, redacted URIs and the check that the database and collections exist are
-copy-threads' (`migrate._cli`).
+collections store; `foreign_index`, the official saver's mark); the connection, errors,
+timeout and the check that the database and collections exist are `_common`'s.
 """
 
 from __future__ import annotations
@@ -38,13 +37,13 @@ from langgraph.checkpoint.mongo._documents import ThreadInfo
 from langgraph.checkpoint.mongo._executors import execute_sync
 from langgraph.checkpoint.mongo._options import redact_uri
 from langgraph.checkpoint.mongo._runners import run_plan
-from langgraph.checkpoint.mongo.migrate._cli import (
-    DEFAULT_TIMEOUT,
+from langgraph.checkpoint.mongo.cli._common import (
+    Progress,
     UsageError,
-    _client,
-    _distinct_collections,
-    _flag,
-    _timeout,
+    add_timeout,
+    connect,
+    distinct_collections,
+    flag,
     require_collections,
 )
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
@@ -119,13 +118,13 @@ def _duration(text: str) -> Duration:
     return duration
 
 
-def _at_least_one(text: str, flag: str) -> int:
-    return _options.batch_size(_options.parse_int(text, flag), flag)
+def _at_least_one(text: str, name: str) -> int:
+    return _options.batch_size(_options.parse_int(text, name), name)
 
 
-def _keep_last(text: str, flag: str) -> int | None:
+def _keep_last(text: str, name: str) -> int | None:
     """`prune`'s own check of `keep_last`, naming the flag."""
-    return _options.prune_keep_last(_options.parse_int(text, flag), flag)
+    return _options.prune_keep_last(_options.parse_int(text, name), name)
 
 
 def _filter_entry(text: str) -> tuple[str, Any]:
@@ -153,32 +152,25 @@ def _connection_options() -> argparse.ArgumentParser:
     where.add_argument(
         "--db",
         default=DEFAULT_DB_NAME,
-        type=_flag(_options.db_name, "--db"),
+        type=flag(_options.db_name, "--db"),
         metavar="NAME",
         help="the database (default: %(default)s)",
     )
     where.add_argument(
         "--checkpoints",
         default=DEFAULT_CHECKPOINT_COLLECTION,
-        type=_flag(_options.collection_name, "--checkpoints"),
+        type=flag(_options.collection_name, "--checkpoints"),
         metavar="NAME",
         help="the checkpoint collection (default: %(default)s)",
     )
     where.add_argument(
         "--writes",
         default=DEFAULT_WRITES_COLLECTION,
-        type=_flag(_options.collection_name, "--writes"),
+        type=flag(_options.collection_name, "--writes"),
         metavar="NAME",
         help="the pending-writes collection (default: %(default)s)",
     )
-    where.add_argument(
-        "--timeout",
-        type=_flag(_timeout, "--timeout"),
-        default=DEFAULT_TIMEOUT,
-        metavar="SECONDS",
-        help="how long to wait for the server to answer before giving up and naming it "
-        "(default: %(default)g)",
-    )
+    add_timeout(where, "the server")
     return common
 
 
@@ -211,7 +203,7 @@ def add_parser(commands: Any) -> None:
         "more; VALUE is read as JSON when it can be: step=3, tags='[\"a\"]')",
     )
     ls.add_argument(
-        "--limit", type=_flag(_at_least_one, "--limit"), metavar="N", help="at most N threads"
+        "--limit", type=flag(_at_least_one, "--limit"), metavar="N", help="at most N threads"
     )
     ls.add_argument("--after", metavar="ID", help="start after this thread id (the last of a page)")
     ls.add_argument(
@@ -231,7 +223,7 @@ def add_parser(commands: Any) -> None:
     show.add_argument("thread_id", metavar="ID")
     show.add_argument(
         "--history",
-        type=_flag(_at_least_one, "--history"),
+        type=flag(_at_least_one, "--history"),
         default=DEFAULT_HISTORY,
         metavar="N",
         help="how many checkpoints of the history to list (default: %(default)s)",
@@ -253,7 +245,7 @@ def add_parser(commands: Any) -> None:
     )
     prune.add_argument(
         "--keep-last",
-        type=_flag(_keep_last, "--keep-last"),
+        type=flag(_keep_last, "--keep-last"),
         required=True,
         metavar="N",
         help="checkpoints to keep per namespace of each thread (0: delete them all)",
@@ -299,7 +291,7 @@ def add_parser(commands: Any) -> None:
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run `threads ACTION`; an error propagates to `main`, which prints it in one line."""
     # What argparse cannot check (it checked each name, and `--db`, on its own).
-    _distinct_collections(args.checkpoints, args.writes, ("--checkpoints", "--writes"))
+    distinct_collections(args.checkpoints, args.writes, ("--checkpoints", "--writes"))
     if not args.uri:
         raise UsageError("no server: pass --uri or set MONGODB_URI")
     if args.action == "delete" and not args.yes and not _can_ask():
@@ -313,12 +305,12 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 @contextmanager
 def _saver(args: argparse.Namespace) -> Iterator[MongoDBSaver]:
-    client = _client(args.uri, "server (--uri)", args.timeout)
+    client = connect(args.uri, "server (--uri)", args.timeout)
     try:
         wanted = {"--checkpoints": args.checkpoints, "--writes": args.writes}
         require_collections(client, args.uri, args.db, wanted, "--db")
-        for flag, name in wanted.items():
-            _refuse_official_collection(client[args.db][name], flag, args)
+        for option, name in wanted.items():
+            _refuse_official_collection(client[args.db][name], option, args)
         saver = MongoDBSaver(client, args.db, args.checkpoints, args.writes)
         # Reads only: refuses collections it cannot read (another package's, a collation).
         saver.setup(create_indexes=False)
@@ -328,7 +320,7 @@ def _saver(args: argparse.Namespace) -> Iterator[MongoDBSaver]:
 
 
 def _refuse_official_collection(
-    collection: Collection[Any], flag: str, args: argparse.Namespace
+    collection: Collection[Any], option: str, args: argparse.Namespace
 ) -> None:
     """The saver's own refusal of `langgraph-checkpoint-mongodb`'s collections (which
     names its Python arguments), told with this command's flags and copy-threads."""
@@ -337,7 +329,7 @@ def _refuse_official_collection(
         return
     uri = redact_uri(args.uri)
     raise UsageError(
-        f"collection {collection.name!r} ({flag}) of database {args.db!r} at {uri} holds "
+        f"collection {collection.name!r} ({option}) of database {args.db!r} at {uri} holds "
         f"langgraph-checkpoint-mongodb's documents (it has that saver's index {index!r}), "
         "which this command does not read: name this package's collections with "
         "--db, --checkpoints and --writes, or copy these threads into them with "
@@ -566,28 +558,6 @@ def _print_show(shown: dict[str, Any], out: TextIO) -> None:
         print(f"  {line}", file=out)
 
 
-class _Bar:
-    """A tqdm bar over threads (when shown and installed), with checkpoints removed."""
-
-    def __init__(self, total: int, show: bool, out: TextIO) -> None:
-        self.bar: Any = None
-        if show:
-            try:
-                from tqdm import tqdm
-            except ImportError:  # the `cli` extra brings it; without, no bar
-                return
-            self.bar = tqdm(total=total, desc="prune", unit="thread", file=out, dynamic_ncols=True)
-
-    def advance(self, threads: int, removed: int) -> None:
-        if self.bar is not None:
-            self.bar.update(threads)
-            self.bar.set_postfix_str(f"{removed} checkpoints removed", refresh=False)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
 def _prune(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     keep: int = args.keep_last
     now = datetime.now(timezone.utc)
@@ -603,20 +573,20 @@ def _prune(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: Text
                 active += 1
                 continue
         chosen.append(info.thread_id)
-    bar = _Bar(len(chosen), not args.no_progress and err.isatty(), err)
+    show = not args.no_progress and err.isatty()
     before = after = 0
-    try:
+    with Progress("prune", len(chosen), show, err, "checkpoints removed") as progress:
         for batch in _batches(chosen):
             counts = _counts(saver, batch)
-            before += sum(sum(c.values()) for c in counts.values())
+            stored = sum(sum(c.values()) for c in counts.values())
             if args.dry_run:
-                after += sum(min(keep, n) for c in counts.values() for n in c.values())
+                kept = sum(min(keep, n) for c in counts.values() for n in c.values())
             else:
                 saver.prune(batch, keep_last=keep)
-                after += sum(sum(c.values()) for c in _counts(saver, batch).values())
-            bar.advance(len(batch), before - after)
-    finally:
-        bar.close()
+                kept = sum(sum(c.values()) for c in _counts(saver, batch).values())
+            before += stored
+            after += kept
+            progress.advance(threads=len(batch), checkpoints=stored - kept)
     if args.json:
         pruned = {
             "dry_run": args.dry_run,
