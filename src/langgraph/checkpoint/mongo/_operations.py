@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
+import bson
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     ChannelVersions,
@@ -923,6 +924,27 @@ def checkpoint_counts(thread_ids: Sequence[str]) -> Plan[dict[str, dict[str, int
         key = doc[Field.ID]
         counts.setdefault(key[Field.THREAD_ID], {})[key[Field.CHECKPOINT_NS]] = doc[Field.COUNT]
     return counts
+
+
+def history_page(
+    storage: Storage, thread_id: str, checkpoint_ns: str, before: str | None, limit: int
+) -> Plan[list[tuple[CheckpointTuple, int]]]:
+    """Up to `limit` checkpoints of a namespace older than `before`, newest first, each
+    with its stored size (the checkpoint and its pending writes, as BSON, chunks
+    included): one aggregation on the `thread_ns_checkpoint` index, whatever the length
+    of the thread (`threads history`)."""
+    pipeline = _queries.list_pipeline(
+        thread_id=require_str(thread_id, "thread_id"),
+        checkpoint_ns=require_str(checkpoint_ns, "checkpoint_ns"),
+        checkpoint_id=None,
+        before_id=before,
+        metadata_conditions={},
+        limit=limit,
+        join=storage.join,
+    )
+    docs: list[JoinedCheckpoint] = yield from _read_joined(pipeline, _queries.page_options(limit))
+    yield from _chunks.resolve(docs)
+    return [(checkpoint_tuple(storage.codec, doc), len(bson.encode(doc))) for doc in docs]
 
 
 def _find_lineage(query: dict[str, Any]) -> Command:

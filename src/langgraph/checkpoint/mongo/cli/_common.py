@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any, TextIO, TypeVar
+from typing import Any, NoReturn, TextIO, TypeVar
 
 from pymongo import MongoClient
 from pymongo.errors import InvalidURI, ServerSelectionTimeoutError
@@ -26,6 +27,34 @@ MIN_TIMEOUT = 0.1
 
 # Databases every server has, never the one a user means.
 _SERVER_DATABASES = frozenset({"admin", "config", "local"})
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, for every command and subcommand: a flag is never taken for
+    another by abbreviation (`--checkpoint` is not `--checkpoints`), and its refusals
+    (usage line, error, exit code 2) raise `Refused`, which `main` also reports as JSON."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            self._print_message(message, sys.stderr)
+        raise Refused(status, (message or "").strip())
+
+
+class Refused(SystemExit):
+    """argparse ended the command (`--help`, `--version`: 0; bad arguments: 2), having
+    printed what it says; `problem` is its error line."""
+
+    def __init__(self, code: int, problem: str) -> None:
+        super().__init__(code)
+        self.problem = problem
+
+
+class NotFoundError(Exception):
+    """What a command was asked about does not exist, told as one line (exit code 1)."""
 
 
 class UsageError(Exception):
