@@ -25,6 +25,7 @@ from typing import Any, TextIO
 from langchain_core.runnables import RunnableConfig
 from pymongo.collection import Collection
 
+from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo import _options, _queries
 from langgraph.checkpoint.mongo._base import (
     DEFAULT_CHECKPOINT_COLLECTION,
@@ -33,7 +34,6 @@ from langgraph.checkpoint.mongo._base import (
 )
 from langgraph.checkpoint.mongo._documents import ThreadInfo
 from langgraph.checkpoint.mongo._options import redact_uri
-from langgraph.checkpoint.mongo._orphans import checkpoint_id_time
 from langgraph.checkpoint.mongo.cli import _serde, _views
 from langgraph.checkpoint.mongo.cli._common import (
     NotFoundError,
@@ -467,7 +467,7 @@ def _ts(info: ThreadInfo) -> str:
     encrypted and no key was given, the time in its id (LangGraph's ids carry it)."""
     if info.ts:
         return info.ts
-    when = checkpoint_id_time(info.config["configurable"]["checkpoint_id"])
+    when = ops.checkpoint_id_time(info.config["configurable"]["checkpoint_id"])
     return "" if when is None else when.isoformat()
 
 
