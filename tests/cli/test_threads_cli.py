@@ -100,13 +100,16 @@ def test_help_says_what_every_flag_does() -> None:
     assert "130 interrupted" in threads.stdout
     for action, flags in {
         "ls": ["--json", "--filter", "--limit", "--after"],
-        "show": ["--history", "--json"],
+        "show": ["--history", "--checkpoint", "--ns", "--json"],
+        "history": ["--ns", "--limit", "--before", "--json"],
+        "diff": ["--from", "--to", "--ns", "--json"],
         "prune": ["--keep-last", "--idle-for", "--dry-run", "--no-progress", "--json"],
         "delete": ["--yes", "--json"],
     }.items():
         shown = run_command([*COMMAND, action, "--help"])
         assert shown.returncode == 0
-        for flag in [*flags, "--uri", "--db", "--checkpoints", "--writes", "--timeout"]:
+        common = ["--uri", "--db", "--checkpoints", "--writes", "--timeout", "--serde"]
+        for flag in [*flags, *common]:
             assert flag in shown.stdout, (action, flag)
 
 
