@@ -23,7 +23,7 @@ from langgraph.checkpoint.mongo._operations.copy import (
     stored_documents,
     thread_document_counts,
 )
-from langgraph.checkpoint.mongo._operations.history import delta_history
+from langgraph.checkpoint.mongo._operations.history import delta_history, history_page
 from langgraph.checkpoint.mongo._operations.indexes import setup
 from langgraph.checkpoint.mongo._operations.read import (
     checkpoint_counts,
@@ -34,6 +34,7 @@ from langgraph.checkpoint.mongo._operations.read import (
     refresh_on_read,
 )
 from langgraph.checkpoint.mongo._operations.retention import (
+    checkpoint_id_time,
     delete_for_runs,
     delete_thread,
     prune,
@@ -53,6 +54,7 @@ __all__ = [
     "RunStarts",
     "Storage",
     "checkpoint_counts",
+    "checkpoint_id_time",
     "checkpoint_keys_of_thread",
     "copy_thread",
     "count_bound",
@@ -60,6 +62,7 @@ __all__ = [
     "delete_thread",
     "delta_history",
     "get_tuple",
+    "history_page",
     "list_checkpoints",
     "list_threads",
     "prune",
