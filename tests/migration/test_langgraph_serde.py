@@ -151,3 +151,17 @@ def test_bson_extension_codes_are_not_langgraphs() -> None:
 def test_the_permissive_warning_set_is_where_bson_values_quiets_it() -> None:
     warned = getattr(jsonplus, lg_serde.WARNED_ATTRIBUTE, None)
     assert isinstance(warned, set), moved(f"jsonplus.{lg_serde.WARNED_ATTRIBUTE}", "not a set")
+
+
+def test_a_delta_snapshot_decodes_to_the_type_the_threads_command_unwraps() -> None:
+    """`threads show` shows a `DeltaChannel` snapshot's value, not the snapshot."""
+    from langgraph.channels.delta import DeltaChannel
+
+    channel: DeltaChannel[list[str]] = DeltaChannel(
+        lambda state, writes: state, snapshot_frequency=1
+    )
+    serde = JsonPlusSerializer()
+    snapshot = serde.loads_typed(serde.dumps_typed(lg_serde.DeltaSnapshot(["a"])))
+    assert isinstance(snapshot, lg_serde.DeltaSnapshot), moved("_DeltaSnapshot", "decodes apart")
+    assert snapshot.value == ["a"]
+    assert channel.from_checkpoint(snapshot).get() == ["a"]
