@@ -1,7 +1,8 @@
 """BSON's own values (`ObjectId`, `Decimal128`, `Binary`, ...) in states and writes.
 
 LangGraph's `JsonPlusSerializer` refuses them (or, for `Binary`, drops the subtype), so
-the saver's codec serializes with `BsonSerializer`, a `JsonPlusSerializer` that stores
+the saver's codec serializes with `BsonSerializer` (for a subclass of `JsonPlusSerializer`,
+a class deriving from `StoresBson` and it), a `JsonPlusSerializer` that stores
 every value it can pack exactly as LangGraph does (type ``msgpack``, same bytes, same
 cost) and only a value LangGraph refuses, or a `Binary`, as type ``msgpack-bson``: msgpack
 in which each BSON value is an extension of its own:
@@ -24,6 +25,7 @@ scope is not kept).
 from __future__ import annotations
 
 import copy
+import functools
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -124,9 +126,10 @@ def _hook(langgraph_hook: lg_serde.ExtHook) -> lg_serde.ExtHook:
     return hook
 
 
-class BsonSerializer(JsonPlusSerializer):
-    """A `JsonPlusSerializer` that also stores BSON values (see the module docstring).
-    Made from the saver's serializer by `with_bson_values`."""
+class StoresBson(JsonPlusSerializer):
+    """What a `JsonPlusSerializer` (or a subclass) gains to store BSON values (see the
+    module docstring): `with_bson_values` makes a serializer of a class deriving from this
+    one and the serializer's own, so a subclass's overrides still apply."""
 
     def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
         if type(obj) is not Binary:  # LangGraph stores a Binary as bytes: subtype lost
@@ -143,17 +146,34 @@ class BsonSerializer(JsonPlusSerializer):
         return lg_serde.unpack(payload, _hook(lg_serde.ext_hook(self)))
 
 
+class BsonSerializer(StoresBson):
+    """LangGraph's `JsonPlusSerializer` storing BSON values: what a saver given none, or
+    a `JsonPlusSerializer`, serializes with."""
+
+
+@functools.cache
+def _storing_bson(kind: type[JsonPlusSerializer]) -> type[StoresBson]:
+    """`kind` with `StoresBson` before it (one class per serializer class)."""
+    if kind is JsonPlusSerializer:
+        return BsonSerializer
+    return type(f"{kind.__name__}StoringBson", (StoresBson, kind), {"__module__": __name__})
+
+
 def with_bson_values(serde: SerializerProtocol) -> SerializerProtocol:
-    """`serde` storing BSON values too: LangGraph's `JsonPlusSerializer` (with its options
-    and allow-list, plus `ALLOWED`), also inside an `EncryptedSerializer`. Any other
-    serializer is returned as it is: it gets BSON values to serialize itself."""
-    if type(serde) is JsonPlusSerializer:
+    """`serde` storing BSON values too: a `JsonPlusSerializer`, or one of its subclasses
+    (with its options and allow-list, plus `ALLOWED`), also inside an
+    `EncryptedSerializer`. Any other serializer is returned as it is: it gets BSON values
+    to serialize itself."""
+    if isinstance(serde, StoresBson):
+        return serde
+    if isinstance(serde, JsonPlusSerializer):
         allowed = serde.with_msgpack_allowlist(ALLOWED)
         if lg_serde.permissive(allowed):  # every type is rebuilt, with a warning
             lg_serde.quiet_unregistered(ALLOWED)
         stores_bson = copy.copy(allowed)
-        stores_bson.__class__ = BsonSerializer
+        stores_bson.__class__ = _storing_bson(type(allowed))
         return stores_bson
-    if type(serde) is EncryptedSerializer and type(serde.serde) is JsonPlusSerializer:
-        return EncryptedSerializer(serde.cipher, with_bson_values(serde.serde))
+    if type(serde) is EncryptedSerializer:
+        inner = with_bson_values(serde.serde)
+        return serde if inner is serde.serde else EncryptedSerializer(serde.cipher, inner)
     return serde

@@ -173,10 +173,22 @@ def _mib(size: int) -> str:
 
 
 def largest_channels(entries: Iterable[ChannelValue]) -> list[tuple[str, int]]:
-    """A built checkpoint's channel entries (each with its bytes: none is in chunks yet)
-    as `(channel, stored bytes)`, largest first."""
+    """A checkpoint's channel entries, each with its bytes (as built, or as read with its
+    chunks put back), as `(channel, stored bytes)`, largest first."""
     sizes = [(entry[Field.CHANNEL], len(entry.get(Field.DATA, b""))) for entry in entries]
     return sorted(sizes, key=lambda item: (-item[1], item[0]))
+
+
+class StoredSize(NamedTuple):
+    """What a stored checkpoint takes (`threads show`).
+
+    Attributes:
+        size: its document's BSON size, its chunks' bytes included.
+        channels: `(channel, stored bytes)`, largest first (`largest_channels`).
+    """
+
+    size: int
+    channels: list[tuple[str, int]]
 
 
 def warn_if_large(
