@@ -20,7 +20,7 @@ CONSTRUCTOR = (
     "(client, db_name='checkpointing_db', checkpoint_collection_name='checkpoints', "
     "writes_collection_name='checkpoint_writes', ttl=None, *, serde=None, compression=None, "
     "targeted_joins=True, cache_max_bytes=67108864, keep_last=None, "
-    "refresh_ttl_on_read=False, state_max_bytes=67108864)"
+    "refresh_ttl_on_read=False, state_max_bytes=67108864, state_warn_bytes=8388608)"
 )
 
 # Each public callable of a saver: its parameters, the same on both savers.
@@ -183,13 +183,15 @@ def test_every_public_method_keeps_its_parameters_and_colour(
 def test_the_constructor_keeps_its_twelve_parameters_and_keyword_only_split(
     cls: type[Any],
 ) -> None:
+    """The first twelve keep their order; options added since are keyword-only after them
+    (`state_warn_bytes`)."""
     signature = inspect.signature(cls)
     assert parameters(cls) == CONSTRUCTOR
     kinds = [p.kind for p in signature.parameters.values()]
-    assert len(kinds) == 12
+    assert len(kinds) == 13
     assert (
         kinds
-        == [inspect.Parameter.POSITIONAL_OR_KEYWORD] * 5 + [inspect.Parameter.KEYWORD_ONLY] * 7
+        == [inspect.Parameter.POSITIONAL_OR_KEYWORD] * 5 + [inspect.Parameter.KEYWORD_ONLY] * 8
     )
 
 
