@@ -254,7 +254,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         state_max_bytes: int = DEFAULT_STATE_MAX_BYTES,
     ) -> None:
         require_client(client, asynchronous=self.asynchronous)
-        super().__init__(serde=serde)
+        super().__init__(serde=_options.serde(serde))
         # Each option is checked by `_options`, as the Agent Server and the CLI check it.
         self.compression = _options.compression(compression)
         ttl_delta = _options.ttl(ttl)

@@ -76,9 +76,20 @@ and testing only, its data in memory, not for data you keep.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import struct
 import threading
 from typing import Any
+
+# Both stand-ins come with the `testing` extra: without it, say which install brings them
+# here, at the import, rather than a bare `No module named 'mongomock'` at the first call.
+_missing = [m for m in ("mongomock", "mongomock_motor") if importlib.util.find_spec(m) is None]
+if _missing:
+    raise ImportError(
+        f"langgraph.checkpoint.mongo.testing needs {' and '.join(_missing)} (the testing "
+        'extra): pip install "langgraph-checkpoint-mongo[testing]"',
+        name=_missing[0],
+    )
 
 # mongod's maxBsonObjectSize, and the 16 KiB more it allows a document it builds itself
 # (BSONObjMaxInternalSize: an aggregation's result, for example).
