@@ -229,3 +229,27 @@ async def test_prune_delete_for_runs_and_copy_keep_delta_threads_whole(backend: 
         assert pruned.values == latest.values
         remaining = await graph.history(config(copy))
         assert 1 < len(remaining) < len(before)  # ancestors back to the snapshot only
+
+
+async def test_history_of_an_undeclared_channel_past_a_prune_says_a_retry_cannot_help(
+    saver: Any, sent_commands: list[Command]
+) -> None:
+    """Checkpoints that never declare "c" a `DeltaChannel` keep no ancestors for it
+    through `prune`: its history reaches a checkpoint that is gone for good. That was a
+    `ThreadChangedError` after three reads ("a concurrent delete or prune; try again")."""
+    from support.helpers import put
+
+    thread, parent = new_thread(), None
+    for i in range(5):
+        stored = await put(saver, thread, parent=parent)
+        await either(saver).put_writes(stored, [("c", i)], "t")
+        parent = stored["configurable"]["checkpoint_id"]
+    await either(saver).prune([thread], keep_last=2)
+    sent_commands.clear()
+    with pytest.raises(ValueError, match="a retry cannot help") as refused:
+        await either(saver).get_delta_channel_history(config=stored, channels=["c"])
+    assert str(refused.value).startswith(
+        f"get_delta_channel_history: thread {thread!r}, namespace '', checkpoint "
+        f"{parent!r}: the history of ['c'] reaches ancestor "
+    )
+    assert methods(sent_commands) == ["find"]  # the lineage, read once: no retries

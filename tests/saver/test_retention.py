@@ -45,6 +45,7 @@ from support.helpers import (
     new_thread,
     put,
     settle,
+    thread_operations,
 )
 
 
@@ -857,3 +858,14 @@ def test_what_a_saver_remembers_of_run_starts_stays_bounded(
     for n in range(100):
         starts.read(f"thread-{n}", "", ops.ReadCheckpoint("c", None), True)
     assert len(starts._starts) <= 10
+
+
+@pytest.mark.parametrize("keep_last", [None, 10])
+async def test_a_threads_operations_give_what_memory_gives(
+    backend: Backend, sent_commands: list[DriverCommand], keep_last: int | None
+) -> None:
+    """The operations whose every command `test_every_query_uses_an_index` explains on
+    MongoDB, on every backend (that test needs MongoDB's planner): the `DeltaChannel`
+    history after a `keep_last` trim equals `InMemorySaver`'s, and nothing raises."""
+    async with backend.saver(ttl=3600, keep_last=keep_last) as saver:
+        await thread_operations(saver, sent_commands)

@@ -73,6 +73,14 @@ class Deployment:
         """The server as a report names it: "MongoDB 8.0.4", "SecantusDB 0.7.0b3"."""
         return f"{self.server} {self.server_version or self.version}"
 
+    @property
+    def refuses_unmet_write_concern(self) -> bool:
+        """Whether a write concern above its nodes (`w: 50`) is refused before the write,
+        with BadValue (2), as a standalone `mongod` refuses it (it has no replication to
+        wait for); a replica set, `mongos`, SecantusDB in either mode and the wire stand-in
+        apply the write and answer UnsatisfiableWriteConcern (100)."""
+        return self.topology == "standalone" and self.server == "MongoDB"
+
     def deviation_skips(self) -> dict[str, str]:
         """The markers of the MongoDB behaviours this server lacks, each with its skip's
         reason."""

@@ -961,6 +961,8 @@ def delta_history(
         )
         found = _delta.walk(lineage, target_id, wanted)
         if found.missing is not None:
+            assert target_id is not None  # a walk from no checkpoint misses nothing
+            _delta.refuse_undeclared_gap(lineage, target_id, found, namespace_label(*ref[:2]))
             continue  # an ancestor deleted while the read ran: a short chain is wrong
         docs: list[HistoryDocument] = []
         if found.chain:
