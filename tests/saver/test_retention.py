@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import signal
 import subprocess
@@ -257,8 +258,10 @@ KEEP = 3
 SLACK = ops.slack(KEEP)
 TURN = 3  # checkpoints a chat turn writes: the input, the start, the bot's
 SNAPSHOT = 5  # the `DeltaChannel` chat's snapshot frequency
-# The checkpoints before its last snapshot a `DeltaChannel` chat's newest rebuild from.
-ANCESTORS = {"reducer": 0, "delta": 2 * SNAPSHOT}
+# The checkpoints before its last snapshot a `DeltaChannel` chat's newest rebuild from:
+# docs/retention.md's 1.5 x `snapshot_frequency` (two updates of the channel per turn of
+# three checkpoints).
+ANCESTORS = {"reducer": 0, "delta": math.ceil(1.5 * SNAPSHOT)}
 SHAPES = ["one saver", "a saver per request", "a restart per run"]
 
 Graph = Callable[[Any], Driver]

@@ -186,9 +186,9 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             for what it counts and how to size it.
         keep_last: each namespace of a thread keeps at least its `keep_last` newest
             checkpoints (and the ancestors their `DeltaChannel`s rebuild from), and
-            stores at most `max(keep_last, 10)` more plus one run's: a run whose first
-            read finds more trims the namespace in the background after its first `put`
-            (see
+            stores at most `max(keep_last, 10)` more plus one run's (and those
+            ancestors): a run whose first read finds more trims the namespace in the
+            background after its first `put` (see
             [retention](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/retention/)).
             `None`: threads keep every checkpoint.
         refresh_ttl_on_read: with `ttl`, a read of a thread (`get_tuple`, `list` of one
