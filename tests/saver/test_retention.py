@@ -574,6 +574,60 @@ async def test_a_read_of_the_thread_during_a_run_never_moves_what_the_trim_keeps
         assert (state.values, state.next) == (want.values, want.next)
 
 
+@pytest.mark.parametrize("reader", ["the run's saver", "another saver"])
+async def test_a_read_of_an_older_checkpoint_during_a_run_never_lets_the_trim_take_its_start(
+    backend: Backend, reader: str
+) -> None:
+    """A UI browses the thread's history while the agent runs: it reads a checkpoint from
+    the middle of the previous run by id, through the run's saver (the Agent Server has
+    one) or another. The trim after the run's next `put` still keeps the latest from
+    before the run, so `delete_for_runs` of the run leaves it the latest, as
+    `InMemorySaver` is left (with `keep_last=1` it left a checkpoint from the middle of
+    the previous run)."""
+    thread = new_thread()
+    memory = InMemorySaver()
+
+    def run(run_id: str) -> dict[str, Any]:
+        return {"configurable": {"thread_id": thread}, "metadata": {"run_id": run_id}}
+
+    async with backend.saver(keep_last=1) as saver:
+        client: Any = saver.client
+        ui = saver if reader == "the run's saver" else type(saver)(client, saver.db.name)
+        await maybe_await(ui.setup())  # (an async saver's sync calls need its loop known)
+        browsed: list[Any] = []
+        older: list[str] = []
+
+        def browsing(builder: Any) -> Any:
+            def browse(state: Any) -> dict[str, Any]:
+                browsed.append(ui.get_tuple(config(thread, "", older[0])))  # a sync read
+                return {"log": ["browse"]}
+
+            builder.add_node("browse", browse)
+            builder.add_edge("b", "browse")
+            return builder
+
+        short = linear_graph(*"abcde")
+        for run_id in ["r0", "r1", "r2"]:
+            await Driver(short.compile(saver), backend.is_sync).invoke(
+                {"log": [run_id]}, run(run_id)
+            )
+            await Driver(short.compile(memory), False).invoke({"log": [run_id]}, run(run_id))
+        await settle(saver)
+        want = await Driver(short.compile(memory), False).state(config(thread))
+        before = await stored(saver, thread)
+        older.append(before[3])  # the middle of r2
+        graph = Driver(browsing(linear_graph(*"abcde")).compile(saver), backend.is_sync)
+        await graph.invoke({"log": ["r3"]}, run("r3"))
+        await settle(saver)
+        assert [t.config["configurable"]["checkpoint_id"] for t in browsed] == older
+        during = await stored(saver, thread)
+        assert before[0] in during
+        await either(saver).delete_for_runs(["r3"])
+        assert (await stored(saver, thread))[0] == before[0]
+        state = await graph.state(config(thread))
+        assert (state.values, state.next) == (want.values, want.next)
+
+
 async def test_a_saver_dropped_before_its_trim_ran_is_made_good_by_the_next_run(
     backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:

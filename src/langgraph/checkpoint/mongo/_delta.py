@@ -139,6 +139,20 @@ def needed_by(lineage: Lineage, survivors: Iterable[str]) -> set[str]:
     return needed
 
 
+def run_start(lineage_docs: Iterable[LineageDocument], run_id: str) -> str | None:
+    """The newest checkpoint of the namespace (`lineage_docs`) that run `run_id` did not
+    write: the latest as the run found it, whatever it read meanwhile, which a `keep_last`
+    trim during the run keeps so that rolling the run back (`delete_for_runs`) leaves it
+    the latest. A checkpoint without a readable `run_id` counts as another run's."""
+    others = (
+        doc[Field.ID][Field.CHECKPOINT_ID]
+        for doc in lineage_docs
+        if not isinstance(doc.get(Field.METADATA), Mapping)
+        or doc[Field.METADATA].get("run_id") != run_id
+    )
+    return max(others, default=None)
+
+
 def prunable(
     lineage_docs: Iterable[LineageDocument],
     keep_last: int = 1,

@@ -429,6 +429,8 @@ LINEAGE_PROJECTION = {
     # Where `replayed_channels` is left out, the channels are these counters' keys.
     f"{Field.METADATA}.{DELTA_COUNTERS}": 1,
 }
+# A `keep_last` trim's lineage: also each checkpoint's run (see `_delta.run_start`).
+TRIM_LINEAGE_PROJECTION = {**LINEAGE_PROJECTION, f"{Field.METADATA}.run_id": 1}
 # Lineage documents are small (ids and channel names); one large batch keeps a lineage
 # read to one round trip up to the 16 MiB reply limit (some 50,000 checkpoints).
 LINEAGE_OPTIONS = {"sort": [(Field.ID_CHECKPOINT_ID, DESCENDING)], "batch_size": 100_000}
