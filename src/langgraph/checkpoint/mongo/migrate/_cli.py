@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from pymongo import MongoClient
-from pymongo.errors import InvalidURI, ServerSelectionTimeoutError
+from pymongo.errors import InvalidURI, OperationFailure, ServerSelectionTimeoutError
 
 from langgraph.checkpoint.mongo import _options
 from langgraph.checkpoint.mongo._base import (
@@ -25,6 +25,7 @@ from langgraph.checkpoint.mongo._base import (
 from langgraph.checkpoint.mongo._codec import COMPRESSIONS
 from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, __version__
 from langgraph.checkpoint.mongo._options import redact_uri
+from langgraph.checkpoint.mongo.errors import server_message
 from langgraph.checkpoint.mongo.migrate import (
     OfficialMongoDBSource,
     Source,
@@ -36,6 +37,9 @@ from langgraph.checkpoint.mongo.migrate import (
     verify_threads,
 )
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
+
+# The server's code for credentials it does not accept.
+AUTHENTICATION_FAILED = 18
 
 T = TypeVar("T")
 
@@ -289,15 +293,26 @@ def _client(uri: str, what: str, timeout: float) -> MongoClient[dict[str, Any]]:
             f"cannot reach the {what} at {redact_uri(uri)}: no server answered within "
             f"{timeout:g} s (--timeout): {exc}"
         ) from None
+    except OperationFailure as exc:
+        client.close()
+        if exc.code != AUTHENTICATION_FAILED:
+            raise
+        raise SetupError(
+            f"the {what} at {redact_uri(uri)} refused the login ({server_message(exc)}): "
+            "check the user name, password and authSource in that URI"
+        ) from None
     return client
 
 
 @contextmanager
-def _source(args: argparse.Namespace) -> Iterator[Source]:
+def _source(args: argparse.Namespace, err: TextIO) -> Iterator[Source]:
     if args.from_mongodb is not None:
         client = _client(args.from_mongodb, "source (--from-mongodb)", args.timeout)
         try:
             _require_official_collections(client, args)
+            if _holds_our_documents(client[args.from_db][args.from_checkpoints]):
+                yield _our_collections(client, args, err)
+                return
             yield OfficialMongoDBSource(
                 client[args.from_db],
                 args.from_checkpoints,
@@ -322,6 +337,27 @@ def _source(args: argparse.Namespace) -> Iterator[Source]:
         yield SqliteSaver(conn)
     finally:
         conn.close()
+
+
+def _holds_our_documents(collection: Any) -> bool:
+    """Whether a source collection holds this package's documents (a composite `_id`),
+    not the official saver's: both use the same default names."""
+    doc = collection.find_one({}, {"_id": 1})
+    return doc is not None and isinstance(doc["_id"], Mapping)
+
+
+def _our_collections(client: MongoClient[Any], args: argparse.Namespace, err: TextIO) -> Source:
+    """This package's collections as the source, read through its saver (set up with no
+    index created: the source is only read)."""
+    where = f"{args.from_db}.{args.from_checkpoints}"
+    print(
+        f"note: {where} holds langgraph-checkpoint-mongo's own documents, not "
+        "langgraph-checkpoint-mongodb's: copying them through this package's saver",
+        file=err,
+    )
+    saver = MongoDBSaver(client, args.from_db, args.from_checkpoints, args.from_writes)
+    saver.setup(create_indexes=False)
+    return saver
 
 
 def _require_official_collections(client: MongoClient[Any], args: argparse.Namespace) -> None:
@@ -423,7 +459,7 @@ class Progress:
             self.checkpoints_done(result.thread_id, result.checkpoints)
             if result.differences:
                 self.note(f"differs: {result.thread_id!r} ({len(result.differences)})")
-        elif result.status in (ThreadStatus.CONFLICT, ThreadStatus.FAILED):
+        elif result.status in (ThreadStatus.CONFLICT, ThreadStatus.FAILED, ThreadStatus.MISSING):
             self.note(f"{result.status.value}: {result.thread_id!r}: {result.detail}")
         if self.bar is not None:
             self.bar.update(1)
@@ -436,7 +472,7 @@ class Progress:
 def _copy_threads(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _check_arguments(args)
     show = not args.no_progress and err.isatty()
-    with _source(args) as source, _target(args) as target:
+    with _source(args, err) as source, _target(args) as target:
         threads = args.threads or source_thread_ids(source)
         with _closing(Progress("copy", len(threads), show, err)) as progress:
             report = copy_threads(
@@ -490,5 +526,5 @@ def main(
         print(f"error: {exc}", file=err)
         return 1
     except Exception as exc:  # any failure: one line (drivers name the server or document)
-        print(f"error: {type(exc).__name__}: {exc}", file=err)
+        print(f"error: {type(exc).__name__}: {server_message(exc)}", file=err)
         return 1
