@@ -55,8 +55,10 @@ class CheckpointTooLargeError(ValueError):
         )
 
 
-# The server's code for a user who lacks a privilege (`Unauthorized`).
+# The server's codes for a user who lacks a privilege (`Unauthorized`), and for
+# credentials it does not accept (`AuthenticationFailed`).
 UNAUTHORIZED = 13
+AUTHENTICATION_FAILED = 18
 _OPERATIONS_DOCS = (
     "https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/operations/"
     "#mongodb-compatible-services"

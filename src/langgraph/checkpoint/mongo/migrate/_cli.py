@@ -25,7 +25,7 @@ from langgraph.checkpoint.mongo._base import (
 from langgraph.checkpoint.mongo._codec import COMPRESSIONS
 from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, __version__
 from langgraph.checkpoint.mongo._options import redact_uri
-from langgraph.checkpoint.mongo.errors import server_message
+from langgraph.checkpoint.mongo.errors import AUTHENTICATION_FAILED, server_message
 from langgraph.checkpoint.mongo.migrate import (
     OfficialMongoDBSource,
     Source,
@@ -37,9 +37,6 @@ from langgraph.checkpoint.mongo.migrate import (
     verify_threads,
 )
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
-
-# The server's code for credentials it does not accept.
-AUTHENTICATION_FAILED = 18
 
 T = TypeVar("T")
 
