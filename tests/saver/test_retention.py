@@ -525,6 +525,21 @@ async def test_a_rollback_after_a_restart_leaves_the_latest_from_before_the_run(
             assert (state.values, state.next) == (want.values, want.next)
 
 
+async def three_runs(
+    backend: Backend, saver: Any, memory: InMemorySaver, thread: str, nodes: str
+) -> tuple[Any, list[str]]:
+    """Runs r0, r1 and r2 of a linear graph of `nodes` on `saver` and on `memory`, settled:
+    `InMemorySaver`'s state after them, and the checkpoints `saver` then stores."""
+    short = linear_graph(*nodes)
+    for run_id in ["r0", "r1", "r2"]:
+        run = {"configurable": {"thread_id": thread}, "metadata": {"run_id": run_id}}
+        await Driver(short.compile(saver), backend.is_sync).invoke({"log": [run_id]}, run)
+        await Driver(short.compile(memory), False).invoke({"log": [run_id]}, run)
+    await settle(saver)
+    want = await Driver(short.compile(memory), False).state(config(thread))
+    return want, await stored(saver, thread)
+
+
 async def test_a_read_of_the_thread_during_a_run_never_moves_what_the_trim_keeps(
     backend: Backend,
 ) -> None:
@@ -550,15 +565,7 @@ async def test_a_read_of_the_thread_during_a_run_never_moves_what_the_trim_keeps
             builder.add_edge("f", "poll")
             return builder
 
-        short = linear_graph(*"abcdef")
-        for run_id in ["r0", "r1", "r2"]:
-            await Driver(short.compile(saver), backend.is_sync).invoke(
-                {"log": [run_id]}, run(run_id)
-            )
-            await Driver(short.compile(memory), False).invoke({"log": [run_id]}, run(run_id))
-        await settle(saver)
-        want = await Driver(short.compile(memory), False).state(config(thread))
-        before = await stored(saver, thread)
+        want, before = await three_runs(backend, saver, memory, thread, "abcdef")
         long = polling(linear_graph(*"abcdefghijk"))
         graph = Driver(long.compile(saver), backend.is_sync)
         await graph.invoke({"log": ["r3"]}, run("r3"))
@@ -606,15 +613,7 @@ async def test_a_read_of_an_older_checkpoint_during_a_run_never_lets_the_trim_ta
             builder.add_edge("b", "browse")
             return builder
 
-        short = linear_graph(*"abcde")
-        for run_id in ["r0", "r1", "r2"]:
-            await Driver(short.compile(saver), backend.is_sync).invoke(
-                {"log": [run_id]}, run(run_id)
-            )
-            await Driver(short.compile(memory), False).invoke({"log": [run_id]}, run(run_id))
-        await settle(saver)
-        want = await Driver(short.compile(memory), False).state(config(thread))
-        before = await stored(saver, thread)
+        want, before = await three_runs(backend, saver, memory, thread, "abcde")
         older.append(before[3])  # the middle of r2
         graph = Driver(browsing(linear_graph(*"abcde")).compile(saver), backend.is_sync)
         await graph.invoke({"log": ["r3"]}, run("r3"))

@@ -487,6 +487,8 @@ class AsyncMongoDBSaver(
             TypeError: `config` is not a dict, or an id in it is not a str.
             ValueError: `config` has no `configurable` dict or no `thread_id`, or an id in it
                 is not valid Unicode text or is too long.
+                A channel the checkpoint does not declare as a `DeltaChannel` whose
+                ancestors a prune or `keep_last` removed (a retry cannot help).
             pymongo.errors.PyMongoError: the server or the network failed.
         """
         return await self._run(
