@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import bson
 import pytest
+from bson import ObjectId
 from langgraph.types import Command
 from pymongo import MongoClient
 
@@ -25,7 +27,7 @@ from langgraph.checkpoint.mongo.cli import main
 from support.backends import MONGODB_URI
 from support.cli import run_command
 from support.graphs import chat_graph, human, linear_graph
-from support.helpers import checkpoint, checkpoint_id_at, config
+from support.helpers import as_metadata, checkpoint, checkpoint_id_at, config
 from support.migration_sources import official_saver_class
 
 COMMAND = [sys.executable, "-m", "langgraph.checkpoint.mongo", "threads"]
@@ -514,6 +516,52 @@ def test_show_says_a_thread_waits_on_an_interrupt_and_shows_its_value(
     assert json.loads(run(saver, "show", "asking", "--json").stdout)["interrupts"] == []
 
 
+def stored_json(saver: MongoDBSaver, at: Any) -> dict[str, Any]:
+    """What `show --json` says the checkpoint `at` takes, from its stored document."""
+    configurable = at["configurable"]
+    key = {
+        "thread_id": configurable["thread_id"],
+        "checkpoint_ns": configurable["checkpoint_ns"],
+        "checkpoint_id": configurable["checkpoint_id"],
+    }
+    doc = saver.checkpoint_collection.find_one({"_id": key})
+    assert doc is not None
+    sizes = sorted(
+        ((-len(entry["data"]), entry["channel"]) for entry in doc["channel_values"]),
+    )
+    return {
+        "bytes": len(bson.encode(doc)),
+        "largest_channels": [{"channel": c, "bytes": -n} for n, c in sizes[:5]],
+    }
+
+
+def test_show_prints_what_the_latest_checkpoint_takes_as_stored(saver: MongoDBSaver) -> None:
+    """Its document's size and its largest channels: a state growing toward
+    `state_max_bytes` is seen before a put is refused (issue 43)."""
+    chats(saver, {"chat": 2})
+    latest = saver.get_tuple(config("chat"))
+    assert latest is not None
+    stored = stored_json(saver, latest.config)
+    shown = run(saver, "show", "chat")
+    assert shown.returncode == 0, shown.stderr
+    [line] = [line for line in shown.stdout.splitlines() if line.startswith("latest stored: ")]
+    size = stored["bytes"]
+    assert line.startswith(f"latest stored: {size / 1024:.1f} KiB; largest channels: messages ")
+
+
+def test_ls_filters_on_an_object_id_written_as_extended_json(saver: MongoDBSaver) -> None:
+    """`--filter KEY=VALUE` reads MongoDB Extended JSON: an `ObjectId` matches by value."""
+    user, other = ObjectId(), ObjectId()
+    for thread_id, who in (("mine", user), ("theirs", other)):
+        saver.put(config(thread_id), checkpoint(), as_metadata({"user": who}), {})
+    found = run(saver, "ls", "--json", "--filter", f'user={{"$oid": "{user}"}}')
+    assert found.returncode == 0, found.stderr
+    assert [t["thread_id"] for t in json.loads(found.stdout)] == ["mine"]
+    bad = run(saver, "ls", "--filter", 'user={"$oid": "nope"}')
+    assert bad.returncode == 2
+    assert "no BSON value" in bad.stderr
+
+
 def test_show_json_is_the_latest_state_and_its_history(saver: MongoDBSaver) -> None:
     chats(saver, {"chat": 2})
     shown = run(saver, "show", "chat", "--json", "--history", "2")
@@ -548,6 +596,7 @@ def test_show_json_is_the_latest_state_and_its_history(saver: MongoDBSaver) -> N
         },
         "interrupts": [],
         "history": [described(item) for item in history],
+        "latest_stored": stored_json(saver, latest.config),
     }
     missing = run(saver, "show", "nobody", "--json")
     assert missing.returncode == 1

@@ -24,9 +24,9 @@ from pymongo.common import VALIDATORS
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo import _options
 from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES, RecentValues
-from langgraph.checkpoint.mongo._codec import Codec, Compression
+from langgraph.checkpoint.mongo._codec import Compression, codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
-from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES
+from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES, DEFAULT_STATE_WARN_BYTES
 from langgraph.checkpoint.mongo._drivers import (
     client_options,
     deployment,
@@ -236,6 +236,10 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             [chunk documents](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/stored-format/#chunk-documents-values-too-large-for-one-document);
             this bound keeps a runaway state from filling the database and the process's
             memory.
+        state_warn_bytes: the size, in bytes as stored, from which a `put` logs a
+            WARNING (once per thread and process) naming the thread, namespace and
+            checkpoint, its size and its largest channels: a state growing toward
+            `state_max_bytes` is seen before it is refused (default 8 MiB; 0: never).
 
     Attributes:
         client: the client the saver was built on.
@@ -287,6 +291,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         keep_last: int | None = None,
         refresh_ttl_on_read: bool = False,
         state_max_bytes: int = DEFAULT_STATE_MAX_BYTES,
+        state_warn_bytes: int = DEFAULT_STATE_WARN_BYTES,
     ) -> None:
         require_client(client, asynchronous=self.asynchronous)
         super().__init__(serde=_options.serde(serde))
@@ -314,7 +319,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         # The join, expiry and cache are shared with `with_allowlist` copies, like the
         # collections; the codec is each copy's own (see `with_allowlist`).
         self.storage = ops.Storage(
-            codec=Codec(self.serde, self.compression),
+            codec=codec(self.serde, self.compression),
             join=WritesJoin(writes_collection_name, by_thread=targeted_joins),
             expiry=(
                 ThreadExpiry(ttl_delta, thread_moves(collections))
@@ -330,6 +335,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             ),
             refresh_ttl_on_read=self.refresh_ttl_on_read,
             max_bytes=_options.state_max_bytes(state_max_bytes),
+            warn_bytes=_options.state_warn_bytes(state_warn_bytes),
         )
         setup_key = None
         if collections is not None:
@@ -359,6 +365,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         keep_last: int | None = None,
         refresh_ttl_on_read: bool = False,
         state_max_bytes: int = DEFAULT_STATE_MAX_BYTES,
+        state_warn_bytes: int = DEFAULT_STATE_WARN_BYTES,
         **client_kwargs: Any,
     ) -> OpenedT:
         """A saver on a client of its own: `with MongoDBSaver.from_conn_string(...) as
@@ -384,6 +391,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             keep_last: as in the constructor.
             refresh_ttl_on_read: as in the constructor.
             state_max_bytes: as in the constructor.
+            state_warn_bytes: as in the constructor.
             **client_kwargs: PyMongo client options, passed to the client
                 (`timeoutMS`, `serverSelectionTimeoutMS`, TLS options, `w`, `driver`, ...).
 
@@ -418,6 +426,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
                 keep_last=keep_last,
                 refresh_ttl_on_read=refresh_ttl_on_read,
                 state_max_bytes=state_max_bytes,
+                state_warn_bytes=state_warn_bytes,
             ),
         )
         opener = AsyncSaverContextManager if cls.asynchronous else SaverContextManager
@@ -498,8 +507,9 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         """
         clone = super().with_allowlist(extra_allowlist)
         if clone is not self and isinstance(clone, MongoDBSaverBase):
-            codec = Codec(clone.serde, self.compression)
-            clone.storage = dataclasses.replace(self.storage, codec=codec)
+            clone.storage = dataclasses.replace(
+                self.storage, codec=codec(clone.serde, self.compression)
+            )
         return clone
 
     def _setup_plan(self, create_indexes: bool, skip_indexes: Collection[str]) -> Plan[None]:

@@ -32,6 +32,7 @@ from langgraph.checkpoint.mongo._operations.read import (
     list_threads,
     read_tuple,
     refresh_on_read,
+    stored_size,
 )
 from langgraph.checkpoint.mongo._operations.retention import (
     checkpoint_id_time,
@@ -77,6 +78,7 @@ __all__ = [
     "store_checkpoint",
     "store_documents",
     "stored_documents",
+    "stored_size",
     "thread_document_counts",
     "trim_after_put",
 ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
+import bson
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from pymongo.errors import OperationFailure
@@ -25,11 +26,18 @@ from langgraph.checkpoint.mongo._commands import (
     SaverPlan,
     Target,
 )
-from langgraph.checkpoint.mongo._documents import ThreadInfo, checkpoint_tuple, thread_info
+from langgraph.checkpoint.mongo._documents import (
+    StoredSize,
+    ThreadInfo,
+    checkpoint_tuple,
+    largest_channels,
+    thread_info,
+)
 from langgraph.checkpoint.mongo._keys import (
     CheckpointRef,
     KeyFields,
     before_id_from_config,
+    checkpoint_key,
     key_fields,
     list_scope,
     ref_from_config,
@@ -41,6 +49,7 @@ from langgraph.checkpoint.mongo._logging import logger
 from langgraph.checkpoint.mongo._metadata import metadata_filter
 from langgraph.checkpoint.mongo._operations.state import ReadCheckpoint, Storage
 from langgraph.checkpoint.mongo._schema import (
+    CheckpointDocument,
     CountDocument,
     Field,
     Joined,
@@ -322,6 +331,22 @@ def _thread_cursor(before: Any) -> str | None:
             f"None, got {type(before).__name__}"
         )
     return require_str(before, "before")
+
+
+def stored_size(ref: CheckpointRef) -> Plan[StoredSize | None]:
+    """What checkpoint `ref` takes as stored (its document with its chunks, without its
+    pending writes), or None when it is not stored: one `find`, and one more for the
+    chunks of a state over 16 MiB (`threads show`)."""
+    if ref.checkpoint_id is None:
+        raise ValueError("stored_size needs a checkpoint id")
+    key = checkpoint_key(ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id)
+    docs: list[CheckpointDocument] = yield Command(
+        Target.CHECKPOINTS, Method.FIND, (_queries.checkpoints_of([key]),)
+    )
+    if not docs:
+        return None
+    yield from _chunks.resolve(docs)
+    return StoredSize(len(bson.encode(docs[0])), largest_channels(docs[0][Field.CHANNEL_VALUES]))
 
 
 def checkpoint_counts(thread_ids: Sequence[str]) -> Plan[dict[str, dict[str, int]]]:

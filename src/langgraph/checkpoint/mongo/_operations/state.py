@@ -36,6 +36,8 @@ class Storage:
         refresh_ttl_on_read: the saver's option of that name: a read of a thread moves
             its expiry stamp too (see `refresh_on_read`).
         max_bytes: the largest checkpoint or pending write stored (`state_max_bytes`).
+        warn_bytes: the size of a checkpoint from which `put` logs a warning
+            (`state_warn_bytes`; 0: never).
     """
 
     codec: Codec
@@ -47,6 +49,7 @@ class Storage:
     run_starts: RunStarts = field(default_factory=lambda: RunStarts())
     refresh_ttl_on_read: bool = False
     max_bytes: int = DEFAULT_STATE_MAX_BYTES
+    warn_bytes: int = 0
 
     def forget_threads(self, thread_ids: Sequence[str]) -> None:
         """A delete changed these threads: drop what this process remembers of them."""

@@ -111,7 +111,14 @@ def put(
     write = expiry.start_write(new.ref.thread_id) if expiry else None
     try:
         stamp = write.stamp if write else None
-        built = build_checkpoint(storage.codec, new, parent, stamp, max_bytes=storage.max_bytes)
+        built = build_checkpoint(
+            storage.codec,
+            new,
+            parent,
+            stamp,
+            max_bytes=storage.max_bytes,
+            warn_bytes=storage.warn_bytes,
+        )
         if built.chunks:
             # Before the document that refers to them (see `_chunks`).
             yield upsert_command(

@@ -13,7 +13,6 @@ are `_common`'s, the serializer `_serde`'s, a checkpoint's state and a diff `_in
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -22,7 +21,10 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any, TextIO
 
+from bson import json_util
+from bson.errors import BSONError
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
 from pymongo.collection import Collection
 
 from langgraph.checkpoint.mongo import _operations as ops
@@ -33,6 +35,7 @@ from langgraph.checkpoint.mongo._base import (
     DEFAULT_WRITES_COLLECTION,
 )
 from langgraph.checkpoint.mongo._documents import ThreadInfo
+from langgraph.checkpoint.mongo._keys import ref_from_config
 from langgraph.checkpoint.mongo._options import redact_uri
 from langgraph.checkpoint.mongo.cli import _serde, _views
 from langgraph.checkpoint.mongo.cli._common import (
@@ -151,13 +154,16 @@ def _keep_last(text: str, name: str) -> int | None:
 
 
 def _filter_entry(text: str) -> tuple[str, Any]:
-    """`KEY=VALUE`: the value as JSON when it reads as JSON (`step=3`, `ok=true`,
-    `tags=["a"]`), else the text itself (`source=loop`)."""
+    """`KEY=VALUE`: the value as MongoDB Extended JSON when it reads as JSON (`step=3`,
+    `ok=true`, `tags=["a"]`, `user={"$oid": "65a1..."}` for an `ObjectId`), else the text
+    itself (`source=loop`)."""
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"must be KEY=VALUE, got {text!r}")
     try:
-        return key, json.loads(value)
+        return key, json_util.loads(value)
+    except BSONError as error:  # JSON, but not a BSON value: {"$oid": "nope"}
+        raise argparse.ArgumentTypeError(f"{key}: {value} is no BSON value: {error}") from None
     except ValueError:
         return key, value
 
@@ -230,7 +236,8 @@ def add_parser(commands: Any) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="only threads whose latest root checkpoint has this metadata (repeat for "
-        "more; VALUE is read as JSON when it can be: step=3, tags='[\"a\"]')",
+        "more; VALUE is read as MongoDB Extended JSON when it can be: step=3, "
+        'tags=\'["a"]\', user=\'{"$oid": "65a1b2c3d4e5f60718293a4b"}\')',
     )
     ls.add_argument(
         "--limit", type=flag(_at_least_one, "--limit"), metavar="N", help="at most N threads"
@@ -514,11 +521,32 @@ def _show(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextI
     }
     if asked is not None:
         shown["checkpoint"] = _views.state_json(asked)
+    if latest is not None:
+        shown["latest_stored"] = _stored_json(saver, latest)
     if args.json:
         print(_views.json_text(shown), file=out)
     else:
         _print_show(shown, out)
     return 0
+
+
+# How many of the latest checkpoint's largest channels `show` names.
+_LARGEST_SHOWN = 5
+
+
+def _stored_json(saver: MongoDBSaver, latest: CheckpointTuple) -> dict[str, Any] | None:
+    """What the latest checkpoint takes as stored, and its largest channels (one read;
+    None when it was deleted meanwhile)."""
+    stored = _views.run_core(saver, ops.stored_size(ref_from_config(latest.config)))
+    if stored is None:
+        return None
+    return {
+        "bytes": stored.size,
+        "largest_channels": [
+            {"channel": channel, "bytes": size}
+            for channel, size in stored.channels[:_LARGEST_SHOWN]
+        ],
+    }
 
 
 def _print_show(shown: dict[str, Any], out: TextIO) -> None:
@@ -539,6 +567,17 @@ def _print_show(shown: dict[str, Any], out: TextIO) -> None:
         _views.print_state("checkpoint", shown["checkpoint"], now, out)
     elif shown["latest"] is not None:
         _views.print_state("latest", shown["latest"], now, out)
+    if shown.get("latest_stored") is not None:
+        stored = shown["latest_stored"]
+        largest = ", ".join(
+            f"{item['channel']} {_views.size_text(item['bytes'])}"
+            for item in stored["largest_channels"]
+        )
+        print(
+            f"latest stored: {_views.size_text(stored['bytes'])}"
+            + (f"; largest channels: {largest}" if largest else ""),
+            file=out,
+        )
     print(f"history (newest first, {len(shown['history'])} of {total}):", file=out)
     rows = [("CHECKPOINT", "NAMESPACE", "STEP", "SOURCE", "CREATED", "WRITES")]
     for item in shown["history"]:

@@ -54,6 +54,17 @@ classes, so they affect every mongomock client of the process, and nothing else)
 7. The `listCollections` database command (`db.command("listCollections", filter=...)`),
    which mongomock's `command` lacks (it answers `ping` only): it lists the collections
    the filter matches, each with no options, in a first batch as a server replies.
+8. BSON values stored as a server stores them, and so read back as a driver decodes them:
+   mongomock keeps the Python object it was given, so a `bson.datetime_ms.DatetimeMS`
+   read back as a `DatetimeMS` and a `Binary` of subtype 0 as a `Binary`, where a server
+   stores a BSON date and binary data, which PyMongo returns as a `datetime` and as
+   `bytes` (a `DatetimeMS` beyond `datetime`'s years stays one, as PyMongo's
+   `DATETIME_AUTO` returns it); and an empty `Timestamp(0, 0)` inside a subdocument or
+   array kept as it is, where mongomock replaces it by the current time at any depth (a
+   server does so only in top-level fields). Applied where mongomock already normalizes
+   what it stores and compares (datetimes to milliseconds), so filters compare them as a
+   server does too (no upstream issue found: mongomock's normalization predates
+   `DatetimeMS`).
 
 And two speed-ups, behaviour unchanged, so that a test suite with many threads stays fast:
 
@@ -141,7 +152,13 @@ def apply_mongomock_fixes() -> None:
 
 
 def _patch_mongomock() -> None:
+    from collections import OrderedDict
+
     import bson
+    from bson.binary import Binary
+    from bson.datetime_ms import DatetimeMS
+    from bson.errors import InvalidBSON
+    from bson.timestamp import Timestamp
     from mongomock import aggregate as mongomock_aggregate
     from mongomock import collection as mongomock_collection
     from mongomock import command_cursor as mongomock_command_cursor
@@ -284,8 +301,28 @@ def _patch_mongomock() -> None:
 
         return wrapper
 
+    normalized: Any = helpers.patch_datetime_awareness_in_document
+
+    def as_a_server_stores(value: Any, depth: int = 0) -> Any:
+        for mapping in (OrderedDict, dict):
+            if isinstance(value, mapping):
+                return mapping((k, as_a_server_stores(v, depth + 1)) for k, v in value.items())
+        if isinstance(value, (tuple, list)):
+            return [as_a_server_stores(item, depth + 1) for item in value]
+        if isinstance(value, Timestamp) and depth > 1:  # not a top-level field
+            return value
+        if type(value) is Binary and value.subtype == 0:
+            return bytes(value)
+        if isinstance(value, DatetimeMS):
+            try:
+                value = value.as_datetime()
+            except (OverflowError, ValueError, InvalidBSON):
+                return value
+        return normalized(value)
+
     command_cursor: Any = mongomock_command_cursor.CommandCursor
     handlers = mongomock_aggregate._PIPELINE_HANDLERS
+    setattr(helpers, "patch_datetime_awareness_in_document", as_a_server_stores)  # noqa: B010
     setattr(mongomock_collection, "_copy_field", copy_field_with_new_floats)  # noqa: B010
     handlers["$lookup"] = concise_lookup(handlers["$lookup"])
     # setattr: these replace methods that mongomock's stubs declare (or lack).
