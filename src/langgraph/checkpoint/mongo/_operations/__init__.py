@@ -29,6 +29,7 @@ from langgraph.checkpoint.mongo._operations.read import (
     list_checkpoints,
     list_threads,
     refresh_on_read,
+    thread_pinned,
 )
 from langgraph.checkpoint.mongo._operations.retention import (
     delete_for_runs,
@@ -43,7 +44,12 @@ from langgraph.checkpoint.mongo._operations.state import (
     count_bound,
     slack,
 )
-from langgraph.checkpoint.mongo._operations.write import put, put_writes, store_checkpoint
+from langgraph.checkpoint.mongo._operations.write import (
+    pin_thread,
+    put,
+    put_writes,
+    store_checkpoint,
+)
 
 __all__ = [
     "ReadCheckpoint",
@@ -59,6 +65,7 @@ __all__ = [
     "get_tuple",
     "list_checkpoints",
     "list_threads",
+    "pin_thread",
     "prune",
     "put",
     "put_writes",
@@ -70,5 +77,6 @@ __all__ = [
     "store_documents",
     "stored_documents",
     "thread_document_counts",
+    "thread_pinned",
     "trim_after_put",
 ]

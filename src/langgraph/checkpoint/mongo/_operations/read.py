@@ -44,6 +44,7 @@ from langgraph.checkpoint.mongo._schema import (
     Joined,
     JoinedCheckpoint,
     WriteDocument,
+    is_pinned,
 )
 from langgraph.checkpoint.mongo._ttl import move_thread
 
@@ -109,6 +110,8 @@ def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple 
             _warn_not_stored(ref)
         return None
     stored = docs[0].pop(Field.STORED, None)
+    if storage.expiry is not None:
+        storage.expiry.moves.learn(ref.thread_id, is_pinned(docs[0].get(Field.TOUCHED_AT)))
     yield from _chunks.resolve(docs)
     found = checkpoint_tuple(storage.codec, docs[0])
     if storage.keep_last is not None:
@@ -159,7 +162,7 @@ def refresh_on_read(storage: Storage, config: RunnableConfig | None) -> Plan[Non
     if expiry is None or not storage.refresh_ttl_on_read or config is None:
         return None
     thread_id = list_scope(config)[0]
-    stamp = expiry.stamp()
+    stamp = expiry.stamp_of(thread_id)
     if not expiry.needs_move(thread_id, stamp):
         return None
     return move_thread(expiry, thread_id, stamp)
@@ -312,6 +315,15 @@ def _thread_cursor(before: Any) -> str | None:
             f"None, got {type(before).__name__}"
         )
     return require_str(before, "before")
+
+
+def thread_pinned(thread_id: str) -> Plan[bool | None]:
+    """Whether a thread is pinned (`pin_thread`): its newest root checkpoint is, as
+    `ThreadInfo.pinned` says (one `find` of that document's stamp); `None`: the thread
+    has no root checkpoint."""
+    query, options = _queries.newest_stamp(require_str(thread_id, "thread_id"))
+    docs = yield Command(Target.CHECKPOINTS, Method.FIND, query, options)
+    return is_pinned(docs[0].get(Field.TOUCHED_AT)) if docs else None
 
 
 def checkpoint_counts(thread_ids: Sequence[str]) -> Plan[dict[str, dict[str, int]]]:
