@@ -21,7 +21,7 @@ from pymongo import MongoClient
 from langgraph.checkpoint.mongo import MongoDBSaver
 from langgraph.checkpoint.mongo._chunks import ORPHAN_GRACE
 from langgraph.checkpoint.mongo._options import redact_uri
-from langgraph.checkpoint.mongo.migrate._cli import main
+from langgraph.checkpoint.mongo.cli import main
 from support.backends import MONGODB_URI
 from support.cli import run_command
 from support.graphs import chat_graph, human, linear_graph
@@ -100,13 +100,16 @@ def test_help_says_what_every_flag_does() -> None:
     assert "130 interrupted" in threads.stdout
     for action, flags in {
         "ls": ["--json", "--filter", "--limit", "--after"],
-        "show": ["--history", "--json"],
+        "show": ["--history", "--checkpoint", "--ns", "--json"],
+        "history": ["--ns", "--limit", "--before", "--json"],
+        "diff": ["--from", "--to", "--ns", "--json"],
         "prune": ["--keep-last", "--idle-for", "--dry-run", "--no-progress", "--json"],
         "delete": ["--yes", "--json"],
     }.items():
         shown = run_command([*COMMAND, action, "--help"])
         assert shown.returncode == 0
-        for flag in [*flags, "--uri", "--db", "--checkpoints", "--writes", "--timeout"]:
+        common = ["--uri", "--db", "--checkpoints", "--writes", "--timeout", "--serde"]
+        for flag in [*flags, *common]:
             assert flag in shown.stdout, (action, flag)
 
 
@@ -524,6 +527,7 @@ def test_show_json_is_the_latest_state_and_its_history(saver: MongoDBSaver) -> N
         return {
             "checkpoint_id": item.config["configurable"]["checkpoint_id"],
             "checkpoint_ns": "",
+            "parent_checkpoint_id": item.parent_config["configurable"]["checkpoint_id"],
             "step": item.metadata["step"],
             "source": item.metadata["source"],
             "created": item.checkpoint["ts"],
@@ -537,13 +541,19 @@ def test_show_json_is_the_latest_state_and_its_history(saver: MongoDBSaver) -> N
         "namespaces": per_namespace(saver, "chat"),
         "latest": {
             **described(latest),
+            "next": [],
             "metadata": json.loads(json.dumps(latest.metadata)),
             "channels": {"messages": [repr(m) for m in messages]},
+            "interrupts": [],
         },
         "interrupts": [],
         "history": [described(item) for item in history],
     }
-    assert run(saver, "show", "nobody", "--json").stdout == ""
+    missing = run(saver, "show", "nobody", "--json")
+    assert missing.returncode == 1
+    problem = f"no thread 'nobody' in {saver.db.name}.checkpoints at {redact_uri(uri_of(saver))}"
+    assert json.loads(missing.stdout) == {"error": problem, "exit_code": 1}
+    assert missing.stderr == f"error: {problem}\n"
 
 
 def test_prune_and_delete_json(saver: MongoDBSaver) -> None:
@@ -579,11 +589,17 @@ def test_prune_and_delete_json(saver: MongoDBSaver) -> None:
     assert per_namespace(saver, "a") == per_namespace(saver, "b") == {"": 1}
     deleted = run(saver, "delete", "b", "nobody", "a", "--yes", "--json")
     assert deleted.returncode == 1  # one of them was not there
+    where = f"{saver.db.name}.checkpoints at {redact_uri(uri_of(saver))}"
     assert json.loads(deleted.stdout) == {
         "deleted": [{"thread_id": "b", "checkpoints": 1}, {"thread_id": "a", "checkpoints": 1}],
         "not_found": ["nobody"],
+        "error": f"no thread 'nobody' in {where}",
+        "exit_code": 1,
     }
     assert "no thread 'nobody'" in deleted.stderr
     assert saver.get_tuple(config("a")) is None
     none = run(saver, "delete", "a", "--yes", "--json")
-    assert (none.returncode, json.loads(none.stdout)) == (1, {"deleted": [], "not_found": ["a"]})
+    assert (none.returncode, json.loads(none.stdout)) == (
+        1,
+        {"deleted": [], "not_found": ["a"], "error": f"no thread 'a' in {where}", "exit_code": 1},
+    )

@@ -110,3 +110,17 @@ def test_the_codecs_implied_types_are_what_langgraph_writes() -> None:
     assert serde.dumps_typed(None) == ("null", b""), moved(
         "JsonPlusSerializer.dumps_typed", "None is no longer ('null', b'')"
     )
+
+
+def test_a_delta_snapshot_decodes_to_the_type_the_threads_command_unwraps() -> None:
+    """`threads show` shows a `DeltaChannel` snapshot's value, not the snapshot."""
+    from langgraph.channels.delta import DeltaChannel
+
+    channel: DeltaChannel[list[str]] = DeltaChannel(
+        lambda state, writes: state, snapshot_frequency=1
+    )
+    serde = JsonPlusSerializer()
+    snapshot = serde.loads_typed(serde.dumps_typed(lg_serde.DeltaSnapshot(["a"])))
+    assert isinstance(snapshot, lg_serde.DeltaSnapshot), moved("_DeltaSnapshot", "decodes apart")
+    assert snapshot.value == ["a"]
+    assert channel.from_checkpoint(snapshot).get() == ["a"]

@@ -21,7 +21,7 @@ from typing_extensions import TypedDict
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES, RecentValues
 from langgraph.checkpoint.mongo._codec import Codec
-from langgraph.checkpoint.mongo._commands import Command
+from langgraph.checkpoint.mongo._commands import Command, Detach
 from langgraph.checkpoint.mongo._queries import WritesJoin
 from langgraph.checkpoint.mongo._runners import run_plan
 from support.backends import Backend, CommandLog
@@ -191,15 +191,15 @@ def test_put_remembers_the_versions_it_stored_not_what_the_caller_changes_meanwh
     storage = ops.Storage(codec, WritesJoin("writes"), None, RecentValues())
     first = checkpoint({"c": "old"})
 
-    def moving_on(command: Command) -> None:
-        if command.method == "update_one":
+    def moving_on(command: Command | Detach) -> None:
+        if isinstance(command, Command) and command.method == "update_one":
             first["channel_versions"]["c"] = 2
 
     stored = run_plan(ops.put(storage, config(thread), first, {}, {"c": 1}), moving_on)
     second = checkpoint({"c": "new"})
     second["channel_versions"] = {"c": 2}
-    sent: list[Command] = []
+    sent: list[Command | Detach] = []
     run_plan(ops.put(storage, stored, second, {}, {}), sent.append)
-    [update] = [command for command in sent if command.method == "update_one"]
+    [update] = [c for c in sent if isinstance(c, Command) and c.method == "update_one"]
     [entry] = update.args[1]["$set"]["channel_values"]
     assert codec.decode(entry) == "new"  # not the parent's bytes, stored at version 1

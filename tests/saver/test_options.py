@@ -16,7 +16,7 @@ from mongomock_motor import AsyncMongoMockClient
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver
 from langgraph.checkpoint.mongo._options import MAX_TTL_SECONDS, redact_uri
 from langgraph.checkpoint.mongo.agent_server import Settings
-from langgraph.checkpoint.mongo.migrate._cli import _parser
+from langgraph.checkpoint.mongo.cli import _parser
 
 NOWHERE = "mongodb://127.0.0.1:9/"
 
@@ -135,7 +135,7 @@ def test_equal_collection_names_are_refused_alike_everywhere() -> None:
         str(raised.value)
         == f"MONGODB_CHECKPOINT_COLLECTION and MONGODB_WRITES_COLLECTION {problem}"
     )
-    from langgraph.checkpoint.mongo.migrate._cli import main
+    from langgraph.checkpoint.mongo.cli import main
 
     err = io.StringIO()
     argv = ["copy-threads", "--from-sqlite", __file__, "--to", NOWHERE]

@@ -12,7 +12,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.mongo import MongoDBSaver
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._chunks import ORPHAN_GRACE
-from langgraph.checkpoint.mongo._commands import Command, Plan
+from langgraph.checkpoint.mongo._commands import Command, Plan, SaverPlan
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._operations.retention import checkpoint_id_time
 from support.graphs import Driver, linear_graph
@@ -239,5 +239,5 @@ async def test_a_prune_without_orphans_sends_one_command_more(
     assert methods(sent_commands) == ["aggregate", "find", "delete_many", "find"]
 
 
-async def _run(saver: Any, plan: Plan[Any]) -> Any:
+async def _run(saver: Any, plan: SaverPlan[Any]) -> Any:
     return await maybe_await(saver._run("test", plan))

@@ -28,7 +28,7 @@ from langgraph.checkpoint.base import id as langgraph_id
 from langgraph.checkpoint.base.id import uuid6
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver, ThreadInfo
-from langgraph.checkpoint.mongo._commands import Command, Plan
+from langgraph.checkpoint.mongo._commands import Command, Plan, SaverPlan
 
 
 class EitherSaver:
@@ -243,7 +243,7 @@ def saver_like(saver: Any) -> Any:
     return type(saver)
 
 
-def after_commands(plan: Plan[Any], count: int, meanwhile: Plan[Any]) -> Plan[Any]:
+def after_commands(plan: Plan[Any], count: int, meanwhile: SaverPlan[Any]) -> SaverPlan[Any]:
     """Run `plan`, with the commands of `meanwhile` sent right after its first `count`
     (a concurrent operation landing between two of its commands)."""
     command = next(plan)

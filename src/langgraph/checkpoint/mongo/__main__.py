@@ -1,6 +1,6 @@
 """`python -m langgraph.checkpoint.mongo COMMAND` (see `--help`)."""
 
-from langgraph.checkpoint.mongo.migrate._cli import main
+from langgraph.checkpoint.mongo.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

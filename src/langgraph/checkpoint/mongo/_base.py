@@ -11,7 +11,7 @@ import random
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Hashable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import timedelta
 from typing import Any, ClassVar, Generic, NoReturn, TypeVar, cast
@@ -160,6 +160,10 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
     checkpoint_collection_name, writes_collection_name, ttl`); the other arguments are
     keyword-only. [Options](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/options/)
     has them in one table, with links to what each one changes.
+
+    A call that the server or the network fails raises PyMongo's error
+    (`pymongo.errors.PyMongoError`); pass `timeoutMS` so that a stalled server raises
+    instead of hanging: see [timeouts](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/operations/#timeouts).
 
     Args:
         client: `MongoDBSaver`: a `pymongo.MongoClient`; `AsyncMongoDBSaver`: a
@@ -505,12 +509,13 @@ def _constructor_error(
     return TypeError(f"{saver}(): {error}")
 
 
-def background_failed(operation: str, error: BaseException | None) -> None:
+def background_done(operation: str, done: asyncio.Future[None] | Future[None]) -> None:
     """A plan the saver ran in the background (a `keep_last` trim, a stamp move of
-    `refresh_ttl_on_read`) failed: said, not raised, since no caller waits for it. Its
-    work is not lost: the namespace's next run decides its trim again, a stamp move's
-    claim is released."""
-    logger.warning("%s in the background failed (tried again later)", operation, exc_info=error)
+    `refresh_ttl_on_read`) ended: a failure is said, not raised, since no caller waits
+    for it. Its work is not lost: the namespace's next run decides its trim again, a stamp
+    move's claim is released."""
+    if not done.cancelled() and (error := done.exception()) is not None:
+        logger.warning("%s in the background failed (tried again later)", operation, exc_info=error)
 
 
 # The keywords a PyMongo client takes, lower-cased as its own validation reads them: its

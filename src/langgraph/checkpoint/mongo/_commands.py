@@ -6,6 +6,8 @@ receives their answers, without doing any I/O; the savers' executors answer them
 - `Command`: one driver call on one of the saver's collections (or its database);
 - `OpenCursor` and `NextDocument`: `list`'s stream, a cursor opened on a `Command` and
   read one document at a time;
+- `Detach`: a follow-up plan (a `keep_last` trim, a stamp move of `refresh_ttl_on_read`)
+  the saver runs in the background, which the caller does not wait for;
 - copy-threads' plans also yield `SourceRead`s (`migrate/_plans.py`), answered from the
   saver copied from.
 
@@ -87,8 +89,18 @@ class NextDocument(NamedTuple):
     cursor: Any
 
 
+class Detach(NamedTuple):
+    """Run `plan` in the saver's background (`operation`: its name in the log): the
+    operation decides its follow-up at the point it knows it, the saver only runs it. The
+    answer is `None` at once; `settle()` and `close()` wait for the plan, and its failure
+    is logged, not raised (`_base.background_done`)."""
+
+    operation: str
+    plan: Plan[None]
+
+
 # What a saver answers: every request of the core's plans.
-Request = Command | OpenCursor | NextDocument
+Request = Command | OpenCursor | NextDocument | Detach
 
 # What a listing (`list`, `list_threads`) yields: a request for the saver, or an item for
 # the caller.
@@ -103,3 +115,8 @@ return value is the method's result. The async and the sync saver only run these
 generators against their driver (h11-style sans-I/O), so the logic of every
 operation is written exactly once.
 """
+
+SaverPlan = Generator[Command | Detach, Any, T]
+"""A saver method's plan: a `Plan` that may also hand follow-ups to the background
+(`Detach`). Only the savers run these; a plan that other code runs too (copying threads,
+a detached follow-up) is a `Plan`."""

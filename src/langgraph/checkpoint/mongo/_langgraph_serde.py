@@ -10,7 +10,8 @@ block. None of that is public: the hook and the allow-list are attributes
 (`_unpack_ext_hook`, `_allowed_msgpack_modules`), the safe types live in
 `langgraph.checkpoint.serde._msgpack`, and the extension codes are constants of
 `jsonplus` that stored checkpoints carry (so LangGraph cannot renumber them; a new one is
-what the test watches for).
+what the test watches for). The `threads` command unwraps a `DeltaChannel` snapshot
+(`serde.types._DeltaSnapshot`) to show its value.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 import ormsgpack
 from langgraph.checkpoint.serde import _msgpack
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 ExtHook = Callable[[int, bytes], Any]
 
@@ -55,6 +57,10 @@ DELTA_SNAPSHOT = EXT_CODES["EXT_DELTA_SNAPSHOT"]
 # The types and methods LangGraph rebuilds whatever the allow-list says.
 SAFE_TYPES: frozenset[tuple[str, ...]] = _msgpack.SAFE_MSGPACK_TYPES
 SAFE_METHODS: frozenset[tuple[str, str, str]] = _msgpack.SAFE_MSGPACK_METHODS
+
+# What a `DeltaChannel` snapshot decodes to (`EXT_DELTA_SNAPSHOT`): the `threads` command
+# shows the value it holds.
+DeltaSnapshot: type[Any] = _DeltaSnapshot
 
 # The serializer's attributes read and replaced here.
 EXT_HOOK_ATTRIBUTE = "_unpack_ext_hook"

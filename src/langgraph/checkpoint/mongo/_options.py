@@ -1,6 +1,6 @@
 """One validator per option, shared by every way of giving it: the savers' arguments, the
-Agent Server's environment variables (`agent_server.py`) and `copy-threads`' flags
-(`migrate/_cli.py`). Those two only turn a string into a value (`parse_*`), then call the
+Agent Server's environment variables (`agent_server.py`) and the command line's flags
+(`cli/`). Those two only turn a string into a value (`parse_*`), then call the
 same validator as the saver, so a value is accepted or refused, with the same words,
 wherever it is given; each error names the option as the user spelt it (`ttl`,
 `MONGODB_TTL_SECONDS`, `--ttl`).

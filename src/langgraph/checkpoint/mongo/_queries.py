@@ -316,6 +316,12 @@ def list_pipeline(
     return pipeline
 
 
+def page_options(limit: int) -> dict[str, Any]:
+    """`aggregate` options of a page of `limit` documents: all of it in the first batch,
+    with one document more so the server closes the cursor (no `getMore`)."""
+    return {"batchSize": min(limit + 1, _MAX_BATCH_SIZE)}
+
+
 def without_join(
     pipeline: list[dict[str, Any]], after: Joined | None = None, page: int | None = None
 ) -> list[dict[str, Any]]:
@@ -404,7 +410,7 @@ def threads_options(limit: int | None) -> dict[str, Any]:
     stage 100 MiB of memory without it)."""
     options: dict[str, Any] = {"allowDiskUse": True}
     if limit is not None:
-        options["batchSize"] = min(limit + 1, _MAX_BATCH_SIZE)
+        options.update(page_options(limit))
     return options
 
 

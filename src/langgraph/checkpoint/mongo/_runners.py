@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import Any, TypeVar
 
-from langgraph.checkpoint.mongo._commands import Command, Listing, NextDocument, OpenCursor
+from langgraph.checkpoint.mongo._commands import Command, Detach, Listing, NextDocument, OpenCursor
 
 T = TypeVar("T")
 Y = TypeVar("Y")
@@ -83,4 +83,4 @@ async def arun_listing(
 
 
 # What a listing yields for its runner to answer; anything else goes to the caller.
-_REQUESTS = (Command, OpenCursor, NextDocument)
+_REQUESTS = (Command, OpenCursor, NextDocument, Detach)

@@ -1,16 +1,18 @@
 """What each saver method sends, step by step, without doing any I/O.
 
 Each operation is a generator that yields `Command`s and receives their results; its
-return value is the method's result. The async and the sync saver only run these
-generators against their driver (h11-style sans-I/O), so the logic of every
-operation is written exactly once.
+return value is the method's result. A saver method's plan may also detach a follow-up
+(`_commands.Detach`: the `keep_last` trim after `put`, a read's ttl refresh). The async
+and the sync saver only run these generators against their driver (h11-style sans-I/O),
+so the logic of every operation is written exactly once.
 
 One module per concern, each importing only `state` and the modules listed before it:
-`state` (what every plan takes of its saver), `indexes` (`setup`), `write`, `read`,
-`history`, `retention` (the trim, `prune`, the deletes, orphan writes) and `copy`
-(`copy_thread`, `migrate`'s helpers). Every ttl stamp move is in `_ttl`. This package
-re-exports the names the savers, `migrate`, the CLIs, the tests and the benchmarks use
-as `ops.X`; a test that patches a constant names the module that reads it.
+`state` (what every plan takes of its saver), `indexes` (`setup`), `read`, `history`,
+`retention` (the trim, `prune`, the deletes, orphan writes), `write` (whose `put`
+detaches the trim) and `copy` (`copy_thread`, `migrate`'s helpers). Every ttl stamp move
+is in `_ttl`. This package re-exports the names the savers, `migrate`, the CLIs, the
+tests and the benchmarks use as `ops.X`; a test that patches a constant names the module
+that reads it.
 """
 
 from langgraph.checkpoint.mongo._operations.copy import (
@@ -21,17 +23,19 @@ from langgraph.checkpoint.mongo._operations.copy import (
     stored_documents,
     thread_document_counts,
 )
-from langgraph.checkpoint.mongo._operations.history import delta_history
+from langgraph.checkpoint.mongo._operations.history import delta_history, history_page
 from langgraph.checkpoint.mongo._operations.indexes import setup
 from langgraph.checkpoint.mongo._operations.read import (
     checkpoint_counts,
     get_tuple,
     list_checkpoints,
     list_threads,
+    read_tuple,
     refresh_on_read,
     thread_pinned,
 )
 from langgraph.checkpoint.mongo._operations.retention import (
+    checkpoint_id_time,
     delete_for_runs,
     delete_thread,
     prune,
@@ -56,6 +60,7 @@ __all__ = [
     "RunStarts",
     "Storage",
     "checkpoint_counts",
+    "checkpoint_id_time",
     "checkpoint_keys_of_thread",
     "copy_thread",
     "count_bound",
@@ -63,12 +68,14 @@ __all__ = [
     "delete_thread",
     "delta_history",
     "get_tuple",
+    "history_page",
     "list_checkpoints",
     "list_threads",
     "pin_thread",
     "prune",
     "put",
     "put_writes",
+    "read_tuple",
     "refresh_on_read",
     "refuse_foreign_documents",
     "setup",

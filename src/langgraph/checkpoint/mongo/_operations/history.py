@@ -1,24 +1,33 @@
-"""`get_delta_channel_history`, and what its read tells the `keep_last` trim."""
+"""`get_delta_channel_history`, and what its read tells the `keep_last` trim; a page of a
+namespace's checkpoints for `threads history`."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+import bson
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import DeltaChannelHistory
+from langgraph.checkpoint.base import CheckpointTuple, DeltaChannelHistory
 
 from langgraph.checkpoint.mongo import _chunks, _delta, _queries
 from langgraph.checkpoint.mongo._commands import Command, Method, Plan, Target
+from langgraph.checkpoint.mongo._documents import checkpoint_tuple
 from langgraph.checkpoint.mongo._keys import (
     CheckpointRef,
     namespace_label,
     ref_from_config,
+    require_str,
     str_list,
 )
 from langgraph.checkpoint.mongo._operations.read import _read_joined
 from langgraph.checkpoint.mongo._operations.state import RunStart, Storage, _boundary, slack
-from langgraph.checkpoint.mongo._schema import Field, HistoryDocument, LineageDocument
+from langgraph.checkpoint.mongo._schema import (
+    Field,
+    HistoryDocument,
+    JoinedCheckpoint,
+    LineageDocument,
+)
 from langgraph.checkpoint.mongo.errors import ThreadChangedError
 
 
@@ -95,3 +104,24 @@ def _judge_lineage(
         return len(doomed) > slack(keep_last)
 
     storage.run_starts.judged(ref.thread_id, ref.checkpoint_ns, over)
+
+
+def history_page(
+    storage: Storage, thread_id: str, checkpoint_ns: str, before: str | None, limit: int
+) -> Plan[list[tuple[CheckpointTuple, int]]]:
+    """Up to `limit` checkpoints of a namespace older than `before`, newest first, each
+    with its stored size (the checkpoint and its pending writes, as BSON, chunks
+    included): one aggregation on the `thread_ns_checkpoint` index, whatever the length
+    of the thread (`threads history`)."""
+    pipeline = _queries.list_pipeline(
+        thread_id=require_str(thread_id, "thread_id"),
+        checkpoint_ns=require_str(checkpoint_ns, "checkpoint_ns"),
+        checkpoint_id=None,
+        before_id=before,
+        metadata_conditions={},
+        limit=limit,
+        join=storage.join,
+    )
+    docs: list[JoinedCheckpoint] = yield from _read_joined(pipeline, _queries.page_options(limit))
+    yield from _chunks.resolve(docs)
+    return [(checkpoint_tuple(storage.codec, doc), len(bson.encode(doc))) for doc in docs]

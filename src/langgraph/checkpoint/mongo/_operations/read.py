@@ -1,6 +1,6 @@
 """The reads: a checkpoint with its writes (joined, or read apart when over 16 MiB),
 `get_tuple`, `list`, `list_threads`, the checkpoint counts, and the ttl refresh a read
-asks for."""
+detaches."""
 
 from __future__ import annotations
 
@@ -15,12 +15,14 @@ from langgraph.checkpoint.mongo import _chunks, _delta, _queries
 from langgraph.checkpoint.mongo._channel_values import stored_values
 from langgraph.checkpoint.mongo._commands import (
     Command,
+    Detach,
     Listing,
     ListStep,
     Method,
     NextDocument,
     OpenCursor,
     Plan,
+    SaverPlan,
     Target,
 )
 from langgraph.checkpoint.mongo._documents import ThreadInfo, checkpoint_tuple, thread_info
@@ -101,7 +103,14 @@ def _read_joined(
     return docs
 
 
-def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
+def get_tuple(storage: Storage, config: RunnableConfig) -> SaverPlan[CheckpointTuple | None]:
+    """`get_tuple`: `read_tuple`, then the stamp move `refresh_ttl_on_read` asks for."""
+    found = yield from read_tuple(storage, config)
+    yield from refresh_on_read(storage, config)
+    return found
+
+
+def read_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
     ref = ref_from_config(config)
     pipeline = _queries.get_tuple_pipeline(ref, storage.join, storage.count)
     docs: list[JoinedCheckpoint] = yield from _read_joined(pipeline)
@@ -151,21 +160,21 @@ def _warn_not_stored(ref: CheckpointRef) -> None:
     )
 
 
-def refresh_on_read(storage: Storage, config: RunnableConfig | None) -> Plan[None] | None:
+def refresh_on_read(
+    storage: Storage, config: RunnableConfig | None
+) -> Generator[Detach, Any, None]:
     """With `refresh_ttl_on_read`, what a read of `config`'s thread (`get_tuple`, `list`
     of one thread) sends besides: the move of the thread's stamp, once per bucket and
-    process (`_ttl.move_thread`), as a plan of its own that the saver runs without making
-    the read wait for it (`None`: nothing to send). Reads of no single thread move
-    nothing; a config the read refuses is refused here with the read's own error, as
-    without the option."""
+    process (`_ttl.move_thread`), detached, so the read does not wait for it. Reads of no
+    single thread move nothing; a config the read refuses is refused here with the
+    read's own error, as without the option."""
     expiry = storage.expiry
     if expiry is None or not storage.refresh_ttl_on_read or config is None:
-        return None
+        return
     thread_id = list_scope(config)[0]
     stamp = expiry.stamp_of(thread_id)
-    if not expiry.needs_move(thread_id, stamp):
-        return None
-    return move_thread(expiry, thread_id, stamp)
+    if expiry.needs_move(thread_id, stamp):
+        yield Detach("refresh_ttl_on_read", move_thread(expiry, thread_id, stamp))
 
 
 MAX_LIMIT = 2**63 - 1
@@ -226,6 +235,7 @@ def list_checkpoints(
     server cannot apply `limit`: each checkpoint read is checked in Python, and the list
     stops after `limit` accepted ones.
     """
+    yield from refresh_on_read(storage, config)
     # Every argument is checked before deciding that nothing can match.
     _check_limit(limit)
     metadata = metadata_filter(filter)

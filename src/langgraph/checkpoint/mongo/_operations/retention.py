@@ -27,8 +27,9 @@ thread with `DeltaChannel`s, whose id dates from the run's start.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointMetadata, get_checkpoint_metadata
@@ -36,7 +37,7 @@ from langgraph.checkpoint.base import CheckpointMetadata, get_checkpoint_metadat
 from langgraph.checkpoint.mongo import _chunks, _delta, _options, _queries
 from langgraph.checkpoint.mongo._chunks import ORPHAN_GRACE
 from langgraph.checkpoint.mongo._codec import Codec
-from langgraph.checkpoint.mongo._commands import Command, Method, Plan, Target
+from langgraph.checkpoint.mongo._commands import Command, Detach, Method, Plan, Target
 from langgraph.checkpoint.mongo._documents import stored_metadata
 from langgraph.checkpoint.mongo._keys import (
     CheckpointRef,
@@ -64,10 +65,9 @@ from langgraph.checkpoint.mongo._schema import (
 
 def trim_after_put(
     storage: Storage, config: RunnableConfig, metadata: CheckpointMetadata, stored: RunnableConfig
-) -> Plan[None] | None:
+) -> Generator[Detach, Any, None]:
     """With `keep_last`: after the `put(config, ..., metadata)` of `stored`, the trim its
-    namespace needs, as a plan of its own that the saver runs in the background without
-    making LangGraph wait for it (`None`: nothing to trim).
+    namespace needs, detached, so LangGraph does not wait for it (nothing: no trim).
 
     The run's first reads decided (`get_tuple` counts the namespace in its own
     aggregation, `delta_history` judges from the lineage it reads), and the first `put`
@@ -87,17 +87,18 @@ def trim_after_put(
     """
     keep_last = storage.keep_last
     if keep_last is None:
-        return None
+        return
     ref = ref_from_config(stored)
     start = storage.run_starts.take(ref.thread_id, ref.checkpoint_ns)
     if start is None or start.over is False:
-        return None
+        return
     run_id = get_checkpoint_metadata(config, metadata).get("run_id")
     started_from = [c for c in start.read if run_id is None or c.run_id != run_id]
     if not started_from:
-        return None
+        return
     namespace = CheckpointRef(ref.thread_id, ref.checkpoint_ns, None)
-    return _trim(keep_last, namespace, started_from, counted=start.over is not None)
+    trim = _trim(keep_last, namespace, started_from, counted=start.over is not None)
+    yield Detach("keep_last", trim)
 
 
 def _trim(

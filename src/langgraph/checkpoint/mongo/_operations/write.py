@@ -13,7 +13,7 @@ from pymongo import UpdateMany
 
 from langgraph.checkpoint.mongo import _chunks, _queries, _ttl
 from langgraph.checkpoint.mongo._channel_values import StoredValues, stored_values
-from langgraph.checkpoint.mongo._commands import Command, Method, Plan, Target
+from langgraph.checkpoint.mongo._commands import Command, Method, Plan, SaverPlan, Target
 from langgraph.checkpoint.mongo._documents import (
     NewCheckpoint,
     build_checkpoint,
@@ -21,6 +21,7 @@ from langgraph.checkpoint.mongo._documents import (
     stored_writes,
 )
 from langgraph.checkpoint.mongo._keys import checkpoint_key, ref_from_config, require_str
+from langgraph.checkpoint.mongo._operations.retention import trim_after_put
 from langgraph.checkpoint.mongo._operations.state import Storage
 from langgraph.checkpoint.mongo._schema import CheckpointDocument, Field
 from langgraph.checkpoint.mongo._ttl import stamped_write
@@ -86,7 +87,7 @@ def put(
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
     new_versions: ChannelVersions,
-) -> Plan[RunnableConfig]:
+) -> SaverPlan[RunnableConfig]:
     """Store a checkpoint: validate what was handed over once (`new_checkpoint`), read
     the parent's entries of unchanged channels if this process has not cached them,
     build the document and its cache entry in one pass (`build_checkpoint`), send it
@@ -96,8 +97,8 @@ def put(
     document (the pieces of a value too large for one document) are yielded between
     `build_checkpoint` and `store_checkpoint` (`_chunks`); updates that must ride with
     the document in its one command (moving the thread's stamp) go in
-    `store_checkpoint(..., first=...)` (`_ttl.stamped_write`). With `keep_last`, the saver
-    then sends the trim the run's first reads called for, in the background
+    `store_checkpoint(..., first=...)` (`_ttl.stamped_write`). With `keep_last`, the
+    write acknowledged, it detaches the trim the run's first reads called for
     (`trim_after_put`).
     """
     new = new_checkpoint(ref_from_config(config), checkpoint, metadata, config, new_versions)
@@ -122,7 +123,9 @@ def put(
         if write is not None:
             write.end()
     storage.recent.remember(new.key, built.values)
-    return new.ref.config()
+    stored = new.ref.config()
+    yield from trim_after_put(storage, config, metadata, stored)
+    return stored
 
 
 def put_writes(

@@ -756,7 +756,7 @@ def verify_thread(
     theirs = yield ReadLatest(thread_id)
     root = CheckpointRef(thread_id, "", None).config()
     try:
-        ours_latest = yield from ops.get_tuple(target, root)
+        ours_latest = yield from ops.read_tuple(target, root)
     except UnrestorableValueError as exc:
         differences.append(f"latest checkpoint: does not decode exactly in the target: {exc}")
     else:

@@ -4,17 +4,14 @@ MongoDB saver's collections or a SqliteSaver file into this package's collection
 from __future__ import annotations
 
 import argparse
-import math
 import sqlite3
-import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO
 
 from pymongo import MongoClient
-from pymongo.errors import InvalidURI, ServerSelectionTimeoutError
 
 from langgraph.checkpoint.mongo import _options
 from langgraph.checkpoint.mongo._base import (
@@ -23,8 +20,16 @@ from langgraph.checkpoint.mongo._base import (
     DEFAULT_WRITES_COLLECTION,
 )
 from langgraph.checkpoint.mongo._codec import COMPRESSIONS
-from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, __version__
-from langgraph.checkpoint.mongo._options import redact_uri
+from langgraph.checkpoint.mongo.cli._common import (
+    Progress,
+    SetupError,
+    UsageError,
+    add_timeout,
+    connect,
+    distinct_collections,
+    flag,
+    require_collections,
+)
 from langgraph.checkpoint.mongo.migrate import (
     OfficialMongoDBSource,
     Source,
@@ -36,8 +41,6 @@ from langgraph.checkpoint.mongo.migrate import (
     verify_threads,
 )
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
-
-T = TypeVar("T")
 
 DESCRIPTION = """\
 Copy LangGraph threads into langgraph-checkpoint-mongo's collections: every checkpoint of
@@ -65,49 +68,12 @@ examples:
 """
 
 
-# Seconds to wait for a server to answer before saying which one did not.
-DEFAULT_TIMEOUT = 10.0
-MIN_TIMEOUT = 0.1
+def _ttl(text: str, name: str) -> timedelta | None:
+    return _options.ttl(_options.parse_seconds(text, name), name)
 
 
-class UsageError(Exception):
-    """A problem with the arguments, told as one line (exit code 2)."""
-
-
-class SetupError(Exception):
-    """A problem with the environment or a connection, told as one line (exit code 1)."""
-
-
-def _flag(parse: Callable[[str, str], T], flag: str) -> Callable[[str], T]:
-    """An argparse `type` for `flag`: `parse` (a parser and validator of `_options`, the
-    saver's own check), its refusal told as argparse tells one (`argument --ttl: must be
-    ...`, exit code 2)."""
-
-    def checked(text: str) -> T:
-        try:
-            return parse(text, flag)
-        except (TypeError, ValueError) as exc:
-            raise argparse.ArgumentTypeError(getattr(exc, "problem", str(exc))) from None
-
-    return checked
-
-
-def _ttl(text: str, flag: str) -> timedelta | None:
-    return _options.ttl(_options.parse_seconds(text, flag), flag)
-
-
-def _batch_size(text: str, flag: str) -> int:
-    return _options.batch_size(_options.parse_int(text, flag), flag)
-
-
-def _timeout(text: str, flag: str) -> float:
-    """Seconds to wait for a server: at least a tenth of a second, and finite."""
-    seconds = _options.parse_seconds(text, flag)
-    if not MIN_TIMEOUT <= seconds < math.inf:  # NaN compares false
-        raise _options.OptionValueError(
-            flag, f"must be a number of seconds of at least {MIN_TIMEOUT:g}, got {text}"
-        )
-    return seconds
+def _batch_size(text: str, name: str) -> int:
+    return _options.batch_size(_options.parse_int(text, name), name)
 
 
 def _add_names(group: Any, side: str, *helps: str) -> None:
@@ -119,19 +85,14 @@ def _add_names(group: Any, side: str, *helps: str) -> None:
         ("writes", DEFAULT_WRITES_COLLECTION, _options.collection_name),
     ]
     for (suffix, default, check), help in zip(names, helps, strict=True):
-        flag = f"--{side}-{suffix}"
+        option = f"--{side}-{suffix}"
         group.add_argument(
-            flag, default=default, type=_flag(check, flag), metavar="NAME", help=help
+            option, default=default, type=flag(check, option), metavar="NAME", help=help
         )
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m langgraph.checkpoint.mongo",
-        description="Tools for langgraph-checkpoint-mongo.",
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def add_parser(commands: Any) -> None:
+    """Add `copy-threads` to the `python -m langgraph.checkpoint.mongo` parser."""
     copy = commands.add_parser(
         "copy-threads",
         help="copy threads from langgraph-checkpoint-mongodb or SqliteSaver",
@@ -180,18 +141,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     target.add_argument(
         "--ttl",
-        type=_flag(_ttl, "--ttl"),
+        type=flag(_ttl, "--ttl"),
         metavar="SECONDS",
         help="the ttl your savers use: copied threads get a fresh whole-thread TTL stamp",
     )
-    target.add_argument(
-        "--timeout",
-        type=_flag(_timeout, "--timeout"),
-        default=DEFAULT_TIMEOUT,
-        metavar="SECONDS",
-        help="how long to wait for a server (source or target) to answer before giving up "
-        "and naming it (default: %(default)g)",
-    )
+    add_timeout(target, "a server (source or target)")
     what = copy.add_argument_group("what to do")
     what.add_argument(
         "--thread",
@@ -220,7 +174,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     what.add_argument(
         "--batch-size",
-        type=_flag(_batch_size, "--batch-size"),
+        type=flag(_batch_size, "--batch-size"),
         default=100,
         metavar="N",
         help="checkpoints read and written per round trip; memory holds about this many "
@@ -232,12 +186,7 @@ def _parser() -> argparse.ArgumentParser:
         help="no progress bar (there is none anyway when stderr is not a terminal or "
         "tqdm is not installed)",
     )
-    copy.set_defaults(handler=_copy_threads, parser=copy)
-    # Imported here: the threads command uses this module's conventions (errors, client).
-    from langgraph.checkpoint.mongo import _threads_cli
-
-    _threads_cli.add_parser(commands)
-    return parser
+    copy.set_defaults(handler=run, parser=copy)
 
 
 def _same_collections(args: argparse.Namespace) -> bool:
@@ -258,44 +207,13 @@ def _check_arguments(args: argparse.Namespace) -> None:
         )
     if args.from_sqlite is not None and not args.from_sqlite.is_file():
         raise UsageError(f"--from-sqlite {str(args.from_sqlite)!r}: no such file")
-    _distinct_collections(args.to_checkpoints, args.to_writes, ("--to-checkpoints", "--to-writes"))
-
-
-def _distinct_collections(checkpoints: str, writes: str, flags: tuple[str, str]) -> None:
-    """The savers' check that the two collections differ (`_options.collection_names`),
-    refused as bad arguments naming the flags, before any connection is made."""
-    try:
-        _options.collection_names(checkpoints, writes, flags)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _client(uri: str, what: str, timeout: float) -> MongoClient[dict[str, Any]]:
-    """A client that has reached its server within `timeout` seconds; a `uri` PyMongo
-    cannot read (`http://...`, a bad port) is a bad argument."""
-    try:
-        client: MongoClient[dict[str, Any]] = MongoClient(
-            uri, driver=DRIVER_INFO, serverSelectionTimeoutMS=int(timeout * 1000)
-        )
-    except (InvalidURI, ValueError) as exc:
-        raise UsageError(
-            f"the {what} {redact_uri(uri)!r} is not a MongoDB connection string: {exc}"
-        ) from None
-    try:
-        client.admin.command("buildInfo")
-    except ServerSelectionTimeoutError as exc:
-        client.close()
-        raise SetupError(
-            f"cannot reach the {what} at {redact_uri(uri)}: no server answered within "
-            f"{timeout:g} s (--timeout): {exc}"
-        ) from None
-    return client
+    distinct_collections(args.to_checkpoints, args.to_writes, ("--to-checkpoints", "--to-writes"))
 
 
 @contextmanager
 def _source(args: argparse.Namespace) -> Iterator[Source]:
     if args.from_mongodb is not None:
-        client = _client(args.from_mongodb, "source (--from-mongodb)", args.timeout)
+        client = connect(args.from_mongodb, "source (--from-mongodb)", args.timeout)
         try:
             _require_official_collections(client, args)
             yield OfficialMongoDBSource(
@@ -331,32 +249,6 @@ def _require_official_collections(client: MongoClient[Any], args: argparse.Names
     require_collections(client, args.from_mongodb, args.from_db, wanted, check)
 
 
-# Databases every server has, never the one a user means.
-_SERVER_DATABASES = frozenset({"admin", "config", "local"})
-
-
-def require_collections(
-    client: MongoClient[Any], uri: str, db: str, wanted: Mapping[str, str], check: str
-) -> None:
-    """Refuse a database or a collection (`wanted`: flag to name) that does not exist,
-    naming it and what does exist, as bad arguments: a misspelt name reads as empty, and
-    a command on it would report success having done nothing. `check` says which flag to
-    check when the database itself is missing."""
-    names = set(client[db].list_collection_names())
-    missing = {flag: name for flag, name in wanted.items() if name not in names}
-    if not missing:
-        return
-    where = f"database {db!r} at {redact_uri(uri)}"
-    if not names:
-        databases = sorted(set(client.list_database_names()) - _SERVER_DATABASES)
-        raise UsageError(
-            f"{where} has no collections (it does not exist): check {check}; the databases "
-            f"there: {databases or 'none'}"
-        )
-    lacking = ", ".join(f"{name!r} ({flag})" for flag, name in missing.items())
-    raise UsageError(f"{where} has no collection {lacking}; its collections: {sorted(names)}")
-
-
 def _require_sqlite_saver_tables(conn: sqlite3.Connection, path: Path) -> None:
     """Refuse a file that is not a SqliteSaver database before `SqliteSaver` tries to
     create its tables in it (which read-only fails with `attempt to write a readonly
@@ -375,7 +267,7 @@ def _require_sqlite_saver_tables(conn: sqlite3.Connection, path: Path) -> None:
 
 @contextmanager
 def _target(args: argparse.Namespace) -> Iterator[MongoDBSaver]:
-    client = _client(args.to, "target (--to)", args.timeout)
+    client = connect(args.to, "target (--to)", args.timeout)
     try:
         saver = MongoDBSaver(
             client,
@@ -392,53 +284,13 @@ def _target(args: argparse.Namespace) -> Iterator[MongoDBSaver]:
         client.close()
 
 
-class Progress:
-    """A tqdm bar over threads, with checkpoints done, rate and time left; problems are
-    printed above it as they happen."""
-
-    def __init__(self, what: str, total: int, show: bool, out: TextIO) -> None:
-        self.out = out
-        self.checkpoints = 0
-        self.bar: Any = None
-        if show:
-            try:
-                from tqdm import tqdm
-            except ImportError:  # the `cli` extra brings it; without, no bar
-                return
-            self.bar = tqdm(total=total, desc=what, unit="thread", file=out, dynamic_ncols=True)
-
-    def checkpoints_done(self, thread_id: str, count: int) -> None:
-        self.checkpoints += count
-        if self.bar is not None:
-            self.bar.set_postfix_str(f"{self.checkpoints} checkpoints", refresh=False)
-
-    def note(self, line: str) -> None:
-        if self.bar is not None:
-            self.bar.write(line, file=self.out)
-        else:
-            print(line, file=self.out)
-
-    def thread_done(self, result: ThreadCopy | ThreadVerification) -> None:
-        if isinstance(result, ThreadVerification):
-            self.checkpoints_done(result.thread_id, result.checkpoints)
-            if result.differences:
-                self.note(f"differs: {result.thread_id!r} ({len(result.differences)})")
-        elif result.status in (ThreadStatus.CONFLICT, ThreadStatus.FAILED):
-            self.note(f"{result.status.value}: {result.thread_id!r}: {result.detail}")
-        if self.bar is not None:
-            self.bar.update(1)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
-def _copy_threads(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Run `copy-threads`; an error propagates to `main`, which prints it in one line."""
     _check_arguments(args)
     show = not args.no_progress and err.isatty()
     with _source(args) as source, _target(args) as target:
         threads = args.threads or source_thread_ids(source)
-        with _closing(Progress("copy", len(threads), show, err)) as progress:
+        with Progress("copy", len(threads), show, err, "checkpoints") as progress:
             report = copy_threads(
                 source,
                 target,
@@ -446,49 +298,31 @@ def _copy_threads(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 overwrite=args.overwrite,
                 dry_run=args.dry_run,
                 batch_size=args.batch_size,
-                on_progress=progress.checkpoints_done,
-                on_thread=progress.thread_done,
+                on_progress=lambda _thread_id, count: progress.advance(checkpoints=count),
+                on_thread=lambda result: _thread_done(progress, result),
             )
         print(("dry run: " if args.dry_run else "") + report.summary(), file=out)
         if not args.verify or args.dry_run:
             return 0 if report.ok else 1
-        with _closing(Progress("verify", len(threads), show, err)) as progress:
+        with Progress("verify", len(threads), show, err, "checkpoints") as progress:
             verified = verify_threads(
-                source, target, threads, batch_size=args.batch_size, on_thread=progress.thread_done
+                source,
+                target,
+                threads,
+                batch_size=args.batch_size,
+                on_thread=lambda result: _thread_done(progress, result),
             )
         print("verify: " + verified.summary(), file=out)
         return 0 if report.ok and verified.ok else 1
 
 
-@contextmanager
-def _closing(progress: Progress) -> Iterator[Progress]:
-    try:
-        yield progress
-    finally:
-        progress.close()
-
-
-def main(
-    argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr
-) -> int:
-    args, unknown = _parser().parse_known_args(argv)
-    if unknown:  # told with the usage of the command they were given to, not the root's
-        args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-    try:
-        handler: Callable[[argparse.Namespace, TextIO, TextIO], int] = args.handler
-        return handler(args, out, err)
-    except KeyboardInterrupt:
-        print(
-            "\ninterrupted: nothing is half-written; run the same command again to finish",
-            file=err,
-        )
-        return 130
-    except UsageError as exc:
-        print(f"error: {exc}", file=err)
-        return 2
-    except SetupError as exc:
-        print(f"error: {exc}", file=err)
-        return 1
-    except Exception as exc:  # any failure: one line (drivers name the server or document)
-        print(f"error: {type(exc).__name__}: {exc}", file=err)
-        return 1
+def _thread_done(progress: Progress, result: ThreadCopy | ThreadVerification) -> None:
+    """A thread copied or verified: its problem noted above the bar, if any."""
+    checkpoints = 0
+    if isinstance(result, ThreadVerification):
+        checkpoints = result.checkpoints
+        if result.differences:
+            progress.note(f"differs: {result.thread_id!r} ({len(result.differences)})")
+    elif result.status in (ThreadStatus.CONFLICT, ThreadStatus.FAILED):
+        progress.note(f"{result.status.value}: {result.thread_id!r}: {result.detail}")
+    progress.advance(threads=1, checkpoints=checkpoints)

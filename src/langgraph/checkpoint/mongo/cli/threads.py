@@ -1,11 +1,13 @@
-"""`python -m langgraph.checkpoint.mongo threads ls | show ID | prune | delete ID...`: see
-the threads a database holds, look at one, prune their history, delete some.
+"""`python -m langgraph.checkpoint.mongo threads ls | show ID | history ID | diff ID |
+prune | delete ID...`: see the threads a database holds, look at one, at its history and
+at what changed between two of its checkpoints, prune their history, delete some.
 
-Everything goes through a `MongoDBSaver` (`list_threads`, `get_tuple`, `list`, `prune`,
-`delete_thread`) and two named functions of the core (`checkpoint_counts`, what the
-collections store; `foreign_index`, the official saver's mark); the connection, exit
-codes, timeout, redacted URIs and the check that the database and collections exist are
-copy-threads' (`migrate._cli`).
+Everything goes through a `MongoDBSaver` (`list_threads`, `get_tuple`, `list`,
+`get_delta_channel_history`, `prune`, `delete_thread`) and three named functions of the
+core (`checkpoint_counts`, what the collections store; `history_page`, a page of a
+namespace's checkpoints with their sizes; `foreign_index`, the official saver's mark);
+the connection, errors, timeout and the check that the database and collections exist
+are `_common`'s, the serializer `_serde`'s, a checkpoint's state and a diff `_inspect`'s.
 """
 
 from __future__ import annotations
@@ -14,16 +16,13 @@ import argparse
 import json
 import os
 import re
-import reprlib
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any, TextIO
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import CheckpointTuple
-from langgraph.checkpoint.serde.types import INTERRUPT
 from pymongo.collection import Collection
 
 from langgraph.checkpoint.mongo import _operations as ops
@@ -32,32 +31,39 @@ from langgraph.checkpoint.mongo._base import (
     DEFAULT_CHECKPOINT_COLLECTION,
     DEFAULT_DB_NAME,
     DEFAULT_WRITES_COLLECTION,
-    command_collection,
 )
 from langgraph.checkpoint.mongo._documents import ThreadInfo
-from langgraph.checkpoint.mongo._executors import execute_sync
 from langgraph.checkpoint.mongo._options import redact_uri
-from langgraph.checkpoint.mongo._runners import run_plan
-from langgraph.checkpoint.mongo.migrate._cli import (
-    DEFAULT_TIMEOUT,
+from langgraph.checkpoint.mongo.cli import _serde, _views
+from langgraph.checkpoint.mongo.cli._common import (
+    NotFoundError,
+    Progress,
     UsageError,
-    _client,
-    _distinct_collections,
-    _flag,
-    _timeout,
+    add_timeout,
+    connect,
+    distinct_collections,
+    flag,
     require_collections,
 )
+from langgraph.checkpoint.mongo.cli.history import show_diff, show_history
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
 
 DESCRIPTION = """\
 See and tidy the threads of langgraph-checkpoint-mongo's collections.
 
   ls               every thread: its checkpoints and its last activity
-  show ID          a thread's latest state (a pending interrupt too), and its history
+  show ID          a thread's latest state (a pending interrupt too), and its history;
+                   --checkpoint CHECKPOINT: the state at that checkpoint
+  history ID       a thread's checkpoints, newest first, a page at a time: step, source,
+                   time, next nodes, pending writes, interrupts, stored size
+  diff ID          what changed between two checkpoints (default: the latest and its
+                   parent), per channel; messages by message id
   prune            keep each thread's N newest checkpoints per namespace (--keep-last),
                    optionally only in threads idle for a while (--idle-for); --dry-run first
   delete ID...     delete whole threads (asks first, unless --yes)
-Each takes --json: one JSON document on stdout, for scripts.
+Each takes --json: one JSON document on stdout, for scripts (an error too).
+Encrypted threads (LangGraph's EncryptedSerializer) read with LANGGRAPH_AES_KEY set, as
+the application reads them; another serializer with --serde module:factory.
 
 exit codes: 0 done; 1 a thread was not found, a deletion was declined, or any other
 error; 2 bad arguments (also: a URI that is not one; a database or collection that does
@@ -66,6 +72,7 @@ stdin is not a terminal); 130 interrupted (Ctrl-C): nothing is half-written, run
 same command again to finish.
 """
 
+
 EPILOG = """\
 examples:
   export MONGODB_URI="mongodb://..."
@@ -73,23 +80,32 @@ examples:
   #   python -m langgraph.checkpoint.mongo.testing serve
   python -m langgraph.checkpoint.mongo threads ls --filter source=loop
   python -m langgraph.checkpoint.mongo threads show user-42
+  python -m langgraph.checkpoint.mongo threads history user-42 --limit 10
+  python -m langgraph.checkpoint.mongo threads show user-42 --checkpoint 1f0c...
+  python -m langgraph.checkpoint.mongo threads diff user-42 --from 1f0a... --to 1f0c...
   python -m langgraph.checkpoint.mongo threads prune --keep-last 10 --idle-for 7d --dry-run
   python -m langgraph.checkpoint.mongo threads delete user-42 user-43 --yes
 """
 
 # Threads counted, pruned or shown per round trip of `ls` and `prune`.
+
+
+# Threads counted, pruned or shown per round trip of `ls` and `prune`.
 BATCH = 100
+
+# How many checkpoints `show` lists by default.
+
 
 # How many checkpoints `show` lists by default.
 DEFAULT_HISTORY = 20
 
+
 _DURATION_UNITS = {"w": 7 * 86400, "d": 86400, "h": 3600, "m": 60, "s": 1}
+
+
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([wdhms])")
 
 # Channel values in `show`: a line each.
-_VALUE_REPR = reprlib.Repr()
-_VALUE_REPR.maxstring = _VALUE_REPR.maxother = 60
-_VALUE_REPR.maxlist = _VALUE_REPR.maxdict = 3
 
 
 class Duration(timedelta):
@@ -119,13 +135,19 @@ def _duration(text: str) -> Duration:
     return duration
 
 
-def _at_least_one(text: str, flag: str) -> int:
-    return _options.batch_size(_options.parse_int(text, flag), flag)
+def _at_least_one(text: str, name: str) -> int:
+    """A count of at least 1 that a server takes (`limit`: a BSON int64)."""
+    value = _options.batch_size(_options.parse_int(text, name), name)
+    if value > _options.MAX_INT64:
+        raise _options.OptionValueError(
+            name, f"must be at most 2**63 - 1 (a BSON int64), got {value}"
+        )
+    return value
 
 
-def _keep_last(text: str, flag: str) -> int | None:
+def _keep_last(text: str, name: str) -> int | None:
     """`prune`'s own check of `keep_last`, naming the flag."""
-    return _options.prune_keep_last(_options.parse_int(text, flag), flag)
+    return _options.prune_keep_last(_options.parse_int(text, name), name)
 
 
 def _filter_entry(text: str) -> tuple[str, Any]:
@@ -142,7 +164,7 @@ def _filter_entry(text: str) -> tuple[str, Any]:
 
 def _connection_options() -> argparse.ArgumentParser:
     """The options every `threads` command takes (after its name)."""
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     where = common.add_argument_group("where")
     where.add_argument(
         "--uri",
@@ -153,31 +175,31 @@ def _connection_options() -> argparse.ArgumentParser:
     where.add_argument(
         "--db",
         default=DEFAULT_DB_NAME,
-        type=_flag(_options.db_name, "--db"),
+        type=flag(_options.db_name, "--db"),
         metavar="NAME",
         help="the database (default: %(default)s)",
     )
     where.add_argument(
         "--checkpoints",
         default=DEFAULT_CHECKPOINT_COLLECTION,
-        type=_flag(_options.collection_name, "--checkpoints"),
+        type=flag(_options.collection_name, "--checkpoints"),
         metavar="NAME",
         help="the checkpoint collection (default: %(default)s)",
     )
     where.add_argument(
         "--writes",
         default=DEFAULT_WRITES_COLLECTION,
-        type=_flag(_options.collection_name, "--writes"),
+        type=flag(_options.collection_name, "--writes"),
         metavar="NAME",
         help="the pending-writes collection (default: %(default)s)",
     )
+    add_timeout(where, "the server")
     where.add_argument(
-        "--timeout",
-        type=_flag(_timeout, "--timeout"),
-        default=DEFAULT_TIMEOUT,
-        metavar="SECONDS",
-        help="how long to wait for the server to answer before giving up and naming it "
-        "(default: %(default)g)",
+        "--serde",
+        metavar="MODULE:FACTORY",
+        help="the serializer the application's saver uses: FACTORY() from MODULE (default: "
+        "LangGraph's EncryptedSerializer when LANGGRAPH_AES_KEY is set, else LangGraph's "
+        "default serializer)",
     )
     return common
 
@@ -211,7 +233,7 @@ def add_parser(commands: Any) -> None:
         "more; VALUE is read as JSON when it can be: step=3, tags='[\"a\"]')",
     )
     ls.add_argument(
-        "--limit", type=_flag(_at_least_one, "--limit"), metavar="N", help="at most N threads"
+        "--limit", type=flag(_at_least_one, "--limit"), metavar="N", help="at most N threads"
     )
     ls.add_argument("--after", metavar="ID", help="start after this thread id (the last of a page)")
     ls.add_argument(
@@ -230,8 +252,16 @@ def add_parser(commands: Any) -> None:
     )
     show.add_argument("thread_id", metavar="ID")
     show.add_argument(
+        "--checkpoint",
+        metavar="CHECKPOINT",
+        help="show this checkpoint's state instead of the latest: its channels as LangGraph "
+        "loads them (DeltaChannel values rebuilt), metadata, next nodes, pending writes "
+        "and interrupts",
+    )
+    _add_ns(show, 'the namespace of --checkpoint (default: the root, "")')
+    show.add_argument(
         "--history",
-        type=_flag(_at_least_one, "--history"),
+        type=flag(_at_least_one, "--history"),
         default=DEFAULT_HISTORY,
         metavar="N",
         help="how many checkpoints of the history to list (default: %(default)s)",
@@ -239,8 +269,53 @@ def add_parser(commands: Any) -> None:
     show.add_argument(
         "--json",
         action="store_true",
-        help="one JSON object: thread_id, checkpoints, namespaces, stored, latest, "
-        "interrupts, history",
+        help="one JSON object: thread_id, checkpoints, namespaces, latest, interrupts, "
+        "history, and with --checkpoint: checkpoint",
+    )
+    history = actions.add_parser(
+        "history",
+        parents=common,
+        help="a thread's checkpoints, newest first, a page at a time",
+        description="A thread's checkpoints newest first, per namespace (or the one "
+        "--ns names): id, step, source, time, the nodes that run next, pending writes "
+        "and interrupts, stored size. One indexed query per page and namespace, however "
+        "long the thread; the next page: --before the last id listed.",
+    )
+    history.add_argument("thread_id", metavar="ID")
+    _add_ns(history, "only this namespace (default: every namespace, the root first)")
+    history.add_argument(
+        "--limit",
+        type=flag(_at_least_one, "--limit"),
+        default=DEFAULT_HISTORY,
+        metavar="N",
+        help="checkpoints per namespace (default: %(default)s)",
+    )
+    history.add_argument(
+        "--before", metavar="CHECKPOINT", help="only checkpoints older than this one"
+    )
+    history.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object: thread_id, namespaces (checkpoint_ns, checkpoints, history)",
+    )
+    diff = actions.add_parser(
+        "diff",
+        parents=common,
+        help="what changed between two checkpoints",
+        description="What changed between two checkpoints of a thread (forks included), "
+        "per channel: added, removed or changed; lists of messages by message id (added, "
+        "removed, edited). DeltaChannel values are rebuilt on both sides.",
+    )
+    diff.add_argument("thread_id", metavar="ID")
+    diff.add_argument(
+        "--from", dest="old", metavar="CHECKPOINT", help="default: the parent of --to"
+    )
+    diff.add_argument("--to", dest="new", metavar="CHECKPOINT", help="default: the latest")
+    _add_ns(diff, 'the namespace of both checkpoints (default: the root, "")')
+    diff.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object: thread_id, checkpoint_ns, from, to, channels, next",
     )
     prune = actions.add_parser(
         "prune",
@@ -253,7 +328,7 @@ def add_parser(commands: Any) -> None:
     )
     prune.add_argument(
         "--keep-last",
-        type=_flag(_keep_last, "--keep-last"),
+        type=flag(_keep_last, "--keep-last"),
         required=True,
         metavar="N",
         help="checkpoints to keep per namespace of each thread (0: delete them all)",
@@ -292,14 +367,18 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="one JSON object: deleted (thread_id and checkpoints of each), not_found",
     )
-    for action in (ls, show, prune, delete):
+    for action in (ls, show, history, diff, prune, delete):
         action.set_defaults(parser=action)
+
+
+def _add_ns(parser: argparse.ArgumentParser, help: str) -> None:
+    parser.add_argument("--ns", dest="checkpoint_ns", metavar="NS", help=help)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run `threads ACTION`; an error propagates to `main`, which prints it in one line."""
     # What argparse cannot check (it checked each name, and `--db`, on its own).
-    _distinct_collections(args.checkpoints, args.writes, ("--checkpoints", "--writes"))
+    distinct_collections(args.checkpoints, args.writes, ("--checkpoints", "--writes"))
     if not args.uri:
         raise UsageError("no server: pass --uri or set MONGODB_URI")
     if args.action == "delete" and not args.yes and not _can_ask():
@@ -313,13 +392,14 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 @contextmanager
 def _saver(args: argparse.Namespace) -> Iterator[MongoDBSaver]:
-    client = _client(args.uri, "server (--uri)", args.timeout)
+    client = connect(args.uri, "server (--uri)", args.timeout)
     try:
         wanted = {"--checkpoints": args.checkpoints, "--writes": args.writes}
         require_collections(client, args.uri, args.db, wanted, "--db")
-        for flag, name in wanted.items():
-            _refuse_official_collection(client[args.db][name], flag, args)
-        saver = MongoDBSaver(client, args.db, args.checkpoints, args.writes)
+        for option, name in wanted.items():
+            _refuse_official_collection(client[args.db][name], option, args)
+        serde = _serde.serializer(args.serde)
+        saver = MongoDBSaver(client, args.db, args.checkpoints, args.writes, serde=serde)
         # Reads only: refuses collections it cannot read (another package's, a collation).
         saver.setup(create_indexes=False)
         yield saver
@@ -328,7 +408,7 @@ def _saver(args: argparse.Namespace) -> Iterator[MongoDBSaver]:
 
 
 def _refuse_official_collection(
-    collection: Collection[Any], flag: str, args: argparse.Namespace
+    collection: Collection[Any], option: str, args: argparse.Namespace
 ) -> None:
     """The saver's own refusal of `langgraph-checkpoint-mongodb`'s collections (which
     names its Python arguments), told with this command's flags and copy-threads."""
@@ -337,25 +417,12 @@ def _refuse_official_collection(
         return
     uri = redact_uri(args.uri)
     raise UsageError(
-        f"collection {collection.name!r} ({flag}) of database {args.db!r} at {uri} holds "
+        f"collection {collection.name!r} ({option}) of database {args.db!r} at {uri} holds "
         f"langgraph-checkpoint-mongodb's documents (it has that saver's index {index!r}), "
         "which this command does not read: name this package's collections with "
         "--db, --checkpoints and --writes, or copy these threads into them with "
         f"`python -m langgraph.checkpoint.mongo copy-threads --from-mongodb URI --from-db "
         f"{args.db} --to URI --to-db OTHER_DB` (see its --help)"
-    )
-
-
-def _where(saver: MongoDBSaver, args: argparse.Namespace) -> str:
-    return f"{args.db}.{saver.checkpoint_collection_name} at {redact_uri(args.uri)}"
-
-
-def _counts(saver: MongoDBSaver, thread_ids: Sequence[str]) -> dict[str, dict[str, int]]:
-    """Checkpoints per namespace of each of these threads (one aggregation)."""
-    plan = ops.checkpoint_counts(thread_ids)
-    return run_plan(
-        plan,
-        lambda command: execute_sync("threads", command_collection(saver, command), command),
     )
 
 
@@ -370,47 +437,12 @@ def _batches(items: Iterable[Any], size: int = BATCH) -> Iterator[list[Any]]:
         yield batch
 
 
-def _when(ts: str) -> datetime | None:
-    """A checkpoint's `ts` as an aware datetime, or None when it does not read as one."""
-    try:
-        when = datetime.fromisoformat(ts)
-    except ValueError:
-        return None
-    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
-
-
-def _age(ts: str, now: datetime) -> str:
-    """`2026-11-27 13:28:44 UTC (3h ago)`; a `ts` that is not a time, as it is."""
-    when = _when(ts)
-    if when is None:
-        return ts or "-"
-    seconds = max(0, int((now - when).total_seconds()))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            ago = f"{seconds // size}{unit} ago"
-            break
-    else:
-        ago = f"{seconds}s ago"
-    return f"{when.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} UTC ({ago})"
-
-
-def _table(rows: Sequence[tuple[str, ...]], right: set[int]) -> list[str]:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [
-        "  ".join(
-            cell.rjust(width) if i in right else cell.ljust(width)
-            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
-        ).rstrip()
-        for row in rows
-    ]
-
-
 def _ls(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     found = saver.list_threads(filter=dict(args.filter), limit=args.limit, before=args.after)
     now = datetime.now(timezone.utc)
     listed = 0
     for batch in _batches(found):
-        counts = _counts(saver, [info.thread_id for info in batch])
+        counts = _views.counts(saver, [info.thread_id for info in batch])
         for info in batch:
             total = sum(counts.get(info.thread_id, {}).values())
             if args.json:
@@ -418,13 +450,25 @@ def _ls(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO)
             else:
                 if not listed:
                     print(_ls_line("CHECKPOINTS", "LAST ACTIVITY", "THREAD"), file=out)
-                print(_ls_line(str(total), _age(info.ts, now), _shown(info.thread_id)), file=out)
+                print(
+                    _ls_line(str(total), _views.age(_ts(info), now), _views.shown(info.thread_id)),
+                    file=out,
+                )
             listed += 1
     if args.json:
         out.write("\n]\n" if listed else "[]\n")
     elif not listed:
-        print(f"no threads in {_where(saver, args)}", file=err)
+        print(f"no threads in {_views.where(saver, args)}", file=err)
     return 0
+
+
+def _ts(info: ThreadInfo) -> str:
+    """When the thread's latest checkpoint was written: its `ts`, or, where that is
+    encrypted and no key was given, the time in its id (LangGraph's ids carry it)."""
+    if info.ts:
+        return info.ts
+    when = ops.checkpoint_id_time(info.config["configurable"]["checkpoint_id"])
+    return "" if when is None else when.isoformat()
 
 
 def _ls_line(checkpoints: str, last_activity: str, thread: str) -> str:
@@ -433,19 +477,12 @@ def _ls_line(checkpoints: str, last_activity: str, thread: str) -> str:
     return f"{checkpoints:>11}  {last_activity:<36}  {thread}"
 
 
-def _shown(thread_id: str) -> str:
-    """A thread id as typed on a command line: bare when it is plain text, else quoted."""
-    if thread_id and thread_id.isprintable() and not any(c.isspace() for c in thread_id):
-        return thread_id
-    return repr(thread_id)
-
-
 def _thread_json(info: ThreadInfo, checkpoints: int) -> str:
-    return _json(
+    return _views.json_text(
         {
             "thread_id": info.thread_id,
             "checkpoints": checkpoints,
-            "last_activity": info.ts,
+            "last_activity": _ts(info),
             "checkpoint_id": info.config["configurable"]["checkpoint_id"],
             "metadata": info.metadata,
         }
@@ -456,65 +493,32 @@ def _show(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextI
     thread_id: str = args.thread_id
     latest = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
     # Every stored checkpoint is one reads see: counted from the index, every namespace.
-    namespaces = _counts(saver, [thread_id]).get(thread_id, {})
+    namespaces = _views.counts(saver, [thread_id]).get(thread_id, {})
     if latest is None and not namespaces:
-        print(f"error: no thread {thread_id!r} in {_where(saver, args)}", file=err)
-        return 1
+        raise NotFoundError(f"no thread {thread_id!r} in {_views.where(saver, args)}")
+    asked = None
+    if args.checkpoint is not None:
+        asked = _views.state_at(saver, args, args.checkpoint_ns or "", args.checkpoint)
+    elif args.checkpoint_ns is not None:
+        raise UsageError("--ns goes with --checkpoint: name the checkpoint to show")
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     history = list(saver.list(config, limit=args.history))
+    state = None if latest is None else _views.load(saver, latest, thread_id)
     shown = {
         "thread_id": thread_id,
         "checkpoints": sum(namespaces.values()),
         "namespaces": namespaces,
-        "latest": None if latest is None else _checkpoint_json(latest, channels=True),
-        "interrupts": _interrupts(latest),
-        "history": [_checkpoint_json(item, channels=False) for item in history],
+        "latest": None if state is None else _views.state_json(state),
+        "interrupts": [] if state is None else state.interrupts,
+        "history": [_views.checkpoint_json(item) for item in history],
     }
+    if asked is not None:
+        shown["checkpoint"] = _views.state_json(asked)
     if args.json:
-        print(_json(shown), file=out)
+        print(_views.json_text(shown), file=out)
     else:
         _print_show(shown, out)
     return 0
-
-
-def _checkpoint_json(item: CheckpointTuple, *, channels: bool) -> dict[str, Any]:
-    configurable = item.config["configurable"]
-    shown: dict[str, Any] = {
-        "checkpoint_id": configurable["checkpoint_id"],
-        "checkpoint_ns": configurable["checkpoint_ns"],
-        "step": item.metadata.get("step"),
-        "source": item.metadata.get("source"),
-        "created": item.checkpoint["ts"],
-        "pending_writes": len(item.pending_writes or []),
-    }
-    if channels:
-        shown["metadata"] = item.metadata
-        shown["channels"] = item.checkpoint["channel_values"]
-    return shown
-
-
-def _interrupts(latest: CheckpointTuple | None) -> list[dict[str, Any]]:
-    """The interrupts the thread waits on: those its latest root checkpoint's pending
-    writes hold (LangGraph writes a task's `interrupt()`s there, as one sequence, and
-    resumes from them)."""
-    found: list[dict[str, Any]] = []
-    for task_id, channel, value in (latest.pending_writes or []) if latest else []:
-        if channel != INTERRUPT:
-            continue
-        for interrupt in value if isinstance(value, (list, tuple)) else [value]:
-            found.append(
-                {
-                    "value": getattr(interrupt, "value", interrupt),
-                    "id": getattr(interrupt, "id", None),
-                    "task_id": task_id,
-                }
-            )
-    return found
-
-
-def _json(value: Any) -> str:
-    """JSON as every `--json` prints it: a value JSON cannot hold as its Python repr."""
-    return json.dumps(value, default=repr, ensure_ascii=False)
 
 
 def _print_show(shown: dict[str, Any], out: TextIO) -> None:
@@ -531,24 +535,10 @@ def _print_show(shown: dict[str, Any], out: TextIO) -> None:
         ),
         file=out,
     )
-    latest = shown["latest"]
-    if latest is not None:
-        print(
-            f"latest: {latest['checkpoint_id']}, step {latest['step']}, source "
-            f"{latest['source']}, {_age(latest['created'], now)}",
-            file=out,
-        )
-        values = latest["channels"]
-        print(f"  channels ({len(values)}):", file=out)
-        for channel in sorted(values):
-            print(f"    {channel}: {_VALUE_REPR.repr(values[channel])}", file=out)
-        print(f"  pending writes: {latest['pending_writes']}", file=out)
-    for interrupt in shown["interrupts"]:
-        print(
-            f"  waiting on an interrupt: {_VALUE_REPR.repr(interrupt['value'])} "
-            f"(id {interrupt['id']}, task {interrupt['task_id']})",
-            file=out,
-        )
+    if "checkpoint" in shown:
+        _views.print_state("checkpoint", shown["checkpoint"], now, out)
+    elif shown["latest"] is not None:
+        _views.print_state("latest", shown["latest"], now, out)
     print(f"history (newest first, {len(shown['history'])} of {total}):", file=out)
     rows = [("CHECKPOINT", "NAMESPACE", "STEP", "SOURCE", "CREATED", "WRITES")]
     for item in shown["history"]:
@@ -558,34 +548,12 @@ def _print_show(shown: dict[str, Any], out: TextIO) -> None:
                 item["checkpoint_ns"] or '""',
                 str("" if item["step"] is None else item["step"]),
                 str(item["source"] or ""),
-                _age(item["created"], now),
+                _views.age(item["created"], now),
                 str(item["pending_writes"]),
             )
         )
-    for line in _table(rows, right={2, 5}):
+    for line in _views.table(rows, right={2, 5}):
         print(f"  {line}", file=out)
-
-
-class _Bar:
-    """A tqdm bar over threads (when shown and installed), with checkpoints removed."""
-
-    def __init__(self, total: int, show: bool, out: TextIO) -> None:
-        self.bar: Any = None
-        if show:
-            try:
-                from tqdm import tqdm
-            except ImportError:  # the `cli` extra brings it; without, no bar
-                return
-            self.bar = tqdm(total=total, desc="prune", unit="thread", file=out, dynamic_ncols=True)
-
-    def advance(self, threads: int, removed: int) -> None:
-        if self.bar is not None:
-            self.bar.update(threads)
-            self.bar.set_postfix_str(f"{removed} checkpoints removed", refresh=False)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
 
 
 def _prune(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -595,7 +563,7 @@ def _prune(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: Text
     active = unreadable = 0
     for info in saver.list_threads():
         if args.idle_for is not None:
-            when = _when(info.ts)
+            when = _views.parse_time(info.ts)
             if when is None:
                 unreadable += 1
                 continue
@@ -603,20 +571,20 @@ def _prune(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: Text
                 active += 1
                 continue
         chosen.append(info.thread_id)
-    bar = _Bar(len(chosen), not args.no_progress and err.isatty(), err)
+    show = not args.no_progress and err.isatty()
     before = after = 0
-    try:
+    with Progress("prune", len(chosen), show, err, "checkpoints removed") as progress:
         for batch in _batches(chosen):
-            counts = _counts(saver, batch)
-            before += sum(sum(c.values()) for c in counts.values())
+            counts = _views.counts(saver, batch)
+            stored = sum(sum(c.values()) for c in counts.values())
             if args.dry_run:
-                after += sum(min(keep, n) for c in counts.values() for n in c.values())
+                kept = sum(min(keep, n) for c in counts.values() for n in c.values())
             else:
                 saver.prune(batch, keep_last=keep)
-                after += sum(sum(c.values()) for c in _counts(saver, batch).values())
-            bar.advance(len(batch), before - after)
-    finally:
-        bar.close()
+                kept = sum(sum(c.values()) for c in _views.counts(saver, batch).values())
+            before += stored
+            after += kept
+            progress.advance(threads=len(batch), checkpoints=stored - kept)
     if args.json:
         pruned = {
             "dry_run": args.dry_run,
@@ -628,7 +596,7 @@ def _prune(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: Text
             "checkpoints_removed": before - after,
             "checkpoints_kept": after,
         }
-        print(_json(pruned), file=out)
+        print(_views.json_text(pruned), file=out)
         return 0
     left = []
     if active:
@@ -654,19 +622,25 @@ def _prune(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: Text
 
 def _delete(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     thread_ids = list(dict.fromkeys(args.thread_ids))
-    counts = _counts(saver, thread_ids)
+    counts = _views.counts(saver, thread_ids)
     missing = [t for t in thread_ids if t not in counts]
-    for thread_id in missing:
-        print(f"no thread {thread_id!r} in {_where(saver, args)}", file=err)
+    problems = [f"no thread {t!r} in {_views.where(saver, args)}" for t in missing]
+    for problem in problems:
+        print(problem, file=err)
     found = {t: sum(counts[t].values()) for t in thread_ids if t in counts}
     deleted = []
     for thread_id, checkpoints in _deleting(saver, args, found, err):
         deleted.append({"thread_id": thread_id, "checkpoints": checkpoints})
         if not args.json:  # as each goes: an interrupted delete says what it did
             print(f"deleted {thread_id!r} ({checkpoints} checkpoints)", file=out)
+    code = 0 if deleted and not missing else 1
     if args.json:
-        print(_json({"deleted": deleted, "not_found": missing}), file=out)
-    return 0 if deleted and not missing else 1
+        described: dict[str, Any] = {"deleted": deleted, "not_found": missing}
+        if code:  # as `main` reports any other error with --json
+            described["error"] = "; ".join(problems or ["nothing deleted"])
+            described["exit_code"] = code
+        print(_views.json_text(described), file=out)
+    return code
 
 
 def _deleting(
@@ -680,7 +654,7 @@ def _deleting(
         listed = ", ".join(f"{t!r} ({n})" for t, n in found.items())
         print(
             f"delete {len(found)} thread(s), {sum(found.values())} checkpoints, from "
-            f"{_where(saver, args)}: {listed}",
+            f"{_views.where(saver, args)}: {listed}",
             file=err,
         )
         err.write("delete them? [y/N] ")
@@ -698,4 +672,11 @@ def _can_ask() -> bool:
     return sys.stdin is not None and not sys.stdin.closed and sys.stdin.isatty()
 
 
-ACTIONS = {"ls": _ls, "show": _show, "prune": _prune, "delete": _delete}
+ACTIONS = {
+    "ls": _ls,
+    "show": _show,
+    "history": show_history,
+    "diff": show_diff,
+    "prune": _prune,
+    "delete": _delete,
+}

@@ -1,0 +1,197 @@
+"""What every command of `python -m langgraph.checkpoint.mongo` shares: its two errors
+(bad arguments, exit code 2; a problem with the environment, exit code 1), flags checked
+by the saver's own validators, the connection with its timeout, the check that a database
+and its collections exist, and the progress bar."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any, NoReturn, TextIO, TypeVar
+
+from pymongo import MongoClient
+from pymongo.errors import InvalidURI, ServerSelectionTimeoutError
+
+from langgraph.checkpoint.mongo import _options
+from langgraph.checkpoint.mongo._drivers import DRIVER_INFO
+from langgraph.checkpoint.mongo._options import redact_uri
+
+T = TypeVar("T")
+
+# Seconds to wait for a server to answer before saying which one did not.
+DEFAULT_TIMEOUT = 10.0
+MIN_TIMEOUT = 0.1
+
+# Databases every server has, never the one a user means.
+_SERVER_DATABASES = frozenset({"admin", "config", "local"})
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, for every command and subcommand: a flag is never taken for
+    another by abbreviation (`--checkpoint` is not `--checkpoints`), and its refusals
+    (usage line, error, exit code 2) raise `Refused`, which `main` also reports as JSON."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            self._print_message(message, sys.stderr)
+        raise Refused(status, (message or "").strip())
+
+
+class Refused(SystemExit):
+    """argparse ended the command (`--help`, `--version`: 0; bad arguments: 2), having
+    printed what it says; `problem` is its error line."""
+
+    def __init__(self, code: int, problem: str) -> None:
+        super().__init__(code)
+        self.problem = problem
+
+
+class NotFoundError(Exception):
+    """What a command was asked about does not exist, told as one line (exit code 1)."""
+
+
+class UsageError(Exception):
+    """A problem with the arguments, told as one line (exit code 2)."""
+
+
+class SetupError(Exception):
+    """A problem with the environment or a connection, told as one line (exit code 1)."""
+
+
+def flag(parse: Callable[[str, str], T], name: str) -> Callable[[str], T]:
+    """An argparse `type` for the flag `name`: `parse` (a parser and validator of
+    `_options`, the saver's own check), its refusal told as argparse tells one
+    (`argument --ttl: must be ...`, exit code 2)."""
+
+    def checked(text: str) -> T:
+        try:
+            return parse(text, name)
+        except (TypeError, ValueError) as exc:
+            raise argparse.ArgumentTypeError(getattr(exc, "problem", str(exc))) from None
+
+    return checked
+
+
+def add_timeout(group: Any, servers: str) -> None:
+    """`--timeout SECONDS`: how long to wait for `servers` to answer."""
+    group.add_argument(
+        "--timeout",
+        type=flag(_timeout, "--timeout"),
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long to wait for {servers} to answer before giving up and naming it "
+        "(default: %(default)g)",
+    )
+
+
+def _timeout(text: str, name: str) -> float:
+    """Seconds to wait for a server: at least a tenth of a second, and finite."""
+    seconds = _options.parse_seconds(text, name)
+    if not MIN_TIMEOUT <= seconds < math.inf:  # NaN compares false
+        raise _options.OptionValueError(
+            name, f"must be a number of seconds of at least {MIN_TIMEOUT:g}, got {text}"
+        )
+    return seconds
+
+
+def distinct_collections(checkpoints: str, writes: str, flags: tuple[str, str]) -> None:
+    """The savers' check that the two collections differ (`_options.collection_names`),
+    refused as bad arguments naming the flags, before any connection is made."""
+    try:
+        _options.collection_names(checkpoints, writes, flags)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def connect(uri: str, what: str, seconds: float) -> MongoClient[dict[str, Any]]:
+    """A client that has reached its server within `seconds`; a `uri` PyMongo cannot
+    read (`http://...`, a bad port) is a bad argument."""
+    try:
+        connected: MongoClient[dict[str, Any]] = MongoClient(
+            uri, driver=DRIVER_INFO, serverSelectionTimeoutMS=int(seconds * 1000)
+        )
+    except (InvalidURI, ValueError) as exc:
+        raise UsageError(
+            f"the {what} {redact_uri(uri)!r} is not a MongoDB connection string: {exc}"
+        ) from None
+    try:
+        connected.admin.command("buildInfo")
+    except ServerSelectionTimeoutError as exc:
+        connected.close()
+        raise SetupError(
+            f"cannot reach the {what} at {redact_uri(uri)}: no server answered within "
+            f"{seconds:g} s (--timeout): {exc}"
+        ) from None
+    return connected
+
+
+def require_collections(
+    client: MongoClient[Any], uri: str, db: str, wanted: Mapping[str, str], check: str
+) -> None:
+    """Refuse a database or a collection (`wanted`: flag to name) that does not exist,
+    naming it and what does exist, as bad arguments: a misspelt name reads as empty, and
+    a command on it would report success having done nothing. `check` says which flag to
+    check when the database itself is missing."""
+    names = set(client[db].list_collection_names())
+    missing = {flag: name for flag, name in wanted.items() if name not in names}
+    if not missing:
+        return
+    where = f"database {db!r} at {redact_uri(uri)}"
+    if not names:
+        databases = sorted(set(client.list_database_names()) - _SERVER_DATABASES)
+        raise UsageError(
+            f"{where} has no collections (it does not exist): check {check}; the databases "
+            f"there: {databases or 'none'}"
+        )
+    lacking = ", ".join(f"{name!r} ({flag})" for flag, name in missing.items())
+    raise UsageError(f"{where} has no collection {lacking}; its collections: {sorted(names)}")
+
+
+class Progress:
+    """A tqdm bar over threads (when `show` and tqdm is installed) with a running count
+    of checkpoints (`counted`: what they are); notes are printed above it as they
+    happen. Closed when its `with` block ends."""
+
+    def __init__(self, what: str, total: int, show: bool, out: TextIO, counted: str) -> None:
+        self.out = out
+        self.counted = counted
+        self.checkpoints = 0
+        self.bar: Any = None
+        if show:
+            try:
+                from tqdm import tqdm
+            except ImportError:  # the `cli` extra brings it; without, no bar
+                return
+            self.bar = tqdm(total=total, desc=what, unit="thread", file=out, dynamic_ncols=True)
+
+    def advance(self, threads: int = 0, checkpoints: int = 0) -> None:
+        self.checkpoints += checkpoints
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"{self.checkpoints} {self.counted}", refresh=False)
+            if threads:
+                self.bar.update(threads)
+
+    def note(self, line: str) -> None:
+        if self.bar is not None:
+            self.bar.write(line, file=self.out)
+        else:
+            print(line, file=self.out)
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self.bar is not None:
+            self.bar.close()
