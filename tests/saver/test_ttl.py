@@ -791,3 +791,19 @@ async def test_an_unpin_racing_a_run_of_another_process_ends_with_the_thread_who
         assert await pinned(saver, thread)
         await run(in_process(saver, clock, ThreadMoves()), thread, 3)
         assert set(await stamps(saver, thread)) == PINNED_STAMPS
+
+
+async def test_a_pinned_thread_deleted_and_written_again_is_not_pinned(backend: Backend) -> None:
+    """The process that wrote a pinned thread reads it again after another process deleted
+    it: the new thread's writes are stamped as any thread's, not pinned."""
+    async with backend.saver(ttl=PIN_TTL) as saver:
+        clock = ahead()
+        thread = new_thread()
+        writer = in_process(saver, clock)
+        await run(writer, thread, 0)
+        await call_by_name(writer, "pin_thread", thread)
+        await run(writer, thread, 1)
+        await call_by_name(in_process(saver, clock, ThreadMoves()), "delete_thread", thread)
+        await run(writer, thread, 0)
+        [stamp] = await stamps(saver, thread)
+        assert stamp not in PINNED_STAMPS

@@ -97,10 +97,14 @@ class ThreadMoves:
         self._pinned: OrderedDict[str, bool] = OrderedDict()
         self._lock = threading.Lock()
 
-    def learn(self, thread_id: str, pinned: bool) -> None:
+    def learn(self, thread_id: str, pinned: bool | None) -> None:
         """A read found the thread's newest checkpoint pinned or not, or a pin or unpin
-        of this process landed: the process's next writes of the thread stamp so."""
+        of this process landed: the process's next writes of the thread stamp so
+        (`None`: a read found no root checkpoint, a thread deleted or never written)."""
         with self._lock:
+            if pinned is None:
+                self._pinned.pop(thread_id, None)
+                return
             self._pinned[thread_id] = pinned
             self._pinned.move_to_end(thread_id)
             while len(self._pinned) > _CACHE_SIZE:

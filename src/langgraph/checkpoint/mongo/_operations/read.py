@@ -117,6 +117,9 @@ def read_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple
     if not docs:
         if ref.checkpoint_id is not None:
             _warn_not_stored(ref)
+        elif storage.expiry is not None and not ref.checkpoint_ns:
+            # A new thread, or one deleted since (by any process): no pin to keep.
+            storage.expiry.moves.learn(ref.thread_id, None)
         return None
     stored = docs[0].pop(Field.STORED, None)
     if storage.expiry is not None:
