@@ -642,14 +642,37 @@ def _prune(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: Text
     return 0
 
 
-def _delete(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _named_threads(
+    saver: MongoDBSaver, args: argparse.Namespace, err: TextIO
+) -> tuple[dict[str, int], list[str]]:
+    """The threads `args.thread_ids` names that exist, each with its checkpoints, and the
+    ones that do not (each said on `err`), in the order named."""
     thread_ids = list(dict.fromkeys(args.thread_ids))
     counts = _views.counts(saver, thread_ids)
     missing = [t for t in thread_ids if t not in counts]
-    problems = [f"no thread {t!r} in {_views.where(saver, args)}" for t in missing]
-    for problem in problems:
-        print(problem, file=err)
-    found = {t: sum(counts[t].values()) for t in thread_ids if t in counts}
+    for thread_id in missing:
+        print(_no_thread(saver, args, thread_id), file=err)
+    return {t: sum(counts[t].values()) for t in thread_ids if t in counts}, missing
+
+
+def _no_thread(saver: MongoDBSaver, args: argparse.Namespace, thread_id: str) -> str:
+    return f"no thread {thread_id!r} in {_views.where(saver, args)}"
+
+
+def _print_json_report(
+    saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, done: dict[str, Any], code: int
+) -> None:
+    """`--json` of `delete`, `pin`, `unpin`: what was done, the threads not found, and,
+    when it exits 1, the error and exit code, as `main` reports any other error."""
+    missing: list[str] = done["not_found"]
+    if code:
+        problems = [_no_thread(saver, args, t) for t in missing]
+        done = {**done, "error": "; ".join(problems or ["nothing deleted"]), "exit_code": code}
+    print(_views.json_text(done), file=out)
+
+
+def _delete(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    found, missing = _named_threads(saver, args, err)
     deleted = []
     for thread_id, checkpoints in _deleting(saver, args, found, err):
         deleted.append({"thread_id": thread_id, "checkpoints": checkpoints})
@@ -657,11 +680,7 @@ def _delete(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: Tex
             print(f"deleted {thread_id!r} ({checkpoints} checkpoints)", file=out)
     code = 0 if deleted and not missing else 1
     if args.json:
-        described: dict[str, Any] = {"deleted": deleted, "not_found": missing}
-        if code:  # as `main` reports any other error with --json
-            described["error"] = "; ".join(problems or ["nothing deleted"])
-            described["exit_code"] = code
-        print(_views.json_text(described), file=out)
+        _print_json_report(saver, args, out, {"deleted": deleted, "not_found": missing}, code)
     return code
 
 
@@ -692,14 +711,9 @@ def _deleting(
 
 def _pin(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`pin` and `unpin`: each thread found, as `delete` does; exit 1 if any was not."""
-    thread_ids = list(dict.fromkeys(args.thread_ids))
-    counts = _views.counts(saver, thread_ids)
-    missing = [t for t in thread_ids if t not in counts]
-    problems = [f"no thread {t!r} in {_views.where(saver, args)}" for t in missing]
-    for problem in problems:
-        print(problem, file=err)
+    found, missing = _named_threads(saver, args, err)
     done = []
-    for thread_id in (t for t in thread_ids if t in counts):
+    for thread_id in found:
         if args.action == "pin":
             saver.pin_thread(thread_id)
         else:
@@ -709,11 +723,9 @@ def _pin(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO
             print(f"{args.action}ned {thread_id!r}", file=out)
     code = 1 if missing else 0
     if args.json:
-        described: dict[str, Any] = {f"{args.action}ned": done, "not_found": missing}
-        if code:  # as `main` reports any other error with --json
-            described["error"] = "; ".join(problems)
-            described["exit_code"] = code
-        print(_views.json_text(described), file=out)
+        _print_json_report(
+            saver, args, out, {f"{args.action}ned": done, "not_found": missing}, code
+        )
     return code
 
 
