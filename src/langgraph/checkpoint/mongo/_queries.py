@@ -274,6 +274,16 @@ def get_tuple_pipeline(
     return pipeline
 
 
+def newest_stamp(
+    thread_id: str,
+) -> tuple[tuple[dict[str, Any], dict[str, Any]], dict[str, Any]]:
+    """`find` arguments of the stamp of a thread's newest root checkpoint (in the index's
+    order: one key and one document read)."""
+    match = {Field.THREAD_ID: thread_id, Field.ID_CHECKPOINT_NS: ""}
+    options = {"sort": list(NEWEST_FIRST.items()), "limit": 1}
+    return (match, {Field.TOUCHED_AT: 1}), options
+
+
 def list_pipeline(
     *,
     thread_id: str | None,
@@ -357,7 +367,7 @@ def threads_pipeline(
     *, after: str | None, metadata_conditions: Mapping[str, Any], limit: int | None
 ) -> list[dict[str, Any]]:
     """Threads in thread id order (those after `after`), each as its latest root
-    checkpoint's id, metadata and serialized checkpoint (`ThreadDocument`).
+    checkpoint's id, metadata, serialized checkpoint and stamp (`ThreadDocument`).
 
     `$sort` in the index's order, then `$group` by its first field taking only `$first`:
     a server answers that with a DISTINCT_SCAN of `thread_ns_checkpoint`, one index seek
@@ -377,6 +387,7 @@ def threads_pipeline(
             (Field.CHECKPOINT, Field.CHECKPOINT),
             (Field.METADATA, Field.METADATA),
             (Field.SERIALIZED_METADATA, Field.SERIALIZED_METADATA),
+            (Field.TOUCHED_AT, Field.TOUCHED_AT),
         )
     }
     pipeline: list[dict[str, Any]] = [
@@ -632,13 +643,16 @@ def ttl_retimed(collection: str, seconds: int) -> tuple[tuple[str, str], dict[st
     return ("collMod", collection), {"index": change}
 
 
-def touch_thread(thread_id: str, now: datetime) -> tuple[dict[str, Any], dict[str, Any]]:
+def touch_thread(
+    thread_id: str, now: datetime, pinned: datetime | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Filter and update that move a thread's older documents to the stamp `now`, never
-    backwards (`$not: {$gte: now}` also catches documents without a stamp)."""
-    return (
-        {Field.THREAD_ID: thread_id, Field.TOUCHED_AT: {"$not": {"$gte": now}}},
-        {"$set": {Field.TOUCHED_AT: now}},
-    )
+    backwards (`$not: {$gte: now}` also catches documents without a stamp), and, with
+    `pinned`, its documents stamped `pinned` too (see `_ttl`)."""
+    older: dict[str, Any] = {Field.TOUCHED_AT: {"$not": {"$gte": now}}}
+    if pinned is not None:
+        older = {"$or": [older, {Field.TOUCHED_AT: {"$gte": pinned}}]}
+    return {Field.THREAD_ID: thread_id, **older}, {"$set": {Field.TOUCHED_AT: now}}
 
 
 # Copying threads in from another saver (`migrate`).

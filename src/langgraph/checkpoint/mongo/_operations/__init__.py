@@ -33,6 +33,7 @@ from langgraph.checkpoint.mongo._operations.read import (
     read_tuple,
     refresh_on_read,
     stored_size,
+    thread_pinned,
 )
 from langgraph.checkpoint.mongo._operations.retention import (
     checkpoint_id_time,
@@ -48,7 +49,12 @@ from langgraph.checkpoint.mongo._operations.state import (
     count_bound,
     slack,
 )
-from langgraph.checkpoint.mongo._operations.write import put, put_writes, store_checkpoint
+from langgraph.checkpoint.mongo._operations.write import (
+    pin_thread,
+    put,
+    put_writes,
+    store_checkpoint,
+)
 
 __all__ = [
     "ReadCheckpoint",
@@ -67,6 +73,7 @@ __all__ = [
     "index_names",
     "list_checkpoints",
     "list_threads",
+    "pin_thread",
     "prune",
     "put",
     "put_writes",
@@ -80,5 +87,6 @@ __all__ = [
     "stored_documents",
     "stored_size",
     "thread_document_counts",
+    "thread_pinned",
     "trim_after_put",
 ]

@@ -55,6 +55,7 @@ from langgraph.checkpoint.mongo._schema import (
     Joined,
     JoinedCheckpoint,
     WriteDocument,
+    is_pinned,
 )
 from langgraph.checkpoint.mongo._ttl import move_thread
 
@@ -125,8 +126,13 @@ def read_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple
     if not docs:
         if ref.checkpoint_id is not None:
             _warn_not_stored(ref)
+        elif storage.expiry is not None and not ref.checkpoint_ns:
+            # A new thread, or one deleted since (by any process): no pin to keep.
+            storage.expiry.moves.learn(ref.thread_id, None)
         return None
     stored = docs[0].pop(Field.STORED, None)
+    if storage.expiry is not None:
+        storage.expiry.moves.learn(ref.thread_id, is_pinned(docs[0].get(Field.TOUCHED_AT)))
     yield from _chunks.resolve(docs)
     found = checkpoint_tuple(storage.codec, docs[0])
     if storage.keep_last is not None:
@@ -178,7 +184,7 @@ def refresh_on_read(
     if expiry is None or not storage.refresh_ttl_on_read or config is None:
         return
     thread_id = list_scope(config)[0]
-    stamp = expiry.stamp()
+    stamp = expiry.stamp_of(thread_id)
     if expiry.needs_move(thread_id, stamp):
         yield Detach("refresh_ttl_on_read", move_thread(expiry, thread_id, stamp))
 
@@ -347,6 +353,15 @@ def stored_size(ref: CheckpointRef) -> Plan[StoredSize | None]:
         return None
     yield from _chunks.resolve(docs)
     return StoredSize(len(bson.encode(docs[0])), largest_channels(docs[0][Field.CHANNEL_VALUES]))
+
+
+def thread_pinned(thread_id: str) -> Plan[bool | None]:
+    """Whether a thread is pinned (`pin_thread`): its newest root checkpoint is, as
+    `ThreadInfo.pinned` says (one `find` of that document's stamp); `None`: the thread
+    has no root checkpoint."""
+    query, options = _queries.newest_stamp(require_str(thread_id, "thread_id"))
+    docs = yield Command(Target.CHECKPOINTS, Method.FIND, query, options)
+    return is_pinned(docs[0].get(Field.TOUCHED_AT)) if docs else None
 
 
 def checkpoint_counts(thread_ids: Sequence[str]) -> Plan[dict[str, dict[str, int]]]:
