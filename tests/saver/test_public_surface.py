@@ -1,5 +1,6 @@
 """The savers' public surface, pinned: every public method of both savers with its
-parameters (names, kinds, defaults) and colour, the constructor's 12 parameters and
+parameters (names, kinds, defaults) and colour, the constructor's parameters (0.2.0's 12,
+then 0.3.0's `state_warn_bytes`, keyword-only) and
 `from_conn_string`'s, the saver attributes and the package root's names. The expected
 values are written out (taken once from 0.2.0), so a refactor that moves a method, turns
 a sync one async or drops a default fails here rather than in a user's application."""
@@ -20,7 +21,7 @@ CONSTRUCTOR = (
     "(client, db_name='checkpointing_db', checkpoint_collection_name='checkpoints', "
     "writes_collection_name='checkpoint_writes', ttl=None, *, serde=None, compression=None, "
     "targeted_joins=True, cache_max_bytes=67108864, keep_last=None, "
-    "refresh_ttl_on_read=False, state_max_bytes=67108864)"
+    "refresh_ttl_on_read=False, state_max_bytes=67108864, state_warn_bytes=8388608)"
 )
 
 # Each public callable of a saver: its parameters, the same on both savers.
@@ -188,16 +189,17 @@ def test_every_public_method_keeps_its_parameters_and_colour(
 
 
 @pytest.mark.parametrize("cls", [MongoDBSaver, AsyncMongoDBSaver])
-def test_the_constructor_keeps_its_twelve_parameters_and_keyword_only_split(
+def test_the_constructor_keeps_its_parameters_and_keyword_only_split(
     cls: type[Any],
 ) -> None:
     signature = inspect.signature(cls)
     assert parameters(cls) == CONSTRUCTOR
     kinds = [p.kind for p in signature.parameters.values()]
-    assert len(kinds) == 12
+    # 0.2.0's 12 in their order, then `state_warn_bytes` (0.3.0), keyword-only.
+    assert len(kinds) == 13
     assert (
         kinds
-        == [inspect.Parameter.POSITIONAL_OR_KEYWORD] * 5 + [inspect.Parameter.KEYWORD_ONLY] * 7
+        == [inspect.Parameter.POSITIONAL_OR_KEYWORD] * 5 + [inspect.Parameter.KEYWORD_ONLY] * 8
     )
 
 
