@@ -417,11 +417,11 @@ async def test_a_post_checked_filter_keeps_its_limit_when_the_rest_is_read_apart
     16 MiB ones.)"""
     if backend.wire is None:
         pytest.skip("needs the wire server, whose limit the test sets")
-    from langgraph.checkpoint.mongo import _operations
+    from langgraph.checkpoint.mongo._operations import read
     from langgraph.checkpoint.mongo.testing._wire import cursors
 
     monkeypatch.setattr(cursors, "MAX_INTERNAL_OBJECT_SIZE", 64 * 1024)
-    monkeypatch.setattr(_operations, "LIST_APART_PAGE", 2)
+    monkeypatch.setattr(read, "LIST_APART_PAGE", 2)
     log = CommandLog()
     async with backend.saver(log) as saver:
         thread = new_thread()

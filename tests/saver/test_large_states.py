@@ -146,7 +146,7 @@ async def test_a_checkpoint_too_large_to_return_with_its_writes_is_read_apart(
 ) -> None:
     """9 MiB of state and 2 x 5 MiB of writes each fit a document, but joined they do not:
     a server refuses the joined read (and so does the in-process mock)."""
-    monkeypatch.setattr(ops, "LIST_APART_PAGE", 1)  # the rest of a list comes in pages
+    monkeypatch.setattr(ops.read, "LIST_APART_PAGE", 1)  # the rest of a list comes in pages
     async with backend.saver() as saver:
         thread = new_thread()
         oldest = await put(saver, thread)

@@ -1,5 +1,5 @@
 """Pending writes that no stored checkpoint owns: `prune` deletes them once their
-checkpoint ids are older than the grace, and never anything else (see `_orphans`)."""
+checkpoint ids are older than the grace, and never anything else (see `_operations.retention`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._chunks import ORPHAN_GRACE
 from langgraph.checkpoint.mongo._commands import Command, Plan
 from langgraph.checkpoint.mongo._drivers import maybe_await
-from langgraph.checkpoint.mongo._orphans import checkpoint_id_time
+from langgraph.checkpoint.mongo._operations.retention import checkpoint_id_time
 from support.graphs import Driver, linear_graph
 from support.helpers import (
     after_commands,

@@ -852,7 +852,7 @@ def test_what_a_saver_remembers_of_run_starts_stays_bounded(
 ) -> None:
     """Reads of many threads that are never written (a dashboard) do not grow what a
     saver remembers for their runs' `put`s beyond its bound."""
-    monkeypatch.setattr(ops, "_RUN_STARTS", 10)
+    monkeypatch.setattr(ops.state, "_RUN_STARTS", 10)
     starts = ops.RunStarts()
     for n in range(100):
         starts.read(f"thread-{n}", "", ops.ReadCheckpoint("c", None), True)

@@ -451,7 +451,7 @@ async def test_large_deletes_go_in_batches(
 ) -> None:
     """Prune and delete_for_runs send their keys in batches: one filter holding every key
     of a large prune would exceed MongoDB's 16 MiB command limit."""
-    monkeypatch.setattr(ops, "DELETE_BATCH", 2)
+    monkeypatch.setattr(ops.retention, "DELETE_BATCH", 2)
     thread, runs = new_thread(), new_thread()
     stored = [await put(saver, thread)]
     for _ in range(6):

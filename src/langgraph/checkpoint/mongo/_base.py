@@ -293,7 +293,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
                 if self.keep_last is not None and targeted_joins
                 else None
             ),
-            refresh_on_read=self.refresh_ttl_on_read,
+            refresh_ttl_on_read=self.refresh_ttl_on_read,
             max_bytes=_options.state_max_bytes(state_max_bytes),
         )
         setup_key = None

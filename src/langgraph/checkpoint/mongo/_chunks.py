@@ -13,7 +13,7 @@ without a new collection, option, index or `setup()` step:
 
 - a chunk carries `thread_id`, the shard key of both collections: on a sharded cluster it
   goes to the thread's shard, and every command that reads or deletes it is targeted;
-- the thread's TTL stamp moves with its writes (`touch_thread`), so chunks expire with
+- the thread's TTL stamp moves with its writes (`_ttl.move_thread`), so chunks expire with
   the thread, never before it;
 - each delete of a checkpoint's writes (`delete_thread`, `delete_for_runs`, `prune`)
   deletes its chunks in the same command, and `copy_thread` copies them with the writes.
@@ -70,8 +70,8 @@ from langgraph.checkpoint.mongo.errors import ThreadChangedError
 CHUNK_SIZE = 8 * 1024 * 1024 - 4 * 1024
 
 # How old an unreferenced chunk must be before `remove_unreferenced_chunks` deletes it, and
-# a pending write no checkpoint owns before `prune` does (see `_orphans`): a younger one may
-# belong to a `put` whose document is still on its way.
+# a pending write no checkpoint owns before `prune` does (see `_operations.retention`): a
+# younger one may belong to a `put` whose document is still on its way.
 ORPHAN_GRACE = timedelta(hours=1)
 
 # What a value's entry grows by when its bytes move to chunks (the `ChunkRef`), counted

@@ -157,7 +157,7 @@ def write_chunk_refs_of_threads(
 
 def checkpoints_written_to(thread_ids: Sequence[str]) -> list[dict[str, Any]]:
     """The keys of the checkpoints these threads' pending writes and chunks refer to, each
-    once (`WrittenTo`), by the writes' `thread_checkpoint` index (see `_orphans`)."""
+    once (`WrittenTo`), by the writes' `thread_checkpoint` index (see `_operations.retention`)."""
     return [
         {"$match": of_threads(thread_ids)},
         {"$group": {Field.ID: f"${Field.WRITE_CHECKPOINT}"}},
@@ -216,7 +216,7 @@ class NamespaceCount:
     """With the saver's `keep_last`: `get_tuple` also returns how many checkpoints the
     namespace holds, counted up to `bound` (`Field.STORED`), so that the run it starts
     knows from the server whether the namespace needs a trim (see
-    `_operations.trim_after_put`). One more `$lookup` in the same aggregation, of the
+    `_operations.retention.trim_after_put`). One more `$lookup` in the same aggregation, of the
     checkpoints collection (`collection`) into itself, in MongoDB 5.0's concise
     correlated form (`targeted_joins`): no round trip more, and it reads the
     `thread_ns_checkpoint` index only (every field it needs is in the index)."""

@@ -52,7 +52,7 @@ async def arun_plan(plan: Generator[Y, Any, T], execute: Callable[[Y], Awaitable
 
 
 def run_listing(listing: Listing[T], answer: Callable[[Any], Any]) -> Iterator[T]:
-    """Run a listing (`_operations.list_checkpoints`, `_operations.list_threads`): yield its
+    """Run a listing (`_operations.read.list_checkpoints`, `list_threads`): yield its
     items, answer its requests with `answer`; an error `answer` raises goes back into it."""
     outcome: tuple[Any, Exception | None] = (None, None)
     while (request := step_plan(listing, *outcome)[0]) is not None:

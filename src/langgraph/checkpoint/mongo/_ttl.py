@@ -37,9 +37,15 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import NamedTuple
+
+from pymongo import UpdateMany
+
+from langgraph.checkpoint.mongo import _queries
+from langgraph.checkpoint.mongo._commands import Command, Method, Plan, Target
 
 BUCKETS_PER_TTL = 16
 # Threads remembered per set of collections, and sets of collections per process.
@@ -186,3 +192,95 @@ class ThreadExpiry:
 
     def moved(self, thread_id: str, stamp: datetime) -> None:
         self.moves.moved(thread_id, stamp)
+
+
+class Ride(NamedTuple):
+    """A write that carries the move of its own collection (`target`) in its one command:
+    `send(first)` builds that command, with `first` sent before the write in it."""
+
+    target: Target
+    send: Callable[[Sequence[UpdateMany]], Command]
+
+
+def move_thread(
+    expiry: ThreadExpiry,
+    thread_id: str,
+    stamp: datetime,
+    ride: Ride | None = None,
+    *,
+    claim: bool = True,
+) -> Plan[None]:
+    """Every move of a thread's expiry stamp: its documents to `stamp`, one `update_many`
+    per collection, the pending writes' before the checkpoints'. With `ride`, the move of
+    the write's collection rides in the write's command.
+
+    `claim`: once per bucket and process (`ThreadExpiry.claim`), claimed when the plan
+    runs, not when it is made (a run that fails before the plan starts, such as a failed
+    `setup()`, holds no claim); unclaimed, only the riding write is sent. A failed move
+    releases its claim, so the next write or read of the bucket moves the thread.
+    """
+    if claim and not expiry.claim(thread_id, stamp):
+        if ride is not None:
+            yield ride.send(())
+        return
+    touch = _queries.touch_thread(thread_id, stamp)
+    try:
+        for target in (Target.WRITES, Target.CHECKPOINTS):
+            if ride is not None and target is ride.target:
+                yield ride.send([UpdateMany(*touch)])
+            else:
+                yield Command(target, Method.UPDATE_MANY, touch)
+    except BaseException:
+        if claim:
+            expiry.release(thread_id, stamp)
+        raise
+    expiry.moved(thread_id, stamp)
+
+
+def stamped_write(
+    expiry: ThreadExpiry | None,
+    write: StampedWrite | None,
+    target: Target,
+    send: Callable[[Sequence[UpdateMany]], Command],
+) -> Plan[None]:
+    """The one command of a write to `target` stamped `write.stamp`: `send(first)`
+    builds it, with `first` sent before the write in it. The write is in flight
+    (`ThreadExpiry.start_write`) until its command returned or failed.
+
+    The first write of the thread in a new bucket (per process) also moves the thread's
+    older documents, riding in the write (`move_thread`); other writes of the bucket, in
+    flight at the same time included, send nothing more. A write stamped in a bucket
+    that ended while it was in flight moves the thread to the new bucket's stamp after it
+    landed, unless this process did since (no move of this process overtook it while it
+    was in flight).
+    """
+    if expiry is None or write is None:
+        yield send(())
+        return
+    thread_id, stamp = write.thread_id, write.stamp
+    try:
+        yield from move_thread(expiry, thread_id, stamp, Ride(target, send))
+    finally:
+        write.end()
+    now = expiry.stamp()
+    if now != stamp:
+        yield from move_thread(expiry, thread_id, now)
+
+
+def move_after_copy(
+    expiry: ThreadExpiry | None, thread_id: str, written: datetime | None
+) -> Plan[None]:
+    """After a copy's writes stamped `written` (`copy_thread`, `migrate`), move the
+    thread's older documents to the current stamp, unless this process did already.
+
+    Done after the writes and never backwards (`$not: {$gte: now}`), so a write that was
+    stamped in an older bucket but landed after another writer's move is moved too, and
+    unstamped documents (written before `ttl` was set) join the thread's stamp. The
+    copy's writes are not in flight for `claim`, so the move is not claimed either.
+    """
+    if expiry is None or written is None:
+        return
+    now = expiry.stamp()
+    if now == written and not expiry.needs_move(thread_id, now):
+        return
+    yield from move_thread(expiry, thread_id, now, claim=False)

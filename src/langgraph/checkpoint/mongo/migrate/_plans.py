@@ -37,6 +37,7 @@ from langgraph.checkpoint.base import (
 )
 
 from langgraph.checkpoint.mongo import _operations as ops
+from langgraph.checkpoint.mongo import _ttl
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import (
@@ -611,7 +612,7 @@ def _write_thread(
         if options.on_progress is not None:
             options.on_progress(thread_id, len(built))
     if checkpoints:
-        yield from ops.touch_thread(expiry, thread_id, stamp)
+        yield from _ttl.move_after_copy(expiry, thread_id, stamp)
     return ThreadCopy(thread_id, status, checkpoints, writes)
 
 

@@ -1,0 +1,163 @@
+"""`setup()`: check both collections, refuse those another saver or a collation owns, and
+create the indexes they lack."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from pymongo import IndexModel
+from pymongo.errors import OperationFailure, WriteConcernError
+
+from langgraph.checkpoint.mongo import _queries
+from langgraph.checkpoint.mongo._commands import Command, Method, Plan, Target
+from langgraph.checkpoint.mongo._keys import str_list
+from langgraph.checkpoint.mongo._logging import logger
+from langgraph.checkpoint.mongo._operations.state import Storage
+from langgraph.checkpoint.mongo._schema import Field
+from langgraph.checkpoint.mongo._ttl import ThreadExpiry
+from langgraph.checkpoint.mongo.errors import IndexCreationError
+
+
+def setup(
+    storage: Storage,
+    names: Mapping[Target, str],
+    create_indexes: bool,
+    skip_indexes: Collection[str],
+) -> Plan[None]:
+    """Check both collections, then create the indexes they lack: on a new database
+    three commands (one listCollections, one createIndexes per collection), on one set
+    up before three reads (the listCollections and each collection's listIndexes).
+
+    Every check reads before the first write: a collation other than the binary one,
+    the official saver's indexes, an index named like the TTL index on other keys.
+    """
+    skip = set(str_list(list(skip_indexes), "skip_indexes"))
+    known = _queries.INDEX_NAMES | {_queries.TTL_INDEX_NAME}
+    unknown = skip - known
+    if unknown:
+        raise ValueError(
+            f"skip_indexes names unknown indexes {sorted(unknown)}; the indexes are {sorted(known)}"
+        )
+    targets = (Target.CHECKPOINTS, Target.WRITES)
+    listed = yield Command(
+        Target.DATABASE,
+        Method.COMMAND,
+        *_queries.collections_named([names[target] for target in targets]),
+    )
+    found = _queries.listed_collections(listed)
+    existing: dict[Target, Mapping[str, Any]] = {}
+    for target in targets:
+        _refuse_collation(names[target], found.get(names[target], {}))
+        # A collection that does not exist has no index (and nothing to refuse).
+        if names[target] in found:
+            existing[target] = yield Command(target, Method.INDEX_INFORMATION)
+        else:
+            existing[target] = {}
+        _refuse_foreign_index(names[target], existing[target])
+    if not create_indexes:
+        return
+    expiry = storage.expiry if _queries.TTL_INDEX_NAME not in skip else None
+    if _queries.TTL_INDEX_NAME not in skip:
+        for target in targets:
+            _refuse_other_ttl_index(names[target], existing[target], expiry)
+    for target in targets:
+        wanted = [
+            index
+            for of, index in _queries.indexes(storage.join)
+            if of is target and index.document["name"] not in skip
+        ]
+        ttl = existing[target].get(_queries.TTL_INDEX_NAME)
+        seconds = expiry.seconds if expiry is not None else None
+        if seconds is not None and ttl is None:
+            wanted.append(_queries.ttl_index(seconds))
+        missing = [index for index in wanted if not _queries.index_exists(existing[target], index)]
+        if missing:
+            yield from _create_indexes(names[target], target, missing)
+        if seconds is not None and ttl is not None and ttl.get("expireAfterSeconds") != seconds:
+            retimed = _queries.ttl_retimed(names[target], seconds)
+            yield Command(Target.DATABASE, Method.COMMAND, *retimed)
+
+
+def _refuse_collation(collection: str, options: Mapping[str, Any]) -> None:
+    """Refuse a collection whose default collation (`options`: its listed options) is
+    not MongoDB's binary one: every match of ids and of metadata strings must be byte
+    equality (`"A" != "a"`), as in `InMemorySaver`, not a locale's."""
+    collation = _queries.collation_of(options)
+    if collation is not None:
+        raise ValueError(
+            f"collection {collection!r} has the default collation {collation}: this saver "
+            "matches thread ids, checkpoint ids and metadata strings byte for byte, which a "
+            "collation would change (with strength 2, 'A' and 'a' would be one thread). "
+            "Use collections created without a collation (other names, or another database)"
+        )
+
+
+def _refuse_foreign_index(collection: str, existing: Mapping[str, Any]) -> None:
+    """Refuse collections that `langgraph-checkpoint-mongodb` writes to (it uses the same
+    default names, and its constructor creates these indexes; `existing` is the
+    collection's `index_information()`): reads of one namespace match `_id.checkpoint_ns`,
+    which its documents lack, so without this check such a thread would look empty, and
+    the next write would fail on that saver's unique index (E11000) or be stored among
+    its documents."""
+    name = _queries.foreign_index(existing)
+    if name is not None:
+        raise ValueError(
+            f"collection {collection!r} has the index {name!r} on "
+            f"{list(dict(existing[name]['key']))}, which langgraph-checkpoint-mongodb "
+            "creates: it holds that saver's documents. Give this saver its own collections "
+            "(checkpoint_collection_name=..., writes_collection_name=...) or database; see "
+            "https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/migrating/#moving-from-langgraph-checkpoint-mongodb"
+        )
+
+
+def _refuse_other_ttl_index(
+    collection: str, indexes: Mapping[str, Any], expiry: ThreadExpiry | None
+) -> None:
+    """Refuse an index named like the whole-thread TTL index on other keys (`indexes`:
+    the collection's `index_information()`). A saver without `ttl` (a script, a
+    notebook) leaves an existing TTL index alone: it must not switch expiry off for the
+    services that share the collections, so dropping the index is left to a person."""
+    name = _queries.TTL_INDEX_NAME
+    existing = indexes.get(name)
+    if existing is not None and not _queries.is_thread_ttl(existing):
+        raise ValueError(
+            f"collection {collection!r} has an index named {name!r} on "
+            f"{existing.get('key')}, not on {Field.TOUCHED_AT!r}: drop or rename it, or call "
+            f"setup(skip_indexes={{{name!r}}})"
+        )
+    if expiry is None and existing is not None:
+        logger.warning(
+            "collection %r has the TTL index %r but this saver has ttl=None: threads "
+            "stamped by savers with a ttl still expire; drop the index to stop that",
+            collection,
+            name,
+        )
+
+
+# Failures of createIndexes that are not the server refusing an index: the error comes
+# out as the server sent it (a write concern that cannot be met, an authorization
+# failure, a time limit, a node that stopped being primary), without index advice.
+_NOT_INDEX_REFUSALS = frozenset(
+    {13, 18, 50, 64, 79, 91, 100, 189, 262, 10107, 11600, 11602, 13435, 13436}
+)
+
+
+def _create_indexes(collection: str, target: Target, indexes: Sequence[IndexModel]) -> Plan[None]:
+    """One createIndexes with all of `indexes`. When the server refuses it, each index is
+    created on its own, so that the error names the one it refuses
+    (`IndexCreationError`); a failure that is not an index refusal is raised as the
+    server sent it, with a note that it happened while setting up."""
+    try:
+        yield Command(target, Method.CREATE_INDEXES, (list(indexes),))
+    except OperationFailure as exc:
+        if isinstance(exc, WriteConcernError) or exc.code in _NOT_INDEX_REFUSALS:
+            note = getattr(exc, "add_note", None)
+            if note is not None:
+                note(f"while setup() created the indexes of collection {collection!r}")
+            raise
+        if len(indexes) == 1:
+            raise IndexCreationError(collection, indexes[0].document, exc) from exc
+        for index in indexes:
+            yield from _create_indexes(collection, target, [index])
+        raise

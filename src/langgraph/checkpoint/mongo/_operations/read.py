@@ -1,0 +1,329 @@
+"""The reads: a checkpoint with its writes (joined, or read apart when over 16 MiB),
+`get_tuple`, `list`, `list_threads`, the checkpoint counts, and the ttl refresh a read
+asks for."""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
+from pymongo.errors import OperationFailure
+
+from langgraph.checkpoint.mongo import _chunks, _delta, _queries
+from langgraph.checkpoint.mongo._channel_values import stored_values
+from langgraph.checkpoint.mongo._commands import (
+    Command,
+    Listing,
+    ListStep,
+    Method,
+    NextDocument,
+    OpenCursor,
+    Plan,
+    Target,
+)
+from langgraph.checkpoint.mongo._documents import ThreadInfo, checkpoint_tuple, thread_info
+from langgraph.checkpoint.mongo._keys import (
+    CheckpointRef,
+    KeyFields,
+    before_id_from_config,
+    key_fields,
+    list_scope,
+    ref_from_config,
+    require_str,
+    short_repr,
+    str_list,
+)
+from langgraph.checkpoint.mongo._logging import logger
+from langgraph.checkpoint.mongo._metadata import metadata_filter
+from langgraph.checkpoint.mongo._operations.state import ReadCheckpoint, Storage
+from langgraph.checkpoint.mongo._schema import (
+    CountDocument,
+    Field,
+    Joined,
+    JoinedCheckpoint,
+    WriteDocument,
+)
+from langgraph.checkpoint.mongo._ttl import move_thread
+
+# A joined read too large to return, by the code the server refuses it with:
+# - 10334 (BSONObjectTooLarge): the joined document, or the reply, is over 16 MiB;
+# - 4568: the classic engine's `$lookup` collected over its intermediate limit
+#   (`internalLookupStageIntermediateDocumentMaxSizeBytes`: 100 MiB, 16 MiB on some Atlas
+#   tiers);
+# - 146 (ExceededMemoryLimit): the same limit where the slot-based engine runs the
+#   `$lookup` (MongoDB 6.0+; it runs the plain join of `targeted_joins=False`).
+_JOIN_TOO_LARGE = frozenset({146, 4568, 10334})
+
+
+def join_too_large(error: BaseException) -> bool:
+    """A read failed because a checkpoint with its writes exceeds 16 MiB (each alone fits):
+    read them apart instead."""
+    return isinstance(error, OperationFailure) and error.code in _JOIN_TOO_LARGE
+
+
+def _read_apart(
+    pipeline: list[dict[str, Any]], channels: list[str] | None = None
+) -> Plan[list[Any]]:
+    """The checkpoints of a read pipeline, then their writes in one `find`: two round
+    trips instead of one, for checkpoints too large to return with their writes."""
+    docs: list[Joined] = yield Command(Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,))
+    if docs:
+        # A single checkpoint's chunks come with its writes; a page's are read one
+        # checkpoint at a time, as it is returned (see `_chunks.resolve`).
+        query = _queries.writes_of([d[Field.ID] for d in docs], channels, chunks=len(docs) == 1)
+        writes: list[WriteDocument] = yield Command(Target.WRITES, Method.FIND, (query,))
+        joined: dict[KeyFields, list[WriteDocument]] = {}
+        for write in writes:
+            joined.setdefault(key_fields(write[Field.ID][Field.CHECKPOINT]), []).append(write)
+        for doc in docs:
+            doc[Field.JOINED_WRITES] = joined.get(key_fields(doc[Field.ID]), [])
+    return docs
+
+
+def _read_joined(
+    pipeline: list[dict[str, Any]],
+    options: Mapping[str, Any] | None = None,
+    channels: list[str] | None = None,
+) -> Plan[list[Any]]:
+    """A read pipeline's documents (`Joined`) with their writes: one aggregation, or read
+    apart when the server refuses a joined document over 16 MiB."""
+    try:
+        docs: list[Joined] = yield Command(
+            Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,), options or {}
+        )
+    except OperationFailure as exc:
+        if not join_too_large(exc):
+            raise
+        docs = yield from _read_apart(_queries.without_join(pipeline), channels)
+    return docs
+
+
+def get_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
+    ref = ref_from_config(config)
+    pipeline = _queries.get_tuple_pipeline(ref, storage.join, storage.count)
+    docs: list[JoinedCheckpoint] = yield from _read_joined(pipeline)
+    if not docs:
+        if ref.checkpoint_id is not None:
+            _warn_not_stored(ref)
+        return None
+    stored = docs[0].pop(Field.STORED, None)
+    yield from _chunks.resolve(docs)
+    found = checkpoint_tuple(storage.codec, docs[0])
+    if storage.keep_last is not None:
+        over: bool | None = None
+        if storage.count is not None:
+            # A `DeltaChannel` checkpoint's namespace holds ancestors it needs beyond
+            # any count: the run's `delta_history` judges it from the lineage.
+            replays = _delta.replayed_channels(docs[0])  # type: ignore[arg-type]
+            count = stored[0][Field.COUNT] if stored else 0
+            over = not replays and count >= storage.count.bound
+        run_id = found.metadata.get("run_id")
+        read = ReadCheckpoint(
+            docs[0][Field.ID][Field.CHECKPOINT_ID],
+            run_id if isinstance(run_id, str) else None,
+            stored[0][Field.NEWEST] if stored else None,
+        )
+        storage.run_starts.read(ref.thread_id, ref.checkpoint_ns, read, over)
+    # A graph's next `put` names this checkpoint as its parent: keep its stored values.
+    versions = found.checkpoint.get("channel_versions", {})
+    storage.recent.remember(
+        docs[0][Field.ID], stored_values(docs[0][Field.CHANNEL_VALUES], versions)
+    )
+    return found
+
+
+def _warn_not_stored(ref: CheckpointRef) -> None:
+    """Say that a config names a checkpoint the thread does not hold (a UI's time travel
+    past what `keep_last`, `prune` or `ttl` removed): LangGraph reads the `None` this
+    returns as an empty state and starts the thread afresh from it, silently."""
+    logger.warning(
+        "thread %s: checkpoint %s (namespace %s) is not stored; likely trimmed by keep_last, "
+        "removed by prune or a delete, or expired by ttl. LangGraph reads no state for it, "
+        "and a run from this config starts the thread afresh",
+        short_repr(ref.thread_id),
+        short_repr(ref.checkpoint_id),
+        short_repr(ref.checkpoint_ns),
+    )
+
+
+def refresh_on_read(storage: Storage, config: RunnableConfig | None) -> Plan[None] | None:
+    """With `refresh_ttl_on_read`, what a read of `config`'s thread (`get_tuple`, `list`
+    of one thread) sends besides: the move of the thread's stamp, once per bucket and
+    process (`_ttl.move_thread`), as a plan of its own that the saver runs without making
+    the read wait for it (`None`: nothing to send). Reads of no single thread move
+    nothing; a config the read refuses is refused here with the read's own error, as
+    without the option."""
+    expiry = storage.expiry
+    if expiry is None or not storage.refresh_ttl_on_read or config is None:
+        return None
+    thread_id = list_scope(config)[0]
+    stamp = expiry.stamp()
+    if not expiry.needs_move(thread_id, stamp):
+        return None
+    return move_thread(expiry, thread_id, stamp)
+
+
+MAX_LIMIT = 2**63 - 1
+
+
+# Checkpoints per page once a `list` reads apart: each may be near 16 MiB.
+LIST_APART_PAGE = 25
+
+
+class _ListedDocuments:
+    """The documents of a `list` pipeline in order: streamed from one aggregation; after
+    the server refuses a joined document over 16 MiB (`join_too_large`), the rest in
+    pages read apart, from where the stream stopped."""
+
+    def __init__(self, pipeline: list[dict[str, Any]]) -> None:
+        self.pipeline = pipeline
+        # The request for the stream's next document, once its cursor is open.
+        self.next_document: NextDocument | None = None
+        self.streaming = True
+        self.page: list[JoinedCheckpoint] = []
+        self.last: JoinedCheckpoint | None = None
+
+    def next(self, page_size: int) -> Generator[ListStep, Any, JoinedCheckpoint | None]:
+        if self.streaming:
+            try:
+                if self.next_document is None:
+                    command = Command(Target.CHECKPOINTS, Method.AGGREGATE, (self.pipeline,))
+                    self.next_document = NextDocument((yield OpenCursor(command)))
+                doc: JoinedCheckpoint | None = yield self.next_document
+            except OperationFailure as error:
+                if not join_too_large(error):
+                    raise
+                self.streaming = False
+            else:
+                if doc is not None:
+                    self.last = doc
+                return doc
+        if not self.page:
+            pipeline = _queries.without_join(self.pipeline, self.last, page_size)
+            self.page = yield from _read_apart(pipeline)
+            if not self.page:
+                return None
+        self.last = self.page.pop(0)
+        return self.last
+
+
+def list_checkpoints(
+    storage: Storage,
+    config: RunnableConfig | None,
+    *,
+    filter: dict[str, Any] | None,
+    before: RunnableConfig | None,
+    limit: int | None,
+) -> Listing[CheckpointTuple]:
+    """`list`: the matching checkpoints, newest first, each yielded as soon as it is read.
+
+    Where the metadata filter's server condition is not exact (see `_metadata`), the
+    server cannot apply `limit`: each checkpoint read is checked in Python, and the list
+    stops after `limit` accepted ones.
+    """
+    # Every argument is checked before deciding that nothing can match.
+    _check_limit(limit)
+    metadata = metadata_filter(filter)
+    before_id = before_id_from_config(before)
+    thread_id, checkpoint_ns, checkpoint_id = (
+        list_scope(config) if config is not None else (None, None, None)
+    )
+    if limit is not None and limit <= 0:
+        return
+    pipeline = _queries.list_pipeline(
+        thread_id=thread_id,
+        checkpoint_ns=checkpoint_ns,
+        checkpoint_id=checkpoint_id,
+        before_id=before_id,
+        metadata_conditions=metadata.conditions,
+        limit=limit if metadata.exact else None,
+        join=storage.join,
+    )
+    documents = _ListedDocuments(pipeline)
+    listed = 0
+    while True:
+        page_size = LIST_APART_PAGE
+        if metadata.exact and limit is not None:
+            page_size = min(page_size, limit - listed)
+        doc = yield from documents.next(page_size)
+        if doc is None:
+            return
+        yield from _chunks.resolve([doc])
+        found = checkpoint_tuple(storage.codec, doc)
+        if metadata.exact or metadata.matches(found.metadata):
+            yield found
+            listed += 1
+            if listed == limit:
+                return
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+        raise TypeError(f"limit must be an int or None, got {type(limit).__name__}")
+    if limit is not None and limit > MAX_LIMIT:
+        raise ValueError(f"limit must be at most 2**63 - 1 (a BSON int64), got {limit}")
+
+
+def list_threads(
+    storage: Storage,
+    *,
+    filter: dict[str, Any] | None,
+    limit: int | None,
+    before: str | ThreadInfo | None,
+) -> Listing[ThreadInfo]:
+    """`list_threads`: each thread by its latest root checkpoint, in thread id order,
+    those after `before`, each yielded as soon as it is read; one aggregation.
+
+    The metadata filter applies to that latest checkpoint, as `list`'s does to each
+    checkpoint: where its server condition is exact, the server also applies `limit`
+    (a page is one command); otherwise each thread read is checked in Python and the
+    listing stops after `limit` accepted ones.
+    """
+    _check_limit(limit)
+    metadata = metadata_filter(filter)
+    after = _thread_cursor(before)
+    if limit is not None and limit <= 0:
+        return
+    server_limit = limit if metadata.exact else None
+    pipeline = _queries.threads_pipeline(
+        after=after, metadata_conditions=metadata.conditions, limit=server_limit
+    )
+    options = _queries.threads_options(server_limit)
+    cursor = yield OpenCursor(Command(Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,), options))
+    accepted = 0
+    while accepted != limit and (doc := (yield NextDocument(cursor))) is not None:
+        found = thread_info(storage.codec, doc)
+        if metadata.exact or metadata.matches(found.metadata):
+            accepted += 1
+            yield found
+
+
+def _thread_cursor(before: Any) -> str | None:
+    """The thread id a `list_threads(before=...)` resumes after."""
+    if before is None:
+        return None
+    if isinstance(before, ThreadInfo):
+        before = before.thread_id
+    elif not isinstance(before, str):
+        raise TypeError(
+            "before must be a thread id (str), a ThreadInfo that list_threads yielded, or "
+            f"None, got {type(before).__name__}"
+        )
+    return require_str(before, "before")
+
+
+def checkpoint_counts(thread_ids: Sequence[str]) -> Plan[dict[str, dict[str, int]]]:
+    """How many checkpoints each of these threads has, per namespace (one aggregation);
+    a thread without any is absent."""
+    threads = str_list(thread_ids, "thread_ids")
+    if not threads:
+        return {}
+    pipeline = _queries.checkpoint_counts_pipeline(threads)
+    docs: list[CountDocument] = yield Command(Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,))
+    counts: dict[str, dict[str, int]] = {}
+    for doc in docs:
+        key = doc[Field.ID]
+        counts.setdefault(key[Field.THREAD_ID], {})[key[Field.CHECKPOINT_NS]] = doc[Field.COUNT]
+    return counts
