@@ -85,6 +85,11 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         f"{','.join(map(str, scaling.QUICK_SIZES))} on the wire server)",
     )
     parser.add_argument(
+        "--layouts",
+        default=",".join(scaling.LAYOUTS),
+        help=f"with --only scaling: comma-separated subset of {','.join(scaling.LAYOUTS)}",
+    )
+    parser.add_argument(
         "--rounds",
         type=int,
         default=15,
@@ -210,14 +215,20 @@ def _scaling(args: argparse.Namespace) -> int:
     if args.sizes:
         sizes = tuple(int(size) for size in args.sizes.split(","))
     rounds = 3 if args.quick else args.rounds
+    layouts = [layout for layout in scaling.LAYOUTS if layout in args.layouts.split(",")]
     started = time.perf_counter()
     if uri:
-        result = scaling.scaling(uri, sizes, _log, rounds=rounds)
+        result = scaling.scaling(uri, sizes, _log, rounds=rounds, layouts=layouts)
     else:
         _log("NOTE: MONGODB_URI is unset: the wire server (mongomock), small sizes only")
         with ServerProcess() as server:
             result = scaling.scaling(
-                server.uri, sizes, _log, rounds=rounds, server="the wire server (mongomock)"
+                server.uri,
+                sizes,
+                _log,
+                rounds=rounds,
+                layouts=layouts,
+                server="the wire server (mongomock)",
             )
     print()
     found = scaling.tables(result)

@@ -65,16 +65,26 @@ class SetupState(Generic[LockT]):
     async saver, a `threading.Lock` for the sync one); a `setup()` that fails or is
     cancelled leaves `done` false, so the next call tries again. `with_allowlist` copies
     share the object, as they share the collections.
+
+    What `setup()` learnt of the server goes with it: how reads get pending writes there
+    (`reads`, the saver's `Storage.reads`), so a saver whose setup the process remembers
+    reads as the one that ran it.
     """
 
     lock: LockT
     key: Hashable | None = None
     done: bool = False
+    reads: ops.WritesReads = dataclasses.field(default_factory=lambda: ops.WritesReads())
 
     def set_up_before(self) -> bool:
-        """Whether this process set these collections up already (then `done`)."""
-        if self.key is not None and self.key in _set_up:
-            self.done = True
+        """Whether this process set these collections up already (then `done`, and
+        `reads` as that setup found them)."""
+        if self.key is not None:
+            with _set_up_lock:
+                remembered = _set_up.get(self.key)
+            if remembered is not None:
+                self.reads.joined = remembered.joined
+                self.done = True
         return self.done
 
     def finished(self) -> None:
@@ -82,14 +92,15 @@ class SetupState(Generic[LockT]):
         self.done = True
         if self.key is not None:
             with _set_up_lock:
-                _set_up[self.key] = None
+                _set_up[self.key] = dataclasses.replace(self.reads)
                 _set_up.move_to_end(self.key)
                 while len(_set_up) > _SET_UP_SIZE:
                     _set_up.popitem(last=False)
 
 
-# The setups this process ran (`SetupState.key`), least recently finished forgotten first.
-_set_up: OrderedDict[Hashable, None] = OrderedDict()
+# The setups this process ran (`SetupState.key`) and how reads get pending writes there,
+# least recently finished forgotten first.
+_set_up: OrderedDict[Hashable, ops.WritesReads] = OrderedDict()
 _set_up_lock = threading.Lock()
 _SET_UP_SIZE = 1024
 
@@ -301,7 +312,9 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             seconds = self.storage.expiry.seconds if self.storage.expiry else None
             setup_key = (collections, targeted_joins, seconds)
         self._setup_state: SetupState[Any] = SetupState(
-            asyncio.Lock() if self.asynchronous else threading.Lock(), setup_key
+            asyncio.Lock() if self.asynchronous else threading.Lock(),
+            setup_key,
+            reads=self.storage.reads,
         )
         self._background = Background()
 

@@ -40,6 +40,7 @@ from langgraph.checkpoint.mongo._operations.state import (
     ReadCheckpoint,
     RunStarts,
     Storage,
+    WritesReads,
     count_bound,
     slack,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "ReadCheckpoint",
     "RunStarts",
     "Storage",
+    "WritesReads",
     "checkpoint_counts",
     "checkpoint_keys_of_thread",
     "copy_thread",
