@@ -75,6 +75,10 @@ class SetupState(Generic[LockT]):
     for the async saver, a `threading.Lock` for the sync one); a `setup()` that fails or
     is cancelled leaves `done` false, so the next call tries again. `with_allowlist`
     copies share the object, as they share the collections.
+
+    What `setup()` learnt of the server goes with it: how reads get pending writes there
+    (`reads`, the saver's `Storage.reads`), so a saver whose setup the process remembers
+    reads as the one that ran it.
     """
 
     lock: LockT
@@ -82,11 +86,17 @@ class SetupState(Generic[LockT]):
     collections: Hashable | None = None
     needs: frozenset[str] = frozenset()
     done: bool = False
+    reads: ops.WritesReads = dataclasses.field(default_factory=lambda: ops.WritesReads())
 
     def set_up_before(self) -> bool:
-        """Whether this process set up every index of `needs` already (then `done`)."""
-        if self.key is not None and self.needs <= _set_up.get(self.key, frozenset()):
-            self.done = True
+        """Whether this process set up every index of `needs` already (then `done`, and
+        `reads` as that setup found them)."""
+        if self.key is not None:
+            with _set_up_lock:
+                remembered = _set_up.get(self.key)
+            if remembered is not None and self.needs <= remembered[0]:
+                self.reads.joined = remembered[1].joined
+                self.done = True
         return self.done
 
     def declined(self, names: Collection[str]) -> None:
@@ -106,7 +116,8 @@ class SetupState(Generic[LockT]):
         """What a `setup()` left on the collections, for the savers of the process."""
         if self.key is not None:
             with _set_up_lock:
-                _set_up[self.key] = _set_up.get(self.key, frozenset()) | present
+                before = _set_up.get(self.key, (frozenset(), self.reads))[0]
+                _set_up[self.key] = (before | present, dataclasses.replace(self.reads))
                 _set_up.move_to_end(self.key)
                 while len(_set_up) > _SET_UP_SIZE:
                     _set_up.popitem(last=False)
@@ -117,9 +128,10 @@ class SetupState(Generic[LockT]):
 
 
 # What the setups of this process left (`SetupState.key` -> index names the collections
-# have, or whose refusal the application declared), least recently set up forgotten first;
-# and the indexes the application declined per pair of collections.
-_set_up: OrderedDict[Hashable, frozenset[str]] = OrderedDict()
+# have, or whose refusal the application declared, and how reads get pending writes
+# there), least recently set up forgotten first; and the indexes the application
+# declined per pair of collections.
+_set_up: OrderedDict[Hashable, tuple[frozenset[str], ops.WritesReads]] = OrderedDict()
 _declined: dict[Hashable, frozenset[str]] = {}
 _set_up_lock = threading.Lock()
 _SET_UP_SIZE = 1024
@@ -346,6 +358,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             setup_key,
             collections,
             ops.index_names(self.storage),
+            reads=self.storage.reads,
         )
         self._background = Background()
 

@@ -211,6 +211,23 @@ class WritesJoin:
         return {"$lookup": lookup}
 
 
+# `db.command(*BUILD_INFO)`: what the server says it is, which `setup()` reads once.
+BUILD_INFO = ("buildInfo",)
+
+
+def joins_by_index(build_info: Mapping[str, Any]) -> bool:
+    """Whether the server (by its `buildInfo`) answers the reads' `$lookup` of pending
+    writes through an index, as MongoDB does with `thread_checkpoint`: then a read joins
+    them in its own aggregation (one round trip); otherwise it reads them apart (two).
+
+    SecantusDB (which names itself with `secantusVersion`) drives a `$lookup` through an
+    index only when one begins with the joined field, and never for a subdocument value
+    such as a write's checkpoint key: its `$lookup` reads the whole writes collection for
+    each checkpoint read, while its `find` of the same writes uses `thread_checkpoint`.
+    """
+    return "secantusVersion" not in build_info
+
+
 @dataclass(frozen=True, slots=True)
 class NamespaceCount:
     """With the saver's `keep_last`: `get_tuple` also returns how many checkpoints the

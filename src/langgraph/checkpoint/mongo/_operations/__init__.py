@@ -46,6 +46,7 @@ from langgraph.checkpoint.mongo._operations.state import (
     ReadCheckpoint,
     RunStarts,
     Storage,
+    WritesReads,
     count_bound,
     slack,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "ReadCheckpoint",
     "RunStarts",
     "Storage",
+    "WritesReads",
     "checkpoint_counts",
     "checkpoint_id_time",
     "checkpoint_keys_of_thread",

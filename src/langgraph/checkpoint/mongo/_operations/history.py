@@ -71,7 +71,7 @@ def delta_history(
         if found.chain:
             seeds = found.seed_at.values()
             pipeline = _queries.history_pipeline(ref, found.chain, seeds, wanted, storage.join)
-            docs = yield from _read_joined(pipeline, _queries.HISTORY_OPTIONS, wanted)
+            docs = yield from _read_joined(storage, pipeline, _queries.HISTORY_OPTIONS, wanted)
             yield from _chunks.resolve(docs)
         if {doc[Field.ID][Field.CHECKPOINT_ID] for doc in docs} == set(found.chain):
             if storage.keep_last is not None and target_id in lineage:
