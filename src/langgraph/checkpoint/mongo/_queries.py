@@ -470,6 +470,9 @@ TRIM_LINEAGE_PROJECTION = {**LINEAGE_PROJECTION, f"{Field.METADATA}.run_id": 1}
 LINEAGE_OPTIONS = {"sort": [(Field.ID_CHECKPOINT_ID, DESCENDING)], "batch_size": 100_000}
 # The history read returns one document per checkpoint of the chain: one batch too.
 HISTORY_OPTIONS = {"batchSize": 100_000}
+# The pending writes a read takes apart (`find` options): one batch, up to the 16 MiB reply
+# limit, as the join would have returned them in its own reply.
+WRITES_OPTIONS = {"batch_size": 100_000}
 
 
 def lineage_of(ref: CheckpointRef) -> dict[str, Any]:

@@ -90,7 +90,9 @@ def _read_apart(
         # A single checkpoint's chunks come with its writes; a page's are read one
         # checkpoint at a time, as it is returned (see `_chunks.resolve`).
         query = _queries.writes_of([d[Field.ID] for d in docs], channels, chunks=len(docs) == 1)
-        writes: list[WriteDocument] = yield Command(Target.WRITES, Method.FIND, (query,))
+        writes: list[WriteDocument] = yield Command(
+            Target.WRITES, Method.FIND, (query,), _queries.WRITES_OPTIONS
+        )
         joined: dict[KeyFields, list[WriteDocument]] = {}
         for write in writes:
             joined.setdefault(key_fields(write[Field.ID][Field.CHECKPOINT]), []).append(write)
