@@ -112,6 +112,7 @@ async def test_the_example_runs_on_the_factory(
     monkeypatch.setenv("MONGODB_REFRESH_TTL_ON_READ", "true")
     monkeypatch.setenv("MONGODB_STATE_MAX_BYTES", str(32 * 1024 * 1024))
     monkeypatch.setenv("MONGODB_CACHE_MAX_BYTES", "0")
+    monkeypatch.setenv("MONGODB_STATE_WARN_BYTES", str(4 * 1024 * 1024))
     async with AsyncExitStack() as stack:
         kwargs, close = await factory_arguments(backend, stack, monkeypatch)
         async with factory(**kwargs) as saver:
@@ -126,6 +127,7 @@ async def test_the_example_runs_on_the_factory(
             assert saver.refresh_ttl_on_read is True
             assert saver.storage.max_bytes == 32 * 1024 * 1024
             assert saver.storage.recent.max_bytes == 0
+            assert saver.storage.warn_bytes == 4 * 1024 * 1024
             # What the server checks for: present, so rollback, fast copies and pruning work.
             for method in ("adelete_for_runs", "acopy_thread", "aprune"):
                 assert getattr(type(saver), method) is not getattr(BaseCheckpointSaver, method)
@@ -200,6 +202,7 @@ def test_settings_come_from_the_environment() -> None:
         "MONGODB_REFRESH_TTL_ON_READ": "yes",
         "MONGODB_STATE_MAX_BYTES": "33554432",
         "MONGODB_CACHE_MAX_BYTES": "0",
+        "MONGODB_STATE_WARN_BYTES": "0",
     }
     assert Settings.from_env(env) == Settings(
         "mongodb://db.example:27017",
@@ -213,6 +216,7 @@ def test_settings_come_from_the_environment() -> None:
         10,
         True,
         33554432,
+        0,
         0,
     )
 
@@ -241,10 +245,15 @@ def test_settings_come_from_the_environment() -> None:
         ),
         *(
             (variable, value, "must be a whole number")
-            for variable in ("MONGODB_STATE_MAX_BYTES", "MONGODB_CACHE_MAX_BYTES")
+            for variable in (
+                "MONGODB_STATE_MAX_BYTES",
+                "MONGODB_CACHE_MAX_BYTES",
+                "MONGODB_STATE_WARN_BYTES",
+            )
             for value in ("64MiB", "1e8", "2.5")
         ),
         ("MONGODB_CACHE_MAX_BYTES", "-1", "must be 0 (no cache) or more bytes"),
+        ("MONGODB_STATE_WARN_BYTES", "-1", "must be 0 (no warning) or more bytes"),
         *(
             ("MONGODB_DB_NAME", value, "must be a MongoDB database name")
             for value in ("my.db", "my db", "a/b", "a\\b", "a$b", 'a"b', "a\x00b", "d" * 64)

@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import bson
 import pytest
+from bson import ObjectId
 from langgraph.types import Command
 from pymongo import MongoClient
 
@@ -25,7 +27,7 @@ from langgraph.checkpoint.mongo.cli import main
 from support.backends import MONGODB_URI
 from support.cli import run_command
 from support.graphs import chat_graph, human, linear_graph
-from support.helpers import checkpoint, checkpoint_id_at, config
+from support.helpers import as_metadata, checkpoint, checkpoint_id_at, config
 from support.migration_sources import official_saver_class
 
 COMMAND = [sys.executable, "-m", "langgraph.checkpoint.mongo", "threads"]
@@ -105,6 +107,8 @@ def test_help_says_what_every_flag_does() -> None:
         "diff": ["--from", "--to", "--ns", "--json"],
         "prune": ["--keep-last", "--idle-for", "--dry-run", "--no-progress", "--json"],
         "delete": ["--yes", "--json"],
+        "pin": ["--json"],
+        "unpin": ["--json"],
     }.items():
         shown = run_command([*COMMAND, action, "--help"])
         assert shown.returncode == 0
@@ -118,7 +122,7 @@ def test_ls_prints_a_table_and_json(saver: MongoDBSaver) -> None:
     table = run(saver, "ls")
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
-    assert lines[0].split() == ["CHECKPOINTS", "LAST", "ACTIVITY", "THREAD"]
+    assert lines[0].split() == ["CHECKPOINTS", "LAST", "ACTIVITY", "PINNED", "THREAD"]
     rows = [line.split() for line in lines[1:]]
     assert [row[-1] for row in rows] == ["user-a", "user-b", "space'"]
     assert lines[3].endswith("'with space'")
@@ -138,6 +142,7 @@ def test_ls_prints_a_table_and_json(saver: MongoDBSaver) -> None:
             "last_activity": latest.checkpoint["ts"],
             "checkpoint_id": latest.config["configurable"]["checkpoint_id"],
             "metadata": json.loads(json.dumps(latest.metadata)),
+            "pinned": False,
         },
         {
             "thread_id": "with space",
@@ -145,6 +150,7 @@ def test_ls_prints_a_table_and_json(saver: MongoDBSaver) -> None:
             "last_activity": found[1]["last_activity"],
             "checkpoint_id": found[1]["checkpoint_id"],
             "metadata": found[1]["metadata"],
+            "pinned": False,
         },
     ]
     step = latest.metadata["step"]
@@ -514,6 +520,52 @@ def test_show_says_a_thread_waits_on_an_interrupt_and_shows_its_value(
     assert json.loads(run(saver, "show", "asking", "--json").stdout)["interrupts"] == []
 
 
+def stored_json(saver: MongoDBSaver, at: Any) -> dict[str, Any]:
+    """What `show --json` says the checkpoint `at` takes, from its stored document."""
+    configurable = at["configurable"]
+    key = {
+        "thread_id": configurable["thread_id"],
+        "checkpoint_ns": configurable["checkpoint_ns"],
+        "checkpoint_id": configurable["checkpoint_id"],
+    }
+    doc = saver.checkpoint_collection.find_one({"_id": key})
+    assert doc is not None
+    sizes = sorted(
+        ((-len(entry["data"]), entry["channel"]) for entry in doc["channel_values"]),
+    )
+    return {
+        "bytes": len(bson.encode(doc)),
+        "largest_channels": [{"channel": c, "bytes": -n} for n, c in sizes[:5]],
+    }
+
+
+def test_show_prints_what_the_latest_checkpoint_takes_as_stored(saver: MongoDBSaver) -> None:
+    """Its document's size and its largest channels: a state growing toward
+    `state_max_bytes` is seen before a put is refused (issue 43)."""
+    chats(saver, {"chat": 2})
+    latest = saver.get_tuple(config("chat"))
+    assert latest is not None
+    stored = stored_json(saver, latest.config)
+    shown = run(saver, "show", "chat")
+    assert shown.returncode == 0, shown.stderr
+    [line] = [line for line in shown.stdout.splitlines() if line.startswith("latest stored: ")]
+    size = stored["bytes"]
+    assert line.startswith(f"latest stored: {size / 1024:.1f} KiB; largest channels: messages ")
+
+
+def test_ls_filters_on_an_object_id_written_as_extended_json(saver: MongoDBSaver) -> None:
+    """`--filter KEY=VALUE` reads MongoDB Extended JSON: an `ObjectId` matches by value."""
+    user, other = ObjectId(), ObjectId()
+    for thread_id, who in (("mine", user), ("theirs", other)):
+        saver.put(config(thread_id), checkpoint(), as_metadata({"user": who}), {})
+    found = run(saver, "ls", "--json", "--filter", f'user={{"$oid": "{user}"}}')
+    assert found.returncode == 0, found.stderr
+    assert [t["thread_id"] for t in json.loads(found.stdout)] == ["mine"]
+    bad = run(saver, "ls", "--filter", 'user={"$oid": "nope"}')
+    assert bad.returncode == 2
+    assert "no BSON value" in bad.stderr
+
+
 def test_show_json_is_the_latest_state_and_its_history(saver: MongoDBSaver) -> None:
     chats(saver, {"chat": 2})
     shown = run(saver, "show", "chat", "--json", "--history", "2")
@@ -539,6 +591,7 @@ def test_show_json_is_the_latest_state_and_its_history(saver: MongoDBSaver) -> N
         "thread_id": "chat",
         "checkpoints": sum(per_namespace(saver, "chat").values()),
         "namespaces": per_namespace(saver, "chat"),
+        "pinned": False,
         "latest": {
             **described(latest),
             "next": [],
@@ -548,6 +601,7 @@ def test_show_json_is_the_latest_state_and_its_history(saver: MongoDBSaver) -> N
         },
         "interrupts": [],
         "history": [described(item) for item in history],
+        "latest_stored": stored_json(saver, latest.config),
     }
     missing = run(saver, "show", "nobody", "--json")
     assert missing.returncode == 1
@@ -603,3 +657,29 @@ def test_prune_and_delete_json(saver: MongoDBSaver) -> None:
         1,
         {"deleted": [], "not_found": ["a"], "error": f"no thread 'a' in {where}", "exit_code": 1},
     )
+
+
+def test_pin_and_unpin_say_what_they_did_and_ls_and_show_say_which_threads_are_pinned(
+    saver: MongoDBSaver,
+) -> None:
+    """`pin` keeps threads from ttl expiry (through a saver without `ttl`: the stamps are
+    the same), `ls` and `show` say so, `unpin` lets them expire; a missing thread exits 1,
+    as `delete`'s does, the others pinned all the same."""
+    chats(saver, {"kept": 1, "other": 1})
+    pinned = run(saver, "pin", "kept", "missing")
+    assert pinned.returncode == 1
+    assert pinned.stdout == "pinned 'kept'\n"
+    assert "no thread 'missing'" in pinned.stderr
+    assert saver.list_threads().__next__().pinned
+    rows = [line.split() for line in run(saver, "ls").stdout.splitlines()[1:]]
+    assert [(row[-2], row[-1]) for row in rows] == [("yes", "kept"), ("-", "other")]
+    listed = json.loads(run(saver, "ls", "--json").stdout)
+    assert [t["pinned"] for t in listed] == [True, False]
+    assert "pinned: kept from ttl expiry" in run(saver, "show", "kept").stdout
+    assert "pinned:" not in run(saver, "show", "other").stdout
+    assert json.loads(run(saver, "show", "kept", "--json").stdout)["pinned"] is True
+    unpinned = run(saver, "unpin", "kept", "--json")
+    assert unpinned.returncode == 0, unpinned.stderr
+    assert json.loads(unpinned.stdout) == {"unpinned": ["kept"], "not_found": []}
+    assert json.loads(run(saver, "show", "kept", "--json").stdout)["pinned"] is False
+    assert [t.pinned for t in saver.list_threads()] == [False, False]

@@ -11,10 +11,12 @@ import importlib
 from typing import Any
 
 import pytest
+from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.serde import jsonplus
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph.checkpoint.mongo import _langgraph_serde as lg_serde
+from langgraph.checkpoint.mongo._bson_values import BSON_CODES
 from langgraph.checkpoint.mongo._codec import IMPLIED_TYPE
 
 ADAPTER = "src/langgraph/checkpoint/mongo/_langgraph_serde.py"
@@ -110,6 +112,45 @@ def test_the_codecs_implied_types_are_what_langgraph_writes() -> None:
     assert serde.dumps_typed(None) == ("null", b""), moved(
         "JsonPlusSerializer.dumps_typed", "None is no longer ('null', b'')"
     )
+
+
+def test_the_rebuilt_encoder_packs_what_langgraph_packs_byte_for_byte() -> None:
+    """`_bson_values` packs with a copy of LangGraph's encoder (`lg_serde.encoder`): for
+    every value LangGraph packs, the copy's bytes are LangGraph's where the hook takes
+    nothing, the hook is asked at every depth (inside what LangGraph packs too), and the
+    globals it replaces are still the ones LangGraph's encoder reads."""
+    for name in lg_serde.ENCODER_GLOBALS:
+        assert name in vars(jsonplus), moved(f"jsonplus.{name}", "no longer defined")
+    names = set(jsonplus._msgpack_enc.__code__.co_names)
+    assert {"_msgpack_default", "_option"} <= names, moved(
+        "jsonplus._msgpack_enc", f"it no longer packs with its module's globals: {names}"
+    )
+    asked: list[Any] = []
+    encoder = lg_serde.encoder(lambda value: asked.append(value))
+    values: list[Any] = [
+        {"a": [1, 2.5, None, "x", b"y"]},
+        Point(3),
+        {"p": [Point(1)], "when": datetime.datetime(2026, 1, 2, tzinfo=datetime.timezone.utc)},
+        {frozenset({1}), 2},
+        HumanMessage("hi", id="1", additional_kwargs={"k": [Point(2)]}),
+    ]
+    for value in values:
+        assert encoder.encode(value) == jsonplus._msgpack_enc(value), moved(
+            "jsonplus._msgpack_enc", f"the rebuilt copy packs {value!r} differently"
+        )
+    # A frozenset inside a set: packed by LangGraph's own `_msgpack_enc`, which the copy's is.
+    assert frozenset({1}) in asked, moved("jsonplus._msgpack_default", "inner values skip the hook")
+
+
+def test_bson_extension_codes_are_not_langgraphs() -> None:
+    """Stored `msgpack-bson` values carry these codes; LangGraph's own stay below them."""
+    assert max(lg_serde.EXT_CODES.values()) < min(BSON_CODES.values())
+    assert len(set(BSON_CODES.values())) == len(BSON_CODES)
+
+
+def test_the_permissive_warning_set_is_where_bson_values_quiets_it() -> None:
+    warned = getattr(jsonplus, lg_serde.WARNED_ATTRIBUTE, None)
+    assert isinstance(warned, set), moved(f"jsonplus.{lg_serde.WARNED_ATTRIBUTE}", "not a set")
 
 
 def test_a_delta_snapshot_decodes_to_the_type_the_threads_command_unwraps() -> None:

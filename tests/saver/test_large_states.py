@@ -300,3 +300,37 @@ async def test_unknown_stored_compression_is_named(saver: Any) -> None:
     )
     with pytest.raises(ValueError, match="brotli"):
         await either(saver).get_tuple(stored)
+
+
+async def test_a_state_over_state_warn_bytes_is_warned_about_once_per_thread(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """From `state_warn_bytes`, a `put` logs one WARNING per thread and process naming
+    the thread, namespace, checkpoint, its size and largest channels; the put succeeds,
+    and sends what it sends without the warning."""
+    async with backend.saver(state_warn_bytes=64 * 1024) as saver:
+        thread, quiet = new_thread(), new_thread()
+        big = {"files": os.urandom(100 * 1024), "messages": os.urandom(30 * 1024), "n": 1}
+        with caplog.at_level("WARNING", logger="langgraph.checkpoint.mongo"):
+            first = await put(saver, thread, ns="sub", values=big)
+            await put(
+                saver, thread, ns="sub", values=big, parent=first["configurable"]["checkpoint_id"]
+            )
+            await put(saver, quiet, values={"n": 1, "small": os.urandom(1024)})
+        [record] = [r for r in caplog.records if r.levelname == "WARNING"]
+        message = record.getMessage()
+        assert repr(thread) in message
+        assert repr("sub") in message
+        assert repr(first["configurable"]["checkpoint_id"]) in message
+        assert "0.1 MiB as stored" in message
+        assert "largest channels: 'files' 0.1 MiB, 'messages' 0.0 MiB, 'n' 0.0 MiB" in message
+        assert (await either(saver).get_stored(first)).checkpoint["channel_values"]["n"] == 1
+
+
+async def test_state_warn_bytes_zero_never_warns(
+    backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with backend.saver(state_warn_bytes=0) as saver:
+        with caplog.at_level("WARNING", logger="langgraph.checkpoint.mongo"):
+            await put(saver, new_thread(), values={"files": os.urandom(100 * 1024)})
+        assert [r for r in caplog.records if r.levelname == "WARNING"] == []

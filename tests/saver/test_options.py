@@ -228,3 +228,12 @@ def test_a_serializer_of_either_protocol_is_accepted() -> None:
     assert AsyncMongoDBSaver(AsyncMongoMockClient(), serde=typed).serde is typed
     untyped: Any = pickle
     assert AsyncMongoDBSaver(AsyncMongoMockClient(), serde=untyped).serde.serde is pickle  # type: ignore[attr-defined]
+
+
+def test_a_bad_state_warn_bytes_is_refused_alike_everywhere() -> None:
+    problem = "must be 0 (no warning) or more bytes, got -1"
+    assert saver_refusal(state_warn_bytes=-1) == f"state_warn_bytes {problem}"
+    assert env_refusal("MONGODB_STATE_WARN_BYTES", "-1") == f"MONGODB_STATE_WARN_BYTES {problem}"
+    assert "must be an int (bytes)" in saver_refusal(state_warn_bytes=1.5)
+    assert "must be an int (bytes)" in saver_refusal(state_warn_bytes=True)
+    assert Settings.from_env({}).state_warn_bytes == 8 * 1024 * 1024

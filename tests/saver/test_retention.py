@@ -45,6 +45,7 @@ from support.helpers import (
     methods,
     new_thread,
     put,
+    read_commands,
     settle,
     thread_operations,
 )
@@ -754,7 +755,7 @@ async def test_a_read_alone_never_deletes(
         for _ in range(3):
             assert await either(saver).get_tuple(config(thread)) is not None
             await settle(saver)
-        assert methods(sent_commands) == ["aggregate"] * 3
+        assert methods(sent_commands) == read_commands(saver) * 3
         assert len(await stored(saver, thread)) == 18
         kept = Driver(chat_graph().compile(saver), backend.is_sync)
         await kept.invoke(say(6), config(thread))
@@ -778,7 +779,7 @@ async def test_the_trim_is_prune_of_the_namespace_as_its_run_found_it(
         own = await put(saver, thread, parent=latest.config["configurable"]["checkpoint_id"])
         await settle(saver)
         assert methods(sent_commands) == [
-            "aggregate",
+            *read_commands(saver),
             "update_one",
             "find",
             "delete_many",
@@ -803,7 +804,9 @@ async def test_without_targeted_joins_the_trim_counts_first(
         sent_commands.clear()
         await graph.invoke(say(1), config(thread))
         await settle(saver)
-        assert len(sent_commands) == 2 * TURN + commands
+        # The run's first read: one command, or two where reads take writes apart.
+        read_apart = len(read_commands(saver)) - 1
+        assert len(sent_commands) == 2 * TURN + commands + read_apart
         for turn in range(2, 12):
             await graph.invoke(say(turn), config(thread))
             await settle(saver)

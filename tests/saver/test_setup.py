@@ -171,10 +171,11 @@ async def test_the_first_command_sets_the_saver_up_once(
         sent_commands.clear()
         assert await either(saver).get_tuple(config(thread)) is None
         assert setups == [{}]  # setup() as a user calls it: every index, the TTL index
-        # A new database: both collections listed with their options in one command,
-        # then one createIndexes per collection, then the read itself.
+        # A new database: what the server is (buildInfo), both collections listed with
+        # their options in one command, then one createIndexes per collection, then the
+        # read itself.
         sent = methods(sent_commands)
-        assert sent == ["command", "create_indexes", "create_indexes", "aggregate"], sent
+        assert sent == ["command", "command", "create_indexes", "create_indexes", "aggregate"]
         assert {"thread_ns_checkpoint", "metadata_run_id", "thread_ttl"} <= await index_names(
             saver.checkpoint_collection
         )
@@ -281,18 +282,22 @@ def checkpoint_args() -> tuple[Any, ...]:
 # of its own as `from_conn_string` opens one) sends no setup command after the first.
 
 
-async def test_a_new_database_is_set_up_in_three_commands_and_checked_in_three_reads(
+async def test_a_new_database_is_set_up_in_four_commands_and_checked_in_four_reads(
     backend: Backend, sent_commands: list[Command]
 ) -> None:
     async with backend.saver(set_up=False, ttl=3600) as saver:
         sent_commands.clear()
         await run_setup(saver)
-        # Both collections listed with their options at once, then one createIndexes
-        # per collection with all its indexes (the TTL index among them).
-        assert methods(sent_commands) == ["command", "create_indexes", "create_indexes"]
+        # What the server is (how reads get pending writes there), both collections
+        # listed with their options at once, then one createIndexes per collection with
+        # all its indexes (the TTL index among them).
+        sent = methods(sent_commands)
+        assert sent == ["command", "command", "create_indexes", "create_indexes"]
+        assert sent_commands[0].args == ("buildInfo",)
         sent_commands.clear()
         await run_setup(saver)  # called by hand: the whole job, every check
-        assert methods(sent_commands) == ["command", "index_information", "index_information"]
+        sent = methods(sent_commands)
+        assert sent == ["command", "command", "index_information", "index_information"]
         assert {"thread_ns_checkpoint", "metadata_run_id", "thread_ttl"} <= await index_names(
             saver.checkpoint_collection
         )

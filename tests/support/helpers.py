@@ -235,6 +235,13 @@ def methods(commands: Sequence[Command]) -> list[str]:
     return [str(command.method) for command in commands]
 
 
+def read_commands(saver: Any) -> list[str]:
+    """The commands (`methods`) a read of at most one page sends on `saver`'s server: one
+    `aggregate` joining pending writes, or, where `setup()` found that the server's
+    `$lookup` reads every write (SecantusDB), the checkpoints and then their writes."""
+    return ["aggregate"] if saver.storage.reads.joined else ["aggregate", "find"]
+
+
 def ids(tuples: list[CheckpointTuple]) -> list[str]:
     return [t.config["configurable"]["checkpoint_id"] for t in tuples]
 

@@ -24,9 +24,9 @@ from pymongo.common import VALIDATORS
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo import _options
 from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES, RecentValues
-from langgraph.checkpoint.mongo._codec import Codec, Compression
+from langgraph.checkpoint.mongo._codec import Compression, codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
-from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES
+from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES, DEFAULT_STATE_WARN_BYTES
 from langgraph.checkpoint.mongo._drivers import (
     client_options,
     deployment,
@@ -75,6 +75,10 @@ class SetupState(Generic[LockT]):
     for the async saver, a `threading.Lock` for the sync one); a `setup()` that fails or
     is cancelled leaves `done` false, so the next call tries again. `with_allowlist`
     copies share the object, as they share the collections.
+
+    What `setup()` learnt of the server goes with it: how reads get pending writes there
+    (`reads`, the saver's `Storage.reads`), so a saver whose setup the process remembers
+    reads as the one that ran it.
     """
 
     lock: LockT
@@ -82,11 +86,17 @@ class SetupState(Generic[LockT]):
     collections: Hashable | None = None
     needs: frozenset[str] = frozenset()
     done: bool = False
+    reads: ops.WritesReads = dataclasses.field(default_factory=lambda: ops.WritesReads())
 
     def set_up_before(self) -> bool:
-        """Whether this process set up every index of `needs` already (then `done`)."""
-        if self.key is not None and self.needs <= _set_up.get(self.key, frozenset()):
-            self.done = True
+        """Whether this process set up every index of `needs` already (then `done`, and
+        `reads` as that setup found them)."""
+        if self.key is not None:
+            with _set_up_lock:
+                remembered = _set_up.get(self.key)
+            if remembered is not None and self.needs <= remembered[0]:
+                self.reads.joined = remembered[1].joined
+                self.done = True
         return self.done
 
     def declined(self, names: Collection[str]) -> None:
@@ -106,7 +116,8 @@ class SetupState(Generic[LockT]):
         """What a `setup()` left on the collections, for the savers of the process."""
         if self.key is not None:
             with _set_up_lock:
-                _set_up[self.key] = _set_up.get(self.key, frozenset()) | present
+                before = _set_up.get(self.key, (frozenset(), self.reads))[0]
+                _set_up[self.key] = (before | present, dataclasses.replace(self.reads))
                 _set_up.move_to_end(self.key)
                 while len(_set_up) > _SET_UP_SIZE:
                     _set_up.popitem(last=False)
@@ -117,9 +128,10 @@ class SetupState(Generic[LockT]):
 
 
 # What the setups of this process left (`SetupState.key` -> index names the collections
-# have, or whose refusal the application declared), least recently set up forgotten first;
-# and the indexes the application declined per pair of collections.
-_set_up: OrderedDict[Hashable, frozenset[str]] = OrderedDict()
+# have, or whose refusal the application declared, and how reads get pending writes
+# there), least recently set up forgotten first; and the indexes the application
+# declined per pair of collections.
+_set_up: OrderedDict[Hashable, tuple[frozenset[str], ops.WritesReads]] = OrderedDict()
 _declined: dict[Hashable, frozenset[str]] = {}
 _set_up_lock = threading.Lock()
 _SET_UP_SIZE = 1024
@@ -236,6 +248,10 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             [chunk documents](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/stored-format/#chunk-documents-values-too-large-for-one-document);
             this bound keeps a runaway state from filling the database and the process's
             memory.
+        state_warn_bytes: the size, in bytes as stored, from which a `put` logs a
+            WARNING (once per thread and process) naming the thread, namespace and
+            checkpoint, its size and its largest channels: a state growing toward
+            `state_max_bytes` is seen before it is refused (default 8 MiB; 0: never).
 
     Attributes:
         client: the client the saver was built on.
@@ -287,6 +303,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         keep_last: int | None = None,
         refresh_ttl_on_read: bool = False,
         state_max_bytes: int = DEFAULT_STATE_MAX_BYTES,
+        state_warn_bytes: int = DEFAULT_STATE_WARN_BYTES,
     ) -> None:
         require_client(client, asynchronous=self.asynchronous)
         super().__init__(serde=_options.serde(serde))
@@ -314,7 +331,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         # The join, expiry and cache are shared with `with_allowlist` copies, like the
         # collections; the codec is each copy's own (see `with_allowlist`).
         self.storage = ops.Storage(
-            codec=Codec(self.serde, self.compression),
+            codec=codec(self.serde, self.compression),
             join=WritesJoin(writes_collection_name, by_thread=targeted_joins),
             expiry=(
                 ThreadExpiry(ttl_delta, thread_moves(collections))
@@ -330,6 +347,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             ),
             refresh_ttl_on_read=self.refresh_ttl_on_read,
             max_bytes=_options.state_max_bytes(state_max_bytes),
+            warn_bytes=_options.state_warn_bytes(state_warn_bytes),
         )
         setup_key = None
         if collections is not None:
@@ -340,6 +358,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             setup_key,
             collections,
             ops.index_names(self.storage),
+            reads=self.storage.reads,
         )
         self._background = Background()
 
@@ -359,6 +378,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         keep_last: int | None = None,
         refresh_ttl_on_read: bool = False,
         state_max_bytes: int = DEFAULT_STATE_MAX_BYTES,
+        state_warn_bytes: int = DEFAULT_STATE_WARN_BYTES,
         **client_kwargs: Any,
     ) -> OpenedT:
         """A saver on a client of its own: `with MongoDBSaver.from_conn_string(...) as
@@ -384,6 +404,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             keep_last: as in the constructor.
             refresh_ttl_on_read: as in the constructor.
             state_max_bytes: as in the constructor.
+            state_warn_bytes: as in the constructor.
             **client_kwargs: PyMongo client options, passed to the client
                 (`timeoutMS`, `serverSelectionTimeoutMS`, TLS options, `w`, `driver`, ...).
 
@@ -418,6 +439,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
                 keep_last=keep_last,
                 refresh_ttl_on_read=refresh_ttl_on_read,
                 state_max_bytes=state_max_bytes,
+                state_warn_bytes=state_warn_bytes,
             ),
         )
         opener = AsyncSaverContextManager if cls.asynchronous else SaverContextManager
@@ -498,8 +520,9 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         """
         clone = super().with_allowlist(extra_allowlist)
         if clone is not self and isinstance(clone, MongoDBSaverBase):
-            codec = Codec(clone.serde, self.compression)
-            clone.storage = dataclasses.replace(self.storage, codec=codec)
+            clone.storage = dataclasses.replace(
+                self.storage, codec=codec(clone.serde, self.compression)
+            )
         return clone
 
     def _setup_plan(self, create_indexes: bool, skip_indexes: Collection[str]) -> Plan[None]:

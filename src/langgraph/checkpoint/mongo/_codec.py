@@ -7,6 +7,9 @@ LangGraph's serializer writes for almost every value: 18 bytes less per value), 
 stored as a field of its own (`StoredField`) is then its bare bytes (11 bytes less again).
 Such a value that serializes to `("null", b"")` (LangGraph's `None`, which every edge of a
 graph writes) is stored as BSON null: 31 bytes less.
+
+A saver's codec (`codec`) serializes with its serializer made to store BSON values too
+(`_bson_values`): a value holding them is stored with type ``msgpack-bson``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import zstandard
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from langgraph.checkpoint.mongo._bson_values import BsonSerializer, with_bson_values
 from langgraph.checkpoint.mongo._schema import ChannelValue, Field, StoredField, StoredValue
 
 Compression = Literal["zlib", "zstd"]
@@ -41,6 +45,15 @@ MIN_COMPRESSED_SIZE = 1024
 IMPLIED_TYPE = "msgpack"
 # What `JsonPlusSerializer` makes of `None`, stored as null.
 _NULL: StoredValue = {Field.DATA: b"", Field.TYPE: "null"}
+
+
+# The serializers whose round trip returns plain values unchanged.
+_PLAIN_ROUND_TRIPS = frozenset({JsonPlusSerializer, BsonSerializer})
+
+
+def codec(serde: SerializerProtocol, compression: Compression | None = None) -> Codec:
+    """A saver's codec: `serde`, storing BSON values too (`with_bson_values`)."""
+    return Codec(with_bson_values(serde), compression)
 
 
 class Codec(NamedTuple):

@@ -12,16 +12,23 @@ block. None of that is public: the hook and the allow-list are attributes
 `jsonplus` that stored checkpoints carry (so LangGraph cannot renumber them; a new one is
 what the test watches for). The `threads` command unwraps a `DeltaChannel` snapshot
 (`serde.types._DeltaSnapshot`) to show its value.
+
+To store BSON's own values (`_bson_values`), the serializer's msgpack encoder is rebuilt
+around a hook (`encoder`): LangGraph packs the fields of a dataclass or a model with its
+module's `_msgpack_enc`, so a hook of the caller's own reaches those only if that
+function is copied with other globals. LangGraph's permissive mode warns once per type it
+rebuilds unlisted; `quiet_unregistered` marks the BSON types as warned about.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
-from typing import Any
+import types
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
 import ormsgpack
-from langgraph.checkpoint.serde import _msgpack
+from langgraph.checkpoint.serde import _msgpack, jsonplus
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
@@ -51,6 +58,8 @@ CONSTRUCTED = frozenset(
 )
 # A class's method called with the stored argument (`datetime.fromisoformat`, ...).
 METHOD = EXT_CODES["EXT_METHOD_SINGLE_ARG"]
+# `(module, name, args)`: the class called with the arguments.
+POSITIONAL = EXT_CODES["EXT_CONSTRUCTOR_POS_ARGS"]
 NUMPY_ARRAY = EXT_CODES["EXT_NUMPY_ARRAY"]
 DELTA_SNAPSHOT = EXT_CODES["EXT_DELTA_SNAPSHOT"]
 
@@ -97,6 +106,11 @@ def with_ext_hook(serde: JsonPlusSerializer, hook: ExtHook) -> JsonPlusSerialize
     return changed
 
 
+def permissive(serde: JsonPlusSerializer) -> bool:
+    """Whether `serde` rebuilds every type (LangGraph's default, outside strict mode)."""
+    return _private(serde, ALLOWED_ATTRIBUTE) is True
+
+
 def allows(serde: JsonPlusSerializer, module: str, name: str) -> bool:
     """Whether `serde` rebuilds the type `module.name` (a safe type, or one its allow-list
     names, or any with the permissive default)."""
@@ -104,3 +118,75 @@ def allows(serde: JsonPlusSerializer, module: str, name: str) -> bool:
         return True
     allowed = _private(serde, ALLOWED_ATTRIBUTE)
     return allowed is True or (allowed is not None and (module, name) in allowed)
+
+
+# `jsonplus`'s encoder: `_msgpack_enc` packs with `_msgpack_default` and `_option`, which
+# it looks up among the module's globals on every call; `_msgpack_default` packs what
+# an object holds (a dataclass's fields, a model's dump) with `_msgpack_enc`.
+ENCODER_GLOBALS = ("_msgpack_enc", "_msgpack_default", "_option")
+# The set LangGraph's permissive hook records the types it warned about in, once each.
+WARNED_ATTRIBUTE = "_warned_unregistered_types"
+
+
+class Encoder(NamedTuple):
+    """LangGraph's msgpack encoder, rebuilt around a hook (see `encoder`).
+
+    Attributes:
+        encode: `_msgpack_enc` with the hook at every depth: bytes as LangGraph writes
+            them, but a value the hook takes is packed as it says.
+        default: LangGraph's `_msgpack_default`, whose own packing goes through the
+            hook: for a caller's top-level `default` to hand over what it does not take.
+        option: LangGraph's `ormsgpack` options.
+    """
+
+    encode: Callable[[Any], bytes]
+    default: Callable[[Any], Any]
+    option: int
+
+
+def encoder(hook: Callable[[Any], ormsgpack.Ext | None]) -> Encoder:
+    """LangGraph's msgpack encoder, with `hook` asked first about every value it cannot
+    pack itself, at every depth (inside the fields of a dataclass or a pydantic model
+    too, which LangGraph packs with its module's own `_msgpack_enc`).
+
+    LangGraph's functions are copied with globals of their own (a copy of the module's,
+    with `_msgpack_default` the hook's); LangGraph's module is left unchanged, so other
+    savers of the process serialize exactly as before."""
+    namespace = dict(vars(jsonplus))
+    for name in ENCODER_GLOBALS:
+        if name not in namespace:
+            raise RuntimeError(
+                f"this langgraph-checkpoint's jsonplus has no {name}, which "
+                "langgraph-checkpoint-mongo rebuilds to store BSON values: install the "
+                "langgraph-checkpoint version this release was tested with, or a newer "
+                "langgraph-checkpoint-mongo"
+            )
+    original = namespace["_msgpack_default"]
+    default = _with_globals(original, namespace)
+
+    def hooked(value: Any) -> Any:
+        packed = hook(value)
+        return default(value) if packed is None else packed
+
+    namespace["_msgpack_default"] = hooked
+    namespace["_msgpack_enc"] = _with_globals(namespace["_msgpack_enc"], namespace)
+    return Encoder(namespace["_msgpack_enc"], default, namespace["_option"])
+
+
+def _with_globals(function: Any, namespace: dict[str, Any]) -> Any:
+    return types.FunctionType(
+        function.__code__,
+        namespace,
+        function.__name__,
+        function.__defaults__,
+        function.__closure__,
+    )
+
+
+def quiet_unregistered(names: Iterable[tuple[str, str]]) -> None:
+    """Mark `names` as already warned about in LangGraph's permissive mode, whose warning
+    ("will be blocked in a future version") is not true of types a saver allow-lists in
+    strict mode."""
+    warned = getattr(jsonplus, WARNED_ATTRIBUTE, None)
+    if isinstance(warned, set):
+        warned.update(names)

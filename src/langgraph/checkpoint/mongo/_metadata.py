@@ -21,7 +21,15 @@ element, so arrays are excluded):
 - a str (valid UTF-8) or an int64 other than 0 and 1: ``$eq: value``;
 - a bool, 0, 1, 0.0 or 1.0: ``$in: [value, its bool or int]`` (Python: ``True == 1``);
 - a float, but NaN and integral floats of 2**63 or more (an int of more than 64 bits may
-  equal those): ``$eq: value`` (the server compares numbers by value, as Python does).
+  equal those): ``$eq: value`` (the server compares numbers by value, as Python does);
+- an `ObjectId`, `Timestamp`, `MinKey`, `MaxKey`, a `DatetimeMS` (stored as a BSON date, as
+  nothing else is), a `Binary` of a subtype other than 0, a `DBRef` to an `ObjectId` or str
+  id without extra fields: ``$eq: value``, the server's equality being Python's.
+
+A `Decimal128` (the server compares it as a number, Python bit for bit), a `Binary` of
+subtype 0 (equal to bytes on the server only), a `Regex` (flags Python keeps and BSON
+does not) and another `DBRef` get ``$eq: value`` (``$exists`` for that `DBRef`), which
+only narrows.
 
 Anything else (lists, tuples, dicts, other types, NaN, huge ints, keys a query cannot
 read) is never sent: the server only narrows (an array, a subdocument, or a present key;
@@ -37,7 +45,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bson.binary import Binary
+from bson.code import Code
+from bson.datetime_ms import DatetimeMS
+from bson.dbref import DBRef
 from bson.decimal128 import Decimal128
+from bson.errors import InvalidBSON
+from bson.max_key import MaxKey
+from bson.min_key import MinKey
+from bson.objectid import ObjectId
+from bson.regex import Regex
+from bson.timestamp import Timestamp
 
 from langgraph.checkpoint.mongo._keys import require_str
 from langgraph.checkpoint.mongo._schema import Field
@@ -104,10 +122,38 @@ def _equal_number(value: Any) -> Any:
     return None
 
 
+# BSON's own values, stored in ``metadata`` as themselves (`readable_bson`).
+_BSON_VALUES = (ObjectId, Decimal128, Binary, Timestamp, Regex, DBRef, MinKey, MaxKey, DatetimeMS)
+
+
+def readable_bson(value: Any) -> Any:
+    """A BSON value as ``metadata`` stores it: itself, as a server stores it, so filters
+    and indexes compare it by value; a `DBRef` with its id and extra fields readable; a
+    value that a server cannot store, or a reader cannot decode by default (a `Regex`
+    with a NUL, a `DatetimeMS` beyond `datetime`'s years), as ``{"repr": ...}``."""
+    if isinstance(value, DBRef):
+        extra = {
+            key: readable_metadata(item)
+            for key, item in value.as_doc().items()
+            if key not in ("$ref", "$id", "$db") and _readable_key(key)
+        }
+        return DBRef(value.collection, readable_metadata(value.id), value.database, extra)
+    if isinstance(value, Regex) and "\0" in str(value.pattern):
+        return {"repr": repr(value)}
+    if isinstance(value, DatetimeMS):
+        try:
+            value.as_datetime()
+        except (OverflowError, ValueError, InvalidBSON):
+            return {"repr": repr(value)}
+    return value
+
+
 def readable_metadata(value: Any) -> Any:
     """The readable copy stored as ``metadata`` (see the module docstring)."""
     if value is None or isinstance(value, (bool, str, bytes)):
         return value
+    if isinstance(value, _BSON_VALUES):
+        return readable_bson(value)
     if isinstance(value, float):
         return float(value)
     if isinstance(value, int):
@@ -188,10 +234,30 @@ def from_readable(value: Any) -> Any:
     return value
 
 
+def _bson_condition(value: Any) -> tuple[dict[str, Any], bool] | None:
+    """The condition on ``metadata.<key>`` for a BSON value, and whether it is exact,
+    or None for another value (see the module docstring)."""
+    if isinstance(value, (ObjectId, Timestamp, MinKey, MaxKey)):
+        return {"$eq": value, **_NOT_ARRAY}, True
+    if isinstance(value, Binary):
+        return {"$eq": value, **_NOT_ARRAY}, value.subtype != 0
+    if isinstance(value, DBRef):
+        if not (isinstance(value.id, (ObjectId, str)) and len(value.as_doc()) <= 3):
+            return {"$exists": True}, False
+        return {"$eq": value, **_NOT_ARRAY}, True
+    if isinstance(value, (Decimal128, Regex, DatetimeMS)):
+        if readable_bson(value) is not value:  # stored as {"repr": ...}
+            return {"$exists": True}, False
+        return {"$eq": value, **_NOT_ARRAY}, isinstance(value, DatetimeMS)
+    return None
+
+
 def _exact_condition(value: Any) -> dict[str, Any] | None:
     """The condition on ``metadata.<key>`` that matches exactly the stored values equal
     to `value`, or None when there is none (see the module docstring)."""
     plain: Any
+    if isinstance(value, Code):
+        return None  # read back as a str, which a Code never equals
     if value is None or isinstance(value, bool):
         plain = value
     elif isinstance(value, str):
@@ -241,6 +307,11 @@ def metadata_filter(filter: Any) -> MetadataFilter:
     for key, value in filter.items():
         require_str(key, "filter key")
         readable = key != "" and _readable_key(key)
+        bson_condition = _bson_condition(value) if readable else None
+        if bson_condition is not None:
+            conditions[f"{Field.METADATA}.{key}"], value_exact = bson_condition
+            exact = exact and value_exact
+            continue
         condition = _exact_condition(value) if readable else None
         if condition is None:
             exact = False

@@ -179,6 +179,15 @@ def state_max_bytes(value: Any, option: str = "state_max_bytes") -> int:
     return value
 
 
+def state_warn_bytes(value: Any, option: str = "state_warn_bytes") -> int:
+    """`state_warn_bytes`: an int of 0 (no warning) or more bytes."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise OptionTypeError(option, f"must be an int (bytes), got {_shown(value)}")
+    if value < 0:
+        raise OptionValueError(option, f"must be 0 (no warning) or more bytes, got {value}")
+    return value
+
+
 def db_name(value: Any, option: str = "db_name") -> str:
     """A MongoDB database name: a str of at most 63 bytes, none of `/\\. "$` or NUL."""
     require_str(value, option)

@@ -29,6 +29,8 @@ Environment variables (a bad one raises a `ValueError` naming it, before any I/O
   too (the saver's `refresh_ttl_on_read`); needs `MONGODB_TTL_SECONDS` (default `false`);
 - `MONGODB_STATE_MAX_BYTES`: the largest checkpoint or pending write stored, in bytes, at
   least 16777216 (16 MiB) (the saver's `state_max_bytes`; default 64 MiB);
+- `MONGODB_STATE_WARN_BYTES`: the size, in bytes, from which a `put` logs a WARNING once
+  per thread (the saver's `state_warn_bytes`; default 8 MiB; `0`: never);
 - `MONGODB_CACHE_MAX_BYTES`: the bound, in bytes, of the cache of channel values; `0`
   turns it off (the saver's `cache_max_bytes`; default 64 MiB);
 - `MONGODB_COMPRESSION`: `zstd` (recommended) or `zlib` (default: none);
@@ -61,7 +63,7 @@ from langgraph.checkpoint.mongo._base import (
 )
 from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES
 from langgraph.checkpoint.mongo._codec import Compression
-from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES
+from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES, DEFAULT_STATE_WARN_BYTES
 from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, close_client
 from langgraph.checkpoint.mongo._options import AllowedTypes, redact_uri
 from langgraph.checkpoint.mongo.aio import AsyncMongoDBSaver
@@ -91,6 +93,10 @@ def _state_max_bytes(text: str, variable: str) -> int:
     return _options.state_max_bytes(_options.parse_int(text, variable), variable)
 
 
+def _state_warn_bytes(text: str, variable: str) -> int:
+    return _options.state_warn_bytes(_options.parse_int(text, variable), variable)
+
+
 def _cache_max_bytes(text: str, variable: str) -> int:
     return _options.cache_max_bytes(_options.parse_int(text, variable), variable)
 
@@ -114,6 +120,7 @@ class Settings:
     refresh_ttl_on_read: bool = False
     state_max_bytes: int = DEFAULT_STATE_MAX_BYTES
     cache_max_bytes: int = DEFAULT_CACHE_MAX_BYTES
+    state_warn_bytes: int = DEFAULT_STATE_WARN_BYTES
 
     def __repr__(self) -> str:
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -156,6 +163,9 @@ class Settings:
             ),
             cache_max_bytes=_variable(
                 env, "MONGODB_CACHE_MAX_BYTES", _cache_max_bytes, DEFAULT_CACHE_MAX_BYTES
+            ),
+            state_warn_bytes=_variable(
+                env, "MONGODB_STATE_WARN_BYTES", _state_warn_bytes, DEFAULT_STATE_WARN_BYTES
             ),
         )
 
@@ -211,6 +221,7 @@ async def checkpointer(
             refresh_ttl_on_read=settings.refresh_ttl_on_read,
             state_max_bytes=settings.state_max_bytes,
             cache_max_bytes=settings.cache_max_bytes,
+            state_warn_bytes=settings.state_warn_bytes,
         )
         try:
             await saver.setup()

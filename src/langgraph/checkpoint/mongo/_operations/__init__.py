@@ -32,6 +32,8 @@ from langgraph.checkpoint.mongo._operations.read import (
     list_threads,
     read_tuple,
     refresh_on_read,
+    stored_size,
+    thread_pinned,
 )
 from langgraph.checkpoint.mongo._operations.retention import (
     checkpoint_id_time,
@@ -44,15 +46,22 @@ from langgraph.checkpoint.mongo._operations.state import (
     ReadCheckpoint,
     RunStarts,
     Storage,
+    WritesReads,
     count_bound,
     slack,
 )
-from langgraph.checkpoint.mongo._operations.write import put, put_writes, store_checkpoint
+from langgraph.checkpoint.mongo._operations.write import (
+    pin_thread,
+    put,
+    put_writes,
+    store_checkpoint,
+)
 
 __all__ = [
     "ReadCheckpoint",
     "RunStarts",
     "Storage",
+    "WritesReads",
     "checkpoint_counts",
     "checkpoint_id_time",
     "checkpoint_keys_of_thread",
@@ -66,6 +75,7 @@ __all__ = [
     "index_names",
     "list_checkpoints",
     "list_threads",
+    "pin_thread",
     "prune",
     "put",
     "put_writes",
@@ -77,6 +87,8 @@ __all__ = [
     "store_checkpoint",
     "store_documents",
     "stored_documents",
+    "stored_size",
     "thread_document_counts",
+    "thread_pinned",
     "trim_after_put",
 ]

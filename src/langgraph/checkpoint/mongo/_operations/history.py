@@ -71,7 +71,7 @@ def delta_history(
         if found.chain:
             seeds = found.seed_at.values()
             pipeline = _queries.history_pipeline(ref, found.chain, seeds, wanted, storage.join)
-            docs = yield from _read_joined(pipeline, _queries.HISTORY_OPTIONS, wanted)
+            docs = yield from _read_joined(storage, pipeline, _queries.HISTORY_OPTIONS, wanted)
             yield from _chunks.resolve(docs)
         if {doc[Field.ID][Field.CHECKPOINT_ID] for doc in docs} == set(found.chain):
             if storage.keep_last is not None and target_id in lineage:
@@ -111,7 +111,8 @@ def history_page(
     """Up to `limit` checkpoints of a namespace older than `before`, newest first, each
     with its stored size (the checkpoint and its pending writes, as BSON, chunks
     included): one aggregation on the `thread_ns_checkpoint` index, whatever the length
-    of the thread (`threads history`)."""
+    of the thread (`threads history`); two (the writes read apart) where the server's
+    `$lookup` scans (`WritesReads`)."""
     pipeline = _queries.list_pipeline(
         thread_id=require_str(thread_id, "thread_id"),
         checkpoint_ns=require_str(checkpoint_ns, "checkpoint_ns"),
@@ -121,6 +122,8 @@ def history_page(
         limit=limit,
         join=storage.join,
     )
-    docs: list[JoinedCheckpoint] = yield from _read_joined(pipeline, _queries.page_options(limit))
+    docs: list[JoinedCheckpoint] = yield from _read_joined(
+        storage, pipeline, _queries.page_options(limit)
+    )
     yield from _chunks.resolve(docs)
     return [(checkpoint_tuple(storage.codec, doc), len(bson.encode(doc))) for doc in docs]

@@ -31,10 +31,12 @@ def setup(
     create_indexes: bool,
     skip_indexes: Collection[str],
 ) -> Plan[frozenset[str]]:
-    """Check both collections, then create the indexes they lack: on a new database
-    three commands (one listCollections, one createIndexes per collection), on one set
-    up before three reads (the listCollections and each collection's listIndexes).
-    Returns which of the saver's indexes (`index_names`) the collections now have.
+    """Ask the server what it is (`buildInfo`: how reads get pending writes there, see
+    `WritesReads`), check both collections, then create the indexes they lack: on a new
+    database four commands (buildInfo, one listCollections, one createIndexes per
+    collection), on one set up before four reads (buildInfo, the listCollections and
+    each collection's listIndexes). Returns which of the saver's indexes (`index_names`)
+    the collections now have.
 
     Every check reads before the first write: a collation other than the binary one,
     the official saver's indexes, an index named like the TTL index on other keys.
@@ -46,6 +48,8 @@ def setup(
         raise ValueError(
             f"skip_indexes names unknown indexes {sorted(unknown)}; the indexes are {sorted(known)}"
         )
+    build_info = yield Command(Target.DATABASE, Method.COMMAND, _queries.BUILD_INFO)
+    storage.reads.joined = _queries.joins_by_index(build_info)
     targets = (Target.CHECKPOINTS, Target.WRITES)
     listed = yield Command(
         Target.DATABASE,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
+import bson
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from pymongo.errors import OperationFailure
@@ -25,11 +26,18 @@ from langgraph.checkpoint.mongo._commands import (
     SaverPlan,
     Target,
 )
-from langgraph.checkpoint.mongo._documents import ThreadInfo, checkpoint_tuple, thread_info
+from langgraph.checkpoint.mongo._documents import (
+    StoredSize,
+    ThreadInfo,
+    checkpoint_tuple,
+    largest_channels,
+    thread_info,
+)
 from langgraph.checkpoint.mongo._keys import (
     CheckpointRef,
     KeyFields,
     before_id_from_config,
+    checkpoint_key,
     key_fields,
     list_scope,
     ref_from_config,
@@ -41,11 +49,13 @@ from langgraph.checkpoint.mongo._logging import logger
 from langgraph.checkpoint.mongo._metadata import metadata_filter
 from langgraph.checkpoint.mongo._operations.state import ReadCheckpoint, Storage
 from langgraph.checkpoint.mongo._schema import (
+    CheckpointDocument,
     CountDocument,
     Field,
     Joined,
     JoinedCheckpoint,
     WriteDocument,
+    is_pinned,
 )
 from langgraph.checkpoint.mongo._ttl import move_thread
 
@@ -66,11 +76,16 @@ def join_too_large(error: BaseException) -> bool:
 
 
 def _read_apart(
-    pipeline: list[dict[str, Any]], channels: list[str] | None = None
+    pipeline: list[dict[str, Any]],
+    channels: list[str] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Plan[list[Any]]:
     """The checkpoints of a read pipeline, then their writes in one `find`: two round
-    trips instead of one, for checkpoints too large to return with their writes."""
-    docs: list[Joined] = yield Command(Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,))
+    trips instead of one, for checkpoints too large to return with their writes, and on
+    servers whose `$lookup` would read every write (`WritesReads`)."""
+    docs: list[Joined] = yield Command(
+        Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,), options or {}
+    )
     if docs:
         # A single checkpoint's chunks come with its writes; a page's are read one
         # checkpoint at a time, as it is returned (see `_chunks.resolve`).
@@ -85,12 +100,16 @@ def _read_apart(
 
 
 def _read_joined(
+    storage: Storage,
     pipeline: list[dict[str, Any]],
     options: Mapping[str, Any] | None = None,
     channels: list[str] | None = None,
 ) -> Plan[list[Any]]:
     """A read pipeline's documents (`Joined`) with their writes: one aggregation, or read
-    apart when the server refuses a joined document over 16 MiB."""
+    apart where the server's `$lookup` would read every write (`WritesReads`) or when
+    it refuses a joined document over 16 MiB."""
+    if not storage.reads.joined:
+        return (yield from _read_apart(_queries.without_join(pipeline), channels, options))
     try:
         docs: list[Joined] = yield Command(
             Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,), options or {}
@@ -112,12 +131,17 @@ def get_tuple(storage: Storage, config: RunnableConfig) -> SaverPlan[CheckpointT
 def read_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
     ref = ref_from_config(config)
     pipeline = _queries.get_tuple_pipeline(ref, storage.join, storage.count)
-    docs: list[JoinedCheckpoint] = yield from _read_joined(pipeline)
+    docs: list[JoinedCheckpoint] = yield from _read_joined(storage, pipeline)
     if not docs:
         if ref.checkpoint_id is not None:
             _warn_not_stored(ref)
+        elif storage.expiry is not None and not ref.checkpoint_ns:
+            # A new thread, or one deleted since (by any process): no pin to keep.
+            storage.expiry.moves.learn(ref.thread_id, None)
         return None
     stored = docs[0].pop(Field.STORED, None)
+    if storage.expiry is not None:
+        storage.expiry.moves.learn(ref.thread_id, is_pinned(docs[0].get(Field.TOUCHED_AT)))
     yield from _chunks.resolve(docs)
     found = checkpoint_tuple(storage.codec, docs[0])
     if storage.keep_last is not None:
@@ -169,7 +193,7 @@ def refresh_on_read(
     if expiry is None or not storage.refresh_ttl_on_read or config is None:
         return
     thread_id = list_scope(config)[0]
-    stamp = expiry.stamp()
+    stamp = expiry.stamp_of(thread_id)
     if expiry.needs_move(thread_id, stamp):
         yield Detach("refresh_ttl_on_read", move_thread(expiry, thread_id, stamp))
 
@@ -184,14 +208,16 @@ LIST_APART_PAGE = 25
 class _ListedDocuments:
     """The documents of a `list` pipeline in order: streamed from one aggregation; after
     the server refuses a joined document over 16 MiB (`join_too_large`), the rest in
-    pages read apart, from where the stream stopped."""
+    pages read apart, from where the stream stopped; all in pages read apart where the
+    server's `$lookup` would read every write (`joined` false: see `WritesReads`)."""
 
-    def __init__(self, pipeline: list[dict[str, Any]]) -> None:
+    def __init__(self, pipeline: list[dict[str, Any]], *, joined: bool) -> None:
         self.pipeline = pipeline
         # The request for the stream's next document, once its cursor is open.
         self.next_document: NextDocument | None = None
-        self.streaming = True
+        self.streaming = joined
         self.page: list[JoinedCheckpoint] = []
+        self.exhausted = False
         self.last: JoinedCheckpoint | None = None
 
     def next(self, page_size: int) -> Generator[ListStep, Any, JoinedCheckpoint | None]:
@@ -210,8 +236,12 @@ class _ListedDocuments:
                     self.last = doc
                 return doc
         if not self.page:
+            if self.exhausted:
+                return None
             pipeline = _queries.without_join(self.pipeline, self.last, page_size)
             self.page = yield from _read_apart(pipeline)
+            # A short page is the last: no read more to learn that.
+            self.exhausted = len(self.page) < page_size
             if not self.page:
                 return None
         self.last = self.page.pop(0)
@@ -251,7 +281,7 @@ def list_checkpoints(
         limit=limit if metadata.exact else None,
         join=storage.join,
     )
-    documents = _ListedDocuments(pipeline)
+    documents = _ListedDocuments(pipeline, joined=storage.reads.joined)
     listed = 0
     while True:
         page_size = LIST_APART_PAGE
@@ -322,6 +352,31 @@ def _thread_cursor(before: Any) -> str | None:
             f"None, got {type(before).__name__}"
         )
     return require_str(before, "before")
+
+
+def stored_size(ref: CheckpointRef) -> Plan[StoredSize | None]:
+    """What checkpoint `ref` takes as stored (its document with its chunks, without its
+    pending writes), or None when it is not stored: one `find`, and one more for the
+    chunks of a state over 16 MiB (`threads show`)."""
+    if ref.checkpoint_id is None:
+        raise ValueError("stored_size needs a checkpoint id")
+    key = checkpoint_key(ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id)
+    docs: list[CheckpointDocument] = yield Command(
+        Target.CHECKPOINTS, Method.FIND, (_queries.checkpoints_of([key]),)
+    )
+    if not docs:
+        return None
+    yield from _chunks.resolve(docs)
+    return StoredSize(len(bson.encode(docs[0])), largest_channels(docs[0][Field.CHANNEL_VALUES]))
+
+
+def thread_pinned(thread_id: str) -> Plan[bool | None]:
+    """Whether a thread is pinned (`pin_thread`): its newest root checkpoint is, as
+    `ThreadInfo.pinned` says (one `find` of that document's stamp); `None`: the thread
+    has no root checkpoint."""
+    query, options = _queries.newest_stamp(require_str(thread_id, "thread_id"))
+    docs = yield Command(Target.CHECKPOINTS, Method.FIND, query, options)
+    return is_pinned(docs[0].get(Field.TOUCHED_AT)) if docs else None
 
 
 def checkpoint_counts(thread_ids: Sequence[str]) -> Plan[dict[str, dict[str, int]]]:

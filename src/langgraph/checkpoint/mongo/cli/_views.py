@@ -46,6 +46,14 @@ def run_core(saver: MongoDBSaver, plan: Plan[T]) -> T:
     )
 
 
+def size_text(size: int) -> str:
+    """A size in bytes as `threads` prints it (`9.3 MiB`, `12.0 KiB`, `512 B`)."""
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} B"
+
+
 def parse_time(ts: str) -> datetime | None:
     """A checkpoint's `ts` as an aware datetime, or None when it does not read as one."""
     try:

@@ -58,7 +58,7 @@ def show_history(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err
                     ",".join(item["next"]) or "-",
                     str(item["pending_writes"]),
                     str(len(item["interrupts"])),
-                    _size(item["size"]),
+                    _views.size_text(item["size"]),
                 )
             )
         for line in _views.table(rows, right={1, 5, 6, 7}):
@@ -77,13 +77,6 @@ def _history_json(item: CheckpointTuple, size: int) -> dict[str, Any]:
         "interrupts": _inspect.interrupts(item),
         "size": size,
     }
-
-
-def _size(size: int) -> str:
-    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= scale:
-            return f"{size / scale:.1f} {unit}"
-    return f"{size} B"
 
 
 def show_diff(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -1,10 +1,12 @@
 """`python -m langgraph.checkpoint.mongo threads ls | show ID | history ID | diff ID |
-prune | delete ID...`: see the threads a database holds, look at one, at its history and
-at what changed between two of its checkpoints, prune their history, delete some.
+prune | delete ID... | pin ID... | unpin ID...`: see the threads a database holds, look at
+one, at its history and at what changed between two of its checkpoints, prune their
+history, delete some, keep some from ttl expiry.
 
 Everything goes through a `MongoDBSaver` (`list_threads`, `get_tuple`, `list`,
-`get_delta_channel_history`, `prune`, `delete_thread`) and three named functions of the
-core (`checkpoint_counts`, what the collections store; `history_page`, a page of a
+`get_delta_channel_history`, `prune`, `delete_thread`, `pin_thread`, `unpin_thread`) and
+four named functions of the core (`checkpoint_counts`, what the collections store;
+`thread_pinned`, whether `show`'s thread is pinned; `history_page`, a page of a
 namespace's checkpoints with their sizes; `foreign_index`, the official saver's mark);
 the connection, errors, timeout and the check that the database and collections exist
 are `_common`'s, the serializer `_serde`'s, a checkpoint's state and a diff `_inspect`'s.
@@ -13,7 +15,6 @@ are `_common`'s, the serializer `_serde`'s, a checkpoint's state and a diff `_in
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -22,7 +23,10 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any, TextIO
 
+from bson import json_util
+from bson.errors import BSONError
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import CheckpointTuple
 from pymongo.collection import Collection
 
 from langgraph.checkpoint.mongo import _operations as ops
@@ -33,6 +37,7 @@ from langgraph.checkpoint.mongo._base import (
     DEFAULT_WRITES_COLLECTION,
 )
 from langgraph.checkpoint.mongo._documents import ThreadInfo
+from langgraph.checkpoint.mongo._keys import ref_from_config
 from langgraph.checkpoint.mongo._options import redact_uri
 from langgraph.checkpoint.mongo.cli import _serde, _views
 from langgraph.checkpoint.mongo.cli._common import (
@@ -51,7 +56,7 @@ from langgraph.checkpoint.mongo.sync import MongoDBSaver
 DESCRIPTION = """\
 See and tidy the threads of langgraph-checkpoint-mongo's collections.
 
-  ls               every thread: its checkpoints and its last activity
+  ls               every thread: its checkpoints, its last activity, whether it is pinned
   show ID          a thread's latest state (a pending interrupt too), and its history;
                    --checkpoint CHECKPOINT: the state at that checkpoint
   history ID       a thread's checkpoints, newest first, a page at a time: step, source,
@@ -61,6 +66,7 @@ See and tidy the threads of langgraph-checkpoint-mongo's collections.
   prune            keep each thread's N newest checkpoints per namespace (--keep-last),
                    optionally only in threads idle for a while (--idle-for); --dry-run first
   delete ID...     delete whole threads (asks first, unless --yes)
+  pin ID...        keep threads from the savers' ttl expiry; unpin ID... lets them expire
 Each takes --json: one JSON document on stdout, for scripts (an error too).
 Encrypted threads (LangGraph's EncryptedSerializer) read with LANGGRAPH_AES_KEY set, as
 the application reads them; another serializer with --serde module:factory.
@@ -85,6 +91,7 @@ examples:
   python -m langgraph.checkpoint.mongo threads diff user-42 --from 1f0a... --to 1f0c...
   python -m langgraph.checkpoint.mongo threads prune --keep-last 10 --idle-for 7d --dry-run
   python -m langgraph.checkpoint.mongo threads delete user-42 user-43 --yes
+  python -m langgraph.checkpoint.mongo threads pin user-42
 """
 
 # Threads counted, pruned or shown per round trip of `ls` and `prune`.
@@ -151,13 +158,16 @@ def _keep_last(text: str, name: str) -> int | None:
 
 
 def _filter_entry(text: str) -> tuple[str, Any]:
-    """`KEY=VALUE`: the value as JSON when it reads as JSON (`step=3`, `ok=true`,
-    `tags=["a"]`), else the text itself (`source=loop`)."""
+    """`KEY=VALUE`: the value as MongoDB Extended JSON when it reads as JSON (`step=3`,
+    `ok=true`, `tags=["a"]`, `user={"$oid": "65a1..."}` for an `ObjectId`), else the text
+    itself (`source=loop`)."""
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"must be KEY=VALUE, got {text!r}")
     try:
-        return key, json.loads(value)
+        return key, json_util.loads(value)
+    except BSONError as error:  # JSON, but not a BSON value: {"$oid": "nope"}
+        raise argparse.ArgumentTypeError(f"{key}: {value} is no BSON value: {error}") from None
     except ValueError:
         return key, value
 
@@ -208,7 +218,7 @@ def add_parser(commands: Any) -> None:
     """Add `threads` and its commands to the `python -m langgraph.checkpoint.mongo` parser."""
     threads = commands.add_parser(
         "threads",
-        help="list, show, prune and delete threads",
+        help="list, show, prune, delete and pin threads",
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -230,7 +240,8 @@ def add_parser(commands: Any) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="only threads whose latest root checkpoint has this metadata (repeat for "
-        "more; VALUE is read as JSON when it can be: step=3, tags='[\"a\"]')",
+        "more; VALUE is read as MongoDB Extended JSON when it can be: step=3, "
+        'tags=\'["a"]\', user=\'{"$oid": "65a1b2c3d4e5f60718293a4b"}\')',
     )
     ls.add_argument(
         "--limit", type=flag(_at_least_one, "--limit"), metavar="N", help="at most N threads"
@@ -367,7 +378,22 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="one JSON object: deleted (thread_id and checkpoints of each), not_found",
     )
-    for action in (ls, show, history, diff, prune, delete):
+    pins = []
+    for name, doing in (("pin", "Keep"), ("unpin", "Stop keeping")):
+        pin = actions.add_parser(
+            name,
+            parents=common,
+            help=f"{doing.lower()} threads from ttl expiry",
+            description=f"{doing} these threads from the savers' ttl expiry (a pinned "
+            "thread never expires, whatever is written to it, until unpinned; unpinned, "
+            "it expires ttl after the unpin or its last write). Two update_many per thread.",
+        )
+        pin.add_argument("thread_ids", nargs="+", metavar="ID")
+        pin.add_argument(
+            "--json", action="store_true", help=f"one JSON object: {name}ned, not_found"
+        )
+        pins.append(pin)
+    for action in (ls, show, history, diff, prune, delete, *pins):
         action.set_defaults(parser=action)
 
 
@@ -449,11 +475,10 @@ def _ls(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO)
                 out.write(("[" if not listed else ",") + "\n  " + _thread_json(info, total))
             else:
                 if not listed:
-                    print(_ls_line("CHECKPOINTS", "LAST ACTIVITY", "THREAD"), file=out)
-                print(
-                    _ls_line(str(total), _views.age(_ts(info), now), _views.shown(info.thread_id)),
-                    file=out,
-                )
+                    print(_ls_line("CHECKPOINTS", "LAST ACTIVITY", "PINNED", "THREAD"), file=out)
+                age = _views.age(_ts(info), now)
+                pinned = "yes" if info.pinned else "-"
+                print(_ls_line(str(total), age, pinned, _views.shown(info.thread_id)), file=out)
             listed += 1
     if args.json:
         out.write("\n]\n" if listed else "[]\n")
@@ -471,10 +496,10 @@ def _ts(info: ThreadInfo) -> str:
     return "" if when is None else when.isoformat()
 
 
-def _ls_line(checkpoints: str, last_activity: str, thread: str) -> str:
+def _ls_line(checkpoints: str, last_activity: str, pinned: str, thread: str) -> str:
     """A row of `ls`: the thread id last, so that rows streamed in batches line up
     whatever the ids' lengths."""
-    return f"{checkpoints:>11}  {last_activity:<36}  {thread}"
+    return f"{checkpoints:>11}  {last_activity:<36}  {pinned:<6}  {thread}"
 
 
 def _thread_json(info: ThreadInfo, checkpoints: int) -> str:
@@ -485,6 +510,7 @@ def _thread_json(info: ThreadInfo, checkpoints: int) -> str:
             "last_activity": _ts(info),
             "checkpoint_id": info.config["configurable"]["checkpoint_id"],
             "metadata": info.metadata,
+            "pinned": info.pinned,
         }
     )
 
@@ -508,17 +534,39 @@ def _show(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextI
         "thread_id": thread_id,
         "checkpoints": sum(namespaces.values()),
         "namespaces": namespaces,
+        "pinned": bool(_views.run_core(saver, ops.thread_pinned(thread_id))),
         "latest": None if state is None else _views.state_json(state),
         "interrupts": [] if state is None else state.interrupts,
         "history": [_views.checkpoint_json(item) for item in history],
     }
     if asked is not None:
         shown["checkpoint"] = _views.state_json(asked)
+    if latest is not None:
+        shown["latest_stored"] = _stored_json(saver, latest)
     if args.json:
         print(_views.json_text(shown), file=out)
     else:
         _print_show(shown, out)
     return 0
+
+
+# How many of the latest checkpoint's largest channels `show` names.
+_LARGEST_SHOWN = 5
+
+
+def _stored_json(saver: MongoDBSaver, latest: CheckpointTuple) -> dict[str, Any] | None:
+    """What the latest checkpoint takes as stored, and its largest channels (one read;
+    None when it was deleted meanwhile)."""
+    stored = _views.run_core(saver, ops.stored_size(ref_from_config(latest.config)))
+    if stored is None:
+        return None
+    return {
+        "bytes": stored.size,
+        "largest_channels": [
+            {"channel": channel, "bytes": size}
+            for channel, size in stored.channels[:_LARGEST_SHOWN]
+        ],
+    }
 
 
 def _print_show(shown: dict[str, Any], out: TextIO) -> None:
@@ -535,10 +583,23 @@ def _print_show(shown: dict[str, Any], out: TextIO) -> None:
         ),
         file=out,
     )
+    if shown["pinned"]:
+        print("pinned: kept from ttl expiry until `threads unpin`", file=out)
     if "checkpoint" in shown:
         _views.print_state("checkpoint", shown["checkpoint"], now, out)
     elif shown["latest"] is not None:
         _views.print_state("latest", shown["latest"], now, out)
+    if shown.get("latest_stored") is not None:
+        stored = shown["latest_stored"]
+        largest = ", ".join(
+            f"{item['channel']} {_views.size_text(item['bytes'])}"
+            for item in stored["largest_channels"]
+        )
+        print(
+            f"latest stored: {_views.size_text(stored['bytes'])}"
+            + (f"; largest channels: {largest}" if largest else ""),
+            file=out,
+        )
     print(f"history (newest first, {len(shown['history'])} of {total}):", file=out)
     rows = [("CHECKPOINT", "NAMESPACE", "STEP", "SOURCE", "CREATED", "WRITES")]
     for item in shown["history"]:
@@ -620,14 +681,37 @@ def _prune(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: Text
     return 0
 
 
-def _delete(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _named_threads(
+    saver: MongoDBSaver, args: argparse.Namespace, err: TextIO
+) -> tuple[dict[str, int], list[str]]:
+    """The threads `args.thread_ids` names that exist, each with its checkpoints, and the
+    ones that do not (each said on `err`), in the order named."""
     thread_ids = list(dict.fromkeys(args.thread_ids))
     counts = _views.counts(saver, thread_ids)
     missing = [t for t in thread_ids if t not in counts]
-    problems = [f"no thread {t!r} in {_views.where(saver, args)}" for t in missing]
-    for problem in problems:
-        print(problem, file=err)
-    found = {t: sum(counts[t].values()) for t in thread_ids if t in counts}
+    for thread_id in missing:
+        print(_no_thread(saver, args, thread_id), file=err)
+    return {t: sum(counts[t].values()) for t in thread_ids if t in counts}, missing
+
+
+def _no_thread(saver: MongoDBSaver, args: argparse.Namespace, thread_id: str) -> str:
+    return f"no thread {thread_id!r} in {_views.where(saver, args)}"
+
+
+def _print_json_report(
+    saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, done: dict[str, Any], code: int
+) -> None:
+    """`--json` of `delete`, `pin`, `unpin`: what was done, the threads not found, and,
+    when it exits 1, the error and exit code, as `main` reports any other error."""
+    missing: list[str] = done["not_found"]
+    if code:
+        problems = [_no_thread(saver, args, t) for t in missing]
+        done = {**done, "error": "; ".join(problems or ["nothing deleted"]), "exit_code": code}
+    print(_views.json_text(done), file=out)
+
+
+def _delete(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    found, missing = _named_threads(saver, args, err)
     deleted = []
     for thread_id, checkpoints in _deleting(saver, args, found, err):
         deleted.append({"thread_id": thread_id, "checkpoints": checkpoints})
@@ -635,11 +719,7 @@ def _delete(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: Tex
             print(f"deleted {thread_id!r} ({checkpoints} checkpoints)", file=out)
     code = 0 if deleted and not missing else 1
     if args.json:
-        described: dict[str, Any] = {"deleted": deleted, "not_found": missing}
-        if code:  # as `main` reports any other error with --json
-            described["error"] = "; ".join(problems or ["nothing deleted"])
-            described["exit_code"] = code
-        print(_views.json_text(described), file=out)
+        _print_json_report(saver, args, out, {"deleted": deleted, "not_found": missing}, code)
     return code
 
 
@@ -668,6 +748,26 @@ def _deleting(
         yield thread_id, checkpoints
 
 
+def _pin(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`pin` and `unpin`: each thread found, as `delete` does; exit 1 if any was not."""
+    found, missing = _named_threads(saver, args, err)
+    done = []
+    for thread_id in found:
+        if args.action == "pin":
+            saver.pin_thread(thread_id)
+        else:
+            saver.unpin_thread(thread_id)
+        done.append(thread_id)
+        if not args.json:
+            print(f"{args.action}ned {thread_id!r}", file=out)
+    code = 1 if missing else 0
+    if args.json:
+        _print_json_report(
+            saver, args, out, {f"{args.action}ned": done, "not_found": missing}, code
+        )
+    return code
+
+
 def _can_ask() -> bool:
     return sys.stdin is not None and not sys.stdin.closed and sys.stdin.isatty()
 
@@ -679,4 +779,6 @@ ACTIONS = {
     "diff": show_diff,
     "prune": _prune,
     "delete": _delete,
+    "pin": _pin,
+    "unpin": _pin,
 }

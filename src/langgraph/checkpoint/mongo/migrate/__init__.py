@@ -123,9 +123,11 @@ def _async_target(target: Any, name: str) -> AsyncMongoDBSaver | MongoDBSaver:
 
 
 def _plan_target(saver: AsyncMongoDBSaver | MongoDBSaver) -> Storage:
-    """The target as the plans see it, decoding what it stores exactly (comparisons)."""
+    """The target as the plans see it, decoding what it stores exactly (comparisons),
+    with its codec's serializer (which stores BSON values)."""
+    codec = saver.storage.codec
     return dataclasses.replace(
-        saver.storage, codec=Codec(ExactSerializer(saver.serde), saver.compression)
+        saver.storage, codec=Codec(ExactSerializer(codec.serde), codec.compression)
     )
 
 

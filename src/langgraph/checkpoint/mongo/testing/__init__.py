@@ -51,9 +51,22 @@ classes, so they affect every mongomock client of the process, and nothing else)
    the server's internal limit (16 MiB + 16 KiB: a `$lookup` that joins too much) fails
    with `OperationFailure` code 4568, as mongod's classic engine answers such a `$lookup`.
    (No upstream issue: mongomock does not claim to enforce server limits.)
-7. The `listCollections` database command (`db.command("listCollections", filter=...)`),
-   which mongomock's `command` lacks (it answers `ping` only): it lists the collections
-   the filter matches, each with no options, in a first batch as a server replies.
+7. The `listCollections` and `buildInfo` database commands (`db.command("listCollections",
+   filter=...)`, `db.command("buildInfo")`), which mongomock's `command` lacks (it answers
+   `ping` only): the first lists the collections the filter matches, each with no options,
+   in a first batch as a server replies; the second answers as MongoDB 7.0 does (the
+   version the wire server reports too).
+8. BSON values stored as a server stores them, and so read back as a driver decodes them:
+   mongomock keeps the Python object it was given, so a `bson.datetime_ms.DatetimeMS`
+   read back as a `DatetimeMS` and a `Binary` of subtype 0 as a `Binary`, where a server
+   stores a BSON date and binary data, which PyMongo returns as a `datetime` and as
+   `bytes` (a `DatetimeMS` beyond `datetime`'s years stays one, as PyMongo's
+   `DATETIME_AUTO` returns it); and an empty `Timestamp(0, 0)` inside a subdocument or
+   array kept as it is, where mongomock replaces it by the current time at any depth (a
+   server does so only in top-level fields). Applied where mongomock already normalizes
+   what it stores and compares (datetimes to milliseconds), so filters compare them as a
+   server does too (no upstream issue found: mongomock's normalization predates
+   `DatetimeMS`).
 
 And two speed-ups, behaviour unchanged, so that a test suite with many threads stays fast:
 
@@ -141,7 +154,13 @@ def apply_mongomock_fixes() -> None:
 
 
 def _patch_mongomock() -> None:
+    from collections import OrderedDict
+
     import bson
+    from bson.binary import Binary
+    from bson.datetime_ms import DatetimeMS
+    from bson.errors import InvalidBSON
+    from bson.timestamp import Timestamp
     from mongomock import aggregate as mongomock_aggregate
     from mongomock import collection as mongomock_collection
     from mongomock import command_cursor as mongomock_command_cursor
@@ -268,9 +287,11 @@ def _patch_mongomock() -> None:
         with self._rwlock.reader():
             yield from dict.values(self._documents)
 
-    def list_collections_command(command: Any) -> Any:
+    def server_commands(command: Any) -> Any:
         @functools.wraps(command)
         def wrapper(self: Any, name: Any, *args: Any, **kwargs: Any) -> Any:
+            if name == "buildInfo":
+                return {"version": "7.0.0", "versionArray": [7, 0, 0, 0], "bits": 64, "ok": 1.0}
             if name != "listCollections":
                 return command(self, name, *args, **kwargs)
             selected = kwargs.get("filter") or {}
@@ -284,13 +305,33 @@ def _patch_mongomock() -> None:
 
         return wrapper
 
+    normalized: Any = helpers.patch_datetime_awareness_in_document
+
+    def as_a_server_stores(value: Any, depth: int = 0) -> Any:
+        for mapping in (OrderedDict, dict):
+            if isinstance(value, mapping):
+                return mapping((k, as_a_server_stores(v, depth + 1)) for k, v in value.items())
+        if isinstance(value, (tuple, list)):
+            return [as_a_server_stores(item, depth + 1) for item in value]
+        if isinstance(value, Timestamp) and depth > 1:  # not a top-level field
+            return value
+        if type(value) is Binary and value.subtype == 0:
+            return bytes(value)
+        if isinstance(value, DatetimeMS):
+            try:
+                value = value.as_datetime()
+            except (OverflowError, ValueError, InvalidBSON):
+                return value
+        return normalized(value)
+
     command_cursor: Any = mongomock_command_cursor.CommandCursor
     handlers = mongomock_aggregate._PIPELINE_HANDLERS
+    setattr(helpers, "patch_datetime_awareness_in_document", as_a_server_stores)  # noqa: B010
     setattr(mongomock_collection, "_copy_field", copy_field_with_new_floats)  # noqa: B010
     handlers["$lookup"] = concise_lookup(handlers["$lookup"])
     # setattr: these replace methods that mongomock's stubs declare (or lack).
     setattr(Collection, "options", no_options)  # noqa: B010
-    setattr(Database, "command", list_collections_command(Database.command))  # noqa: B010
+    setattr(Database, "command", server_commands(Database.command))  # noqa: B010
     setattr(Collection, "aggregate", aggregate_match_first)  # noqa: B010
     setattr(Collection, "_ensure_uniques", within_size_limit(Collection._ensure_uniques))  # noqa: B010
     setattr(Collection, "_insert", refuse_large_insert(Collection._insert))  # noqa: B010

@@ -15,7 +15,7 @@ import struct
 from typing import Any
 
 import bson
-from bson.codec_options import CodecOptions
+from bson.codec_options import CodecOptions, DatetimeConversion
 
 OP_REPLY = 1
 OP_QUERY = 2004
@@ -24,8 +24,11 @@ MAX_MESSAGE_SIZE_BYTES = 48_000_000
 
 _HEADER = struct.Struct("<iiii")  # length, requestID, responseTo, opCode
 _QUERY_FAILURE = 2  # OP_REPLY responseFlags bit
-# dict documents, naive UTC datetimes, bytes for Binary subtype 0.
-_CODEC: CodecOptions[dict[str, Any]] = CodecOptions()
+# dict documents, naive UTC datetimes, bytes for Binary subtype 0; a date beyond
+# `datetime`'s years as a `DatetimeMS` (a server stores any 64-bit date).
+_CODEC: CodecOptions[dict[str, Any]] = CodecOptions(
+    datetime_conversion=DatetimeConversion.DATETIME_AUTO
+)
 
 
 class FramingError(ValueError):
