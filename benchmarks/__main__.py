@@ -19,7 +19,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from benchmarks import cpu, retention, scenarios, shapes
+from benchmarks import cpu, retention, scaling, scenarios, shapes
 from benchmarks.contenders import OFFICIAL_SKIP_REASON, OFFICIAL_VERSION_ERROR
 from benchmarks.report import Environment, Results, markdown, plot, tables
 from benchmarks.server import ServerProcess
@@ -76,6 +76,24 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         metavar=("PER_CALL", "PER_TURN"),
         default=None,
         help="rounds of the cpu measurement (default 100 400): more narrow its intervals",
+    )
+    parser.add_argument(
+        "--sizes",
+        default=None,
+        help="with --only scaling: comma-separated checkpoint counts (default "
+        f"{','.join(map(str, scaling.SIZES))} against MONGODB_URI, "
+        f"{','.join(map(str, scaling.QUICK_SIZES))} on the wire server)",
+    )
+    parser.add_argument(
+        "--layouts",
+        default=",".join(scaling.LAYOUTS),
+        help=f"with --only scaling: comma-separated subset of {','.join(scaling.LAYOUTS)}",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=15,
+        help="with --only scaling: calls per operation and size (default 15)",
     )
     parser.add_argument(
         "--out", type=Path, default=None, help="directory for results.md and results.png"
@@ -188,11 +206,53 @@ async def _run(args: argparse.Namespace, settings: scenarios.Settings, results: 
             _log(f"{name}: {time.perf_counter() - started:.1f} s")
 
 
+def _scaling(args: argparse.Namespace) -> int:
+    """`--only scaling`: against MONGODB_URI, or the wire server in a process of its own."""
+    uri = scaling.default_uri()
+    sizes = scaling.SIZES if uri else scaling.QUICK_SIZES
+    if args.quick:
+        sizes = scaling.QUICK_SIZES
+    if args.sizes:
+        sizes = tuple(int(size) for size in args.sizes.split(","))
+    rounds = 3 if args.quick else args.rounds
+    layouts = [layout for layout in scaling.LAYOUTS if layout in args.layouts.split(",")]
+    started = time.perf_counter()
+    if uri:
+        result = scaling.scaling(uri, sizes, _log, rounds=rounds, layouts=layouts)
+    else:
+        _log("NOTE: MONGODB_URI is unset: the wire server (mongomock), small sizes only")
+        with ServerProcess() as server:
+            result = scaling.scaling(
+                server.uri,
+                sizes,
+                _log,
+                rounds=rounds,
+                layouts=layouts,
+                server="the wire server (mongomock)",
+            )
+    print()
+    found = scaling.tables(result)
+    for table in found:
+        print(table.text())
+        print()
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "scaling.md").write_text("\n\n".join(t.markdown() for t in found) + "\n")
+        print(f"wrote {args.out / 'scaling.md'}")
+    print(f"total wall time: {time.perf_counter() - started:.0f} s")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
     if OFFICIAL_VERSION_ERROR:
         print(f"error: {OFFICIAL_VERSION_ERROR}", file=sys.stderr)
         return 2
+    if "scaling" in args.only.split(","):
+        if args.only.strip() != "scaling":
+            raise SystemExit("scaling runs alone: --only scaling")
+        warnings.filterwarnings("ignore", message=".*[Bb]eta.*")
+        return _scaling(args)
     warnings.filterwarnings("ignore", message=".*[Bb]eta.*")
     settings = scenarios.Settings.quick() if args.quick else scenarios.Settings()
     if args.concurrency_delay is not None:

@@ -44,7 +44,8 @@ async def open_saver(stack: AsyncExitStack, client: Any) -> AsyncMongoDBSaver:
     """A saver on database "quickstart": a new connection for a URI, else the shared mock."""
     if URI:
         return await stack.enter_async_context(
-            AsyncMongoDBSaver.from_conn_string(URI, db_name="quickstart")  # runs setup()
+            # timeoutMS: a server that is down fails a call in 10 s instead of hanging it.
+            AsyncMongoDBSaver.from_conn_string(URI, db_name="quickstart", timeoutMS=10_000)
         )
     saver = AsyncMongoDBSaver(client, db_name="quickstart")
     await saver.setup()  # creates the indexes; idempotent

@@ -7,9 +7,14 @@ from typing import Any
 
 import pytest
 
+from langgraph.checkpoint.mongo import testing
 from langgraph.checkpoint.mongo._commands import Command
 from langgraph.checkpoint.mongo.testing._wire import WireServer
 from support.backends import BACKENDS, MONGODB_URI, Backend, CommandLog
+
+# Tests build mongomock clients of their own too, as a user may once the fixes are applied
+# (the savers refuse a plain one).
+testing.apply_mongomock_fixes()
 
 # The `integration` marker and `--require-server` (tests/support/real_server.py).
 pytest_plugins = ["support.real_server"]

@@ -21,10 +21,11 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from pymongo.errors import InvalidOperation, ServerSelectionTimeoutError
+from pymongo.errors import InvalidOperation, OperationFailure, ServerSelectionTimeoutError
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, agent_server
 from langgraph.checkpoint.mongo._drivers import maybe_await
+from langgraph.checkpoint.mongo._options import redact_uri
 from langgraph.checkpoint.mongo.agent_server import Settings, checkpointer
 from support.backends import Backend
 from support.helpers import new_thread, put
@@ -342,6 +343,23 @@ async def test_an_unreachable_server_is_named_without_its_password(
     assert f"MONGODB_URI 'mongodb://***@127.0.0.1:{port}/?***'" in message
     assert "serverSelectionTimeoutMS" in message
     assert "s3cret" not in message
+
+
+async def test_a_refused_login_is_one_line_without_the_password(
+    monkeypatch: pytest.MonkeyPatch, wire_server: Any
+) -> None:
+    """It was the server's whole error document."""
+    uri = wire_server.uri.replace("mongodb://", "mongodb://app:s3cret@")
+    monkeypatch.setenv("MONGODB_URI", uri)
+    with pytest.raises(OperationFailure) as raised:
+        async with checkpointer():
+            pass
+    assert raised.value.code == 18
+    assert str(raised.value) == (
+        f"the server of MONGODB_URI {redact_uri(uri)!r} refused the login (Authentication "
+        "failed: the stand-in server has no users or authentication; connect without a "
+        "username and password): check the user name, password and authSource in MONGODB_URI"
+    )
 
 
 async def test_without_a_uri_the_factory_says_what_is_missing() -> None:

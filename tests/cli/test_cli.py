@@ -196,8 +196,8 @@ async def test_an_interrupt_copied_without_langgraph_fails_by_name(
     assert (
         f"failed: 'hitl': checkpoint {waiting.config['configurable']['checkpoint_id']!r} "
         "(namespace ''): does not decode exactly here: it holds langgraph.types.Interrupt "
-        "(cannot be imported here: ImportError: langgraph is not installed); nothing of this "
-        "thread was written"
+        "(cannot be imported here: ImportError: langgraph is not installed; pip install "
+        '"langgraph-checkpoint-mongo[cli]" brings it); nothing of this thread was written'
     ) in result.stderr
     assert "verify: 2 thread(s)" in result.stdout
     assert "1 thread(s) differ" in result.stdout
@@ -346,3 +346,60 @@ async def test_without_tqdm_there_is_no_bar_and_the_copy_runs(
     assert result.returncode == 0, result.stderr
     assert "1 thread(s), 1 copied" in result.stdout
     assert "copy:" not in result.stderr
+
+
+async def test_a_thread_the_source_lacks_is_missing_and_exits_1(
+    uri: str, client: Client, tmp_path: Path
+) -> None:
+    """`--thread typo` printed "1 thread(s), 1 copied", exited 0 and verified "identical"."""
+    path = await sqlite_file(tmp_path / "threads.db", "real")
+    target_db = client.new_db()
+    args = ["--from-sqlite", str(path), "--to", uri, "--to-db", target_db, "--thread", "typo"]
+    result = run(*args, "--verify")
+    assert result.returncode == 1
+    assert "1 thread(s), 1 missing" in result.stdout
+    assert (
+        "missing: 'typo': the source has no checkpoint of this thread; nothing was written"
+    ) in result.stderr
+    assert "identical" not in result.stdout
+    assert MongoDBSaver(client, target_db).get_tuple(config("typo")) is None
+
+
+async def test_this_packages_own_collections_as_the_source_are_copied_by_its_saver(
+    uri: str, client: Client
+) -> None:
+    """`--from-mongodb` at collections this package wrote ended with `error: KeyError:
+    'checkpoint_ns'`; they are copied through its saver, and the command says so."""
+    source_db, target_db = client.new_db(), client.new_db()
+    source = MongoDBSaver(client, source_db)
+    await chat(source, "a")
+    args = ["--from-mongodb", uri, "--from-db", source_db, "--to", uri, "--to-db", target_db]
+    result = run(*args, "--verify")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (
+        f"note: {source_db}.checkpoints holds langgraph-checkpoint-mongo's own documents, not "
+        "langgraph-checkpoint-mongodb's: copying them through this package's saver\n"
+    )
+    assert "1 thread(s), 1 copied" in result.stdout
+    assert "identical" in result.stdout
+
+
+@pytest.mark.parametrize("side", ["source", "target"])
+async def test_a_refused_login_is_one_line_naming_the_side(
+    wire_server: Any, tmp_path: Path, side: str
+) -> None:
+    """A wrong password printed the server's whole error document, naming neither side."""
+    good = wire_server.uri
+    bad = good.replace("mongodb://", "mongodb://someone:wrong@")
+    if side == "source":
+        source = ["--from-mongodb", bad]
+    else:
+        source = ["--from-sqlite", str(await sqlite_file(tmp_path / "threads.db", "t"))]
+    result = run(*source, "--to", good if side == "source" else bad, "--to-db", "elsewhere")
+    assert result.returncode == 1
+    flag = "--from-mongodb" if side == "source" else "--to"
+    assert result.stderr == (
+        f"error: the {side} ({flag}) at {redact_uri(bad)} refused the login (Authentication "
+        "failed: the stand-in server has no users or authentication; connect without a "
+        "username and password): check the user name, password and authSource in that URI\n"
+    )

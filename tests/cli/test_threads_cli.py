@@ -107,6 +107,8 @@ def test_help_says_what_every_flag_does() -> None:
         "diff": ["--from", "--to", "--ns", "--json"],
         "prune": ["--keep-last", "--idle-for", "--dry-run", "--no-progress", "--json"],
         "delete": ["--yes", "--json"],
+        "pin": ["--json"],
+        "unpin": ["--json"],
     }.items():
         shown = run_command([*COMMAND, action, "--help"])
         assert shown.returncode == 0
@@ -120,7 +122,7 @@ def test_ls_prints_a_table_and_json(saver: MongoDBSaver) -> None:
     table = run(saver, "ls")
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
-    assert lines[0].split() == ["CHECKPOINTS", "LAST", "ACTIVITY", "THREAD"]
+    assert lines[0].split() == ["CHECKPOINTS", "LAST", "ACTIVITY", "PINNED", "THREAD"]
     rows = [line.split() for line in lines[1:]]
     assert [row[-1] for row in rows] == ["user-a", "user-b", "space'"]
     assert lines[3].endswith("'with space'")
@@ -140,6 +142,7 @@ def test_ls_prints_a_table_and_json(saver: MongoDBSaver) -> None:
             "last_activity": latest.checkpoint["ts"],
             "checkpoint_id": latest.config["configurable"]["checkpoint_id"],
             "metadata": json.loads(json.dumps(latest.metadata)),
+            "pinned": False,
         },
         {
             "thread_id": "with space",
@@ -147,6 +150,7 @@ def test_ls_prints_a_table_and_json(saver: MongoDBSaver) -> None:
             "last_activity": found[1]["last_activity"],
             "checkpoint_id": found[1]["checkpoint_id"],
             "metadata": found[1]["metadata"],
+            "pinned": False,
         },
     ]
     step = latest.metadata["step"]
@@ -587,6 +591,7 @@ def test_show_json_is_the_latest_state_and_its_history(saver: MongoDBSaver) -> N
         "thread_id": "chat",
         "checkpoints": sum(per_namespace(saver, "chat").values()),
         "namespaces": per_namespace(saver, "chat"),
+        "pinned": False,
         "latest": {
             **described(latest),
             "next": [],
@@ -652,3 +657,29 @@ def test_prune_and_delete_json(saver: MongoDBSaver) -> None:
         1,
         {"deleted": [], "not_found": ["a"], "error": f"no thread 'a' in {where}", "exit_code": 1},
     )
+
+
+def test_pin_and_unpin_say_what_they_did_and_ls_and_show_say_which_threads_are_pinned(
+    saver: MongoDBSaver,
+) -> None:
+    """`pin` keeps threads from ttl expiry (through a saver without `ttl`: the stamps are
+    the same), `ls` and `show` say so, `unpin` lets them expire; a missing thread exits 1,
+    as `delete`'s does, the others pinned all the same."""
+    chats(saver, {"kept": 1, "other": 1})
+    pinned = run(saver, "pin", "kept", "missing")
+    assert pinned.returncode == 1
+    assert pinned.stdout == "pinned 'kept'\n"
+    assert "no thread 'missing'" in pinned.stderr
+    assert saver.list_threads().__next__().pinned
+    rows = [line.split() for line in run(saver, "ls").stdout.splitlines()[1:]]
+    assert [(row[-2], row[-1]) for row in rows] == [("yes", "kept"), ("-", "other")]
+    listed = json.loads(run(saver, "ls", "--json").stdout)
+    assert [t["pinned"] for t in listed] == [True, False]
+    assert "pinned: kept from ttl expiry" in run(saver, "show", "kept").stdout
+    assert "pinned:" not in run(saver, "show", "other").stdout
+    assert json.loads(run(saver, "show", "kept", "--json").stdout)["pinned"] is True
+    unpinned = run(saver, "unpin", "kept", "--json")
+    assert unpinned.returncode == 0, unpinned.stderr
+    assert json.loads(unpinned.stdout) == {"unpinned": ["kept"], "not_found": []}
+    assert json.loads(run(saver, "show", "kept", "--json").stdout)["pinned"] is False
+    assert [t.pinned for t in saver.list_threads()] == [False, False]

@@ -119,3 +119,42 @@ def test_the_mock_refuses_documents_over_16_mib_as_a_server_does() -> None:
     with pytest.raises(OperationFailure) as joined:
         list(coll.aggregate([{"$match": {"_id": "grown"}}, {"$lookup": join}]))
     assert joined.value.code == 4568
+
+
+def test_without_the_testing_extra_the_import_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib
+
+    monkeypatch.setitem(sys.modules, "mongomock_motor", None)  # not installed
+    monkeypatch.delitem(sys.modules, "langgraph.checkpoint.mongo.testing")
+    with pytest.raises(ImportError) as missing:
+        importlib.import_module("langgraph.checkpoint.mongo.testing")
+    assert str(missing.value) == (
+        "langgraph.checkpoint.mongo.testing needs mongomock_motor (the testing extra): "
+        'pip install "langgraph-checkpoint-mongo[testing]"'
+    )
+
+
+@pytest.mark.parametrize("saver", ["MongoDBSaver", "AsyncMongoDBSaver"])
+def test_a_plain_mongomock_client_is_refused_naming_the_testing_client(saver: str) -> None:
+    """Before the fixes, its first call failed with mongomock's `NotImplementedError`."""
+    client, maker = (
+        ("mongomock_motor.AsyncMongoMockClient()", "async_client")
+        if saver == "AsyncMongoDBSaver"
+        else ("mongomock.MongoClient()", "client")
+    )
+    code = (
+        f"import mongomock, mongomock_motor\n"
+        f"from langgraph.checkpoint.mongo import {saver}\n"
+        f"{saver}({client})\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 1
+    shown = client.removesuffix("()")
+    assert run.stderr.splitlines()[-1] == (
+        f"TypeError: {saver} got a plain {shown}, which lacks commands the savers send "
+        "(listCollections, $lookup with a pipeline): build it with "
+        f"langgraph.checkpoint.mongo.testing.{maker}(), or call "
+        "langgraph.checkpoint.mongo.testing.apply_mongomock_fixes() before the first saver"
+    )

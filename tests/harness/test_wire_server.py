@@ -641,3 +641,25 @@ async def test_async_bulk_write_over_16_mib_is_refused(srv: WireServer, driver: 
             await coll.bulk_write(requests, ordered=False)
         assert [e["code"] for e in refused.value.details["writeErrors"]] == [17420]
         assert [d["_id"] async for d in coll.find({}, {"_id": 1})] == [2]
+
+
+def test_ping_is_answered_and_a_login_refused_in_one_line(srv: WireServer) -> None:
+    """PyMongo's documented connection check answers as on a server; credentials are
+    refused as a server refuses a user it does not have, saying that this one has none
+    (it answered `no such command: 'saslStart'` before)."""
+    plain: MongoClient[Any]
+    logged_in: MongoClient[Any]
+    with MongoClient(srv.uri, serverSelectionTimeoutMS=5000) as plain:
+        assert plain.admin.command("ping")["ok"] == 1.0
+    uri = srv.uri.replace("mongodb://", "mongodb://someone:secret@")
+    with (
+        MongoClient(uri, serverSelectionTimeoutMS=5000) as logged_in,
+        pytest.raises(OperationFailure) as refused,
+    ):
+        logged_in.admin.command("ping")
+    assert refused.value.code == 18
+    assert refused.value.details is not None
+    assert refused.value.details["errmsg"] == (
+        "Authentication failed: the stand-in server has no users or authentication; "
+        "connect without a username and password"
+    )

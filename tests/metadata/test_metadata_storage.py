@@ -321,6 +321,7 @@ async def test_a_filter_of_plain_values_is_one_equality_per_key_an_index_serves(
     }
 
 
+@pytest.mark.mongodb_lookup
 async def test_a_post_checked_filter_honours_limit_and_before_while_streaming(
     backend: Backend, sent_commands: list[Command]
 ) -> None:

@@ -764,3 +764,50 @@ async def test_a_thread_the_source_changes_while_copied_fails_and_leaves_nothing
         "nothing of this thread was kept"
     )
     assert await stored(saver) == (0, 0)
+
+
+async def test_a_thread_the_source_lacks_is_missing_never_copied(
+    backend: Backend, saver: Any
+) -> None:
+    """A misspelt thread id was reported `copied` (`ok` true) and verified "identical";
+    with `overwrite=True` the target's thread of that id is left as it is, not replaced by
+    nothing."""
+    memory = InMemorySaver()
+    await chat(memory, "t", range(1))
+    await chat(saver, "typo", range(1), sync=backend.is_sync)
+    held = await listed(saver, {"configurable": {"thread_id": "typo"}})
+    source = memory_source(memory)
+    for overwrite in (False, True):
+        report = await copy(backend, source, saver, thread_ids=["typo", "t"], overwrite=overwrite)
+        statuses = {t.thread_id: t.status for t in report.threads}
+        assert statuses["typo"] is ThreadStatus.MISSING
+        assert statuses["t"] in (ThreadStatus.COPIED, ThreadStatus.UNCHANGED)
+        assert not report.ok
+        assert [t.thread_id for t in report.problems] == ["typo"]
+        assert report.summary().splitlines()[-1] == (
+            "  'typo': missing: the source has no checkpoint of this thread; nothing was written"
+        )
+        assert await listed(saver, {"configurable": {"thread_id": "typo"}}) == held
+    verified = await verify(backend, source, saver, thread_ids=["typo"])
+    assert not verified.ok
+    assert "identical" not in verified.summary()
+    assert verified.threads[0].differences[0] == "the source has no checkpoint of this thread"
+
+
+async def test_this_packages_collections_as_the_official_source_are_named(
+    backend: Backend, saver: Any
+) -> None:
+    """Both packages use the same default names: read as the official saver's, ours failed
+    with a bare `KeyError: 'checkpoint_ns'`; a saver source copies them."""
+    await chat(saver, "t", range(1), sync=backend.is_sync)
+    async with backend.sync_client() as client, backend.saver() as target:
+        ours = OfficialMongoDBSource(client[saver.db.name])
+        with pytest.raises(ValueError, match="langgraph-checkpoint-mongo's own documents") as named:
+            await copy(backend, Source("official", ours), target)
+        assert str(named.value) == (
+            f"collection {saver.db.name}.checkpoints holds langgraph-checkpoint-mongo's own "
+            "documents, not langgraph-checkpoint-mongodb's: copy from it with this package's "
+            "saver as the source (copy_threads(MongoDBSaver(client, db_name, ...), target))"
+        )
+        report = await copy(backend, Source("saver", saver), target)
+        assert [t.status for t in report.threads] == [ThreadStatus.COPIED]

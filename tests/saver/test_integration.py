@@ -25,7 +25,14 @@ from langgraph.checkpoint.mongo import AsyncMongoDBSaver, IndexCreationError, Mo
 from langgraph.checkpoint.mongo._commands import Command, Target
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import MONGODB_URI, Backend
-from support.helpers import config, either, listed, new_thread, put, settle
+from support.helpers import (
+    config,
+    either,
+    first_put_refused_by_write_concern,
+    new_thread,
+    put,
+    thread_operations,
+)
 from support.real_server import INDEX_STAGES, INDEXED_JOINS, Plan, deployment
 
 pytestmark = pytest.mark.integration
@@ -86,32 +93,16 @@ async def test_every_query_uses_an_index(
     through `mongos`, on one shard's explain per shard a command went to. The commands are
     recorded on AsyncMongoDBSaver (MongoDBSaver builds the same ones from the same core),
     so this runs once, not per driver. With `keep_last`, `get_tuple`'s count `$lookup`
-    and the background trim are among them.
+    and the background trim are among them. The same operations run on every backend in
+    `test_retention.py` (`test_a_threads_operations_give_what_memory_gives`), where no
+    planner is asked.
     """
     join_index = "thread_checkpoint" if targeted_joins else "checkpoint"
     sharded = deployment().topology == "sharded"
     async with Backend("async", MONGODB_URI).saver(
         ttl=3600, targeted_joins=targeted_joins, keep_last=keep_last
     ) as saver:
-        thread, copy_ = new_thread(), new_thread()
-        parent = None
-        for i in range(30):  # enough documents that a planner would prefer an index
-            stored = await put(saver, thread, parent=parent, metadata={"run_id": f"run-{i}"})
-            await either(saver).put_writes(stored, [("c", i), ("__error__", "e")], "t")
-            parent = stored["configurable"]["checkpoint_id"]
-        await either(saver).get_tuple(config(thread))
-        await either(saver).get_tuple(stored)
-        # With `keep_last`, the thread is over its bound: this put's trim follows it.
-        stored = await put(saver, thread, parent=parent, metadata={"run_id": "run-30"})
-        await settle(saver)
-        await listed(saver, config(thread), limit=10)
-        await listed(saver, config(thread), before=stored, limit=10)
-        await either(saver).get_delta_channel_history(config=stored, channels=["c"])
-        await either(saver).copy_thread(thread, copy_)
-        by_run_id = len(sent_commands)  # the one command of these that is not per thread
-        await either(saver).delete_for_runs(["run-3"])
-        await either(saver).prune([copy_], strategy="keep_latest")
-        await either(saver).delete_thread(copy_)
+        by_run_id = await thread_operations(saver, sent_commands)
         assert {c.method for c in sent_commands} >= {
             "find",
             "aggregate",
@@ -172,7 +163,7 @@ async def test_server_errors_keep_their_details(
     # BadValue, which setup cannot tell from a refused index), then from put itself, and
     # the log names the operation.
     caplog.set_level(logging.DEBUG, logger="langgraph.checkpoint.mongo")
-    standalone = deployment().topology == "standalone"
+    refused_up_front = deployment().refuses_unmet_write_concern
     unsatisfiable = WriteConcern(w=50)
     async with backend.client() as client:
         cls = MongoDBSaver if backend.is_sync else AsyncMongoDBSaver
@@ -180,15 +171,7 @@ async def test_server_errors_keep_their_details(
         healthy = saver.checkpoint_collection
         saver.checkpoint_collection = healthy.with_options(write_concern=unsatisfiable)
         try:
-            if standalone:
-                with pytest.raises(IndexCreationError) as refused:
-                    await put(saver, new_thread())
-                assert isinstance(refused.value.__cause__, OperationFailure)
-                assert refused.value.__cause__.code == 2
-            else:
-                with pytest.raises(OperationFailure) as failed:
-                    await put(saver, new_thread())
-                assert failed.value.code == 100
+            await first_put_refused_by_write_concern(backend, saver)
             assert any(
                 "setup: checkpoints.create_indexes failed" in r.getMessage() for r in caplog.records
             )
@@ -198,7 +181,7 @@ async def test_server_errors_keep_their_details(
             caplog.clear()
             with pytest.raises(OperationFailure) as failed:
                 await put(saver, new_thread())
-            assert failed.value.code == (2 if standalone else 100)
+            assert failed.value.code == (2 if refused_up_front else 100)
             assert any(
                 "put: checkpoints.update_one failed" in r.getMessage() for r in caplog.records
             )

@@ -97,7 +97,13 @@ async def test_real_graphs_list_as_in_memory_saver_would(backend: Backend) -> No
         for info in await either(saver).list_threads():
             latest = await either(saver).get_tuple(config(info.thread_id))
             assert latest is not None
-            assert info == (info.thread_id, latest.config, latest.metadata, latest.checkpoint["ts"])
+            assert info == (
+                info.thread_id,
+                latest.config,
+                latest.metadata,
+                latest.checkpoint["ts"],
+                False,
+            )
     want = await in_memory(backend.is_sync, scenario)
     assert got.log == want.log
     assert [t[0] for t in want.log["all"]] == ["asked", "chat-a", "chat-b", "sub"]

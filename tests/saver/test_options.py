@@ -209,6 +209,27 @@ def test_the_uri_is_shown_without_its_secrets(uri: str, shown: str) -> None:
     assert "s3c" not in repr(settings)
 
 
+@pytest.mark.parametrize("serde", ["json", 42, object()])
+def test_a_serde_that_is_no_serializer_is_refused_when_the_saver_is_built(serde: Any) -> None:
+    """It failed at the first `put` with `'str' object has no attribute 'dumps'`."""
+    assert saver_refusal(serde=serde) == (
+        "serde must be a serializer object with dumps_typed() and loads_typed() (LangGraph's "
+        "SerializerProtocol, e.g. JsonPlusSerializer() or EncryptedSerializer), or None for "
+        f"LangGraph's default, got {type(serde).__name__} {serde!r}"
+    )
+
+
+def test_a_serializer_of_either_protocol_is_accepted() -> None:
+    import pickle
+
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    typed = JsonPlusSerializer()
+    assert AsyncMongoDBSaver(AsyncMongoMockClient(), serde=typed).serde is typed
+    untyped: Any = pickle
+    assert AsyncMongoDBSaver(AsyncMongoMockClient(), serde=untyped).serde.serde is pickle  # type: ignore[attr-defined]
+
+
 def test_a_bad_state_warn_bytes_is_refused_alike_everywhere() -> None:
     problem = "must be 0 (no warning) or more bytes, got -1"
     assert saver_refusal(state_warn_bytes=-1) == f"state_warn_bytes {problem}"

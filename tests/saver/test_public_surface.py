@@ -1,5 +1,6 @@
 """The savers' public surface, pinned: every public method of both savers with its
-parameters (names, kinds, defaults) and colour, the constructor's 12 parameters and
+parameters (names, kinds, defaults) and colour, the constructor's parameters (0.2.0's 12,
+then 0.3.0's `state_warn_bytes`, keyword-only) and
 `from_conn_string`'s, the saver attributes and the package root's names. The expected
 values are written out (taken once from 0.2.0), so a refactor that moves a method, turns
 a sync one async or drops a default fails here rather than in a user's application."""
@@ -32,11 +33,13 @@ SIGNATURES = {
     "aget": "(self, config)",
     "aget_delta_channel_history": "(self, *, config, channels)",
     "aget_tuple": "(self, config)",
+    "apin_thread": "(self, thread_id)",
     "alist": "(self, config, *, filter=None, before=None, limit=None)",
     "alist_threads": "(self, *, filter=None, limit=None, before=None)",
     "aprune": "(self, thread_ids, *, strategy='keep_latest', keep_last=None)",
     "aput": "(self, config, checkpoint, metadata, new_versions)",
     "aput_writes": "(self, config, writes, task_id, task_path='')",
+    "aunpin_thread": "(self, thread_id)",
     "close": "(self)",
     "copy_thread": "(self, source_thread_id, target_thread_id)",
     "delete_for_runs": "(self, run_ids)",
@@ -50,11 +53,13 @@ SIGNATURES = {
     "get_tuple": "(self, config)",
     "list": "(self, config, *, filter=None, before=None, limit=None)",
     "list_threads": "(self, *, filter=None, limit=None, before=None)",
+    "pin_thread": "(self, thread_id)",
     "prune": "(self, thread_ids, *, strategy='keep_latest', keep_last=None)",
     "put": "(self, config, checkpoint, metadata, new_versions)",
     "put_writes": "(self, config, writes, task_id, task_path='')",
     "settle": "(self)",
     "setup": "(self, *, create_indexes=True, skip_indexes=())",
+    "unpin_thread": "(self, thread_id)",
     "with_allowlist": "(self, extra_allowlist)",
 }
 
@@ -70,9 +75,11 @@ SYNC_COLOURS = {
     "aget_tuple": "coroutine",
     "alist": "async generator",
     "alist_threads": "async generator",
+    "apin_thread": "coroutine",
     "aprune": "coroutine",
     "aput": "coroutine",
     "aput_writes": "coroutine",
+    "aunpin_thread": "coroutine",
     "close": "function",
     "copy_thread": "function",
     "delete_for_runs": "function",
@@ -84,11 +91,13 @@ SYNC_COLOURS = {
     "get_tuple": "function",
     "list": "generator",
     "list_threads": "generator",
+    "pin_thread": "function",
     "prune": "function",
     "put": "function",
     "put_writes": "function",
     "settle": "function",
     "setup": "function",
+    "unpin_thread": "function",
     "with_allowlist": "function",
 }
 # `AsyncMongoDBSaver`'s differ in `setup` and `settle` only (its `close()` is a function
@@ -174,20 +183,19 @@ def test_every_public_method_keeps_its_parameters_and_colour(
     cls: type[Any], colours: dict[str, str]
 ) -> None:
     found = public_callables(cls)
-    assert len(found) == 29
+    assert len(found) == 33  # 0.2.0's 29, and pin_thread, unpin_thread (and their a-twins)
     assert {name: parameters(function) for name, function in found.items()} == SIGNATURES
     assert {name: colour(function) for name, function in found.items()} == colours
 
 
 @pytest.mark.parametrize("cls", [MongoDBSaver, AsyncMongoDBSaver])
-def test_the_constructor_keeps_its_twelve_parameters_and_keyword_only_split(
+def test_the_constructor_keeps_its_parameters_and_keyword_only_split(
     cls: type[Any],
 ) -> None:
-    """The first twelve keep their order; options added since are keyword-only after them
-    (`state_warn_bytes`)."""
     signature = inspect.signature(cls)
     assert parameters(cls) == CONSTRUCTOR
     kinds = [p.kind for p in signature.parameters.values()]
+    # 0.2.0's 12 in their order, then `state_warn_bytes` (0.3.0), keyword-only.
     assert len(kinds) == 13
     assert (
         kinds

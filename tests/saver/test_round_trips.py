@@ -12,10 +12,12 @@ import asyncio
 from collections.abc import AsyncGenerator, Awaitable
 from typing import Any
 
+import pytest
+
 from langgraph.checkpoint.mongo import MongoDBSaver
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from support.backends import Backend, CommandLog
-from support.helpers import checkpoint, config, either, listed, new_thread, put
+from support.helpers import checkpoint, config, either, listed, new_thread, put, read_commands
 
 
 async def test_commands_per_operation(counting: Backend) -> None:
@@ -39,14 +41,16 @@ async def test_commands_per_operation(counting: Backend) -> None:
         assert await sent(saver_.put_writes(stored, writes, "task")) == ["update"]
         # One write goes as a single update_one: the same one command on the wire.
         assert await sent(saver_.put_writes(stored, [("c", 3)], "task-2")) == ["update"]
-        assert await sent(saver_.get_tuple(config(thread))) == ["aggregate"]
-        assert await sent(saver_.get_tuple(stored)) == ["aggregate"]
+        reads = read_commands(saver)  # ["aggregate"]; SecantusDB: its writes apart
+        assert await sent(saver_.get_tuple(config(thread))) == reads
+        assert await sent(saver_.get_tuple(stored)) == reads
         log.reset()
         assert len(await listed(saver, config(thread))) == 3
-        assert log.names == ["aggregate"]
+        assert log.names == reads
         assert await sent(saver_.delete_thread(thread)) == ["delete", "delete"]
 
 
+@pytest.mark.mongodb_lookup
 async def test_list_streams_across_batches(counting: Backend) -> None:
     log = CommandLog()
     async with counting.saver(log) as saver:
@@ -71,6 +75,7 @@ async def test_list_streams_across_batches(counting: Backend) -> None:
         assert len(log.names) >= 2
 
 
+@pytest.mark.mongodb_lookup
 async def test_early_stop_closes_the_server_cursor(counting: Backend) -> None:
     log = CommandLog()
     async with counting.saver(log) as saver:

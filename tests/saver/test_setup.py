@@ -21,7 +21,17 @@ from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._queries import WritesJoin
 from langgraph.checkpoint.mongo._runners import run_plan
 from support.backends import Backend, CommandLog
-from support.helpers import checkpoint, config, either, listed, methods, new_thread, put, saver_like
+from support.helpers import (
+    checkpoint,
+    config,
+    either,
+    first_put_refused_by_write_concern,
+    listed,
+    methods,
+    new_thread,
+    put,
+    saver_like,
+)
 
 
 async def run_setup(saver: Any, **kwargs: Any) -> None:
@@ -161,10 +171,11 @@ async def test_the_first_command_sets_the_saver_up_once(
         sent_commands.clear()
         assert await either(saver).get_tuple(config(thread)) is None
         assert setups == [{}]  # setup() as a user calls it: every index, the TTL index
-        # A new database: both collections listed with their options in one command,
-        # then one createIndexes per collection, then the read itself.
+        # A new database: what the server is (buildInfo), both collections listed with
+        # their options in one command, then one createIndexes per collection, then the
+        # read itself.
         sent = methods(sent_commands)
-        assert sent == ["command", "create_indexes", "create_indexes", "aggregate"], sent
+        assert sent == ["command", "command", "create_indexes", "create_indexes", "aggregate"]
         assert {"thread_ns_checkpoint", "metadata_run_id", "thread_ttl"} <= await index_names(
             saver.checkpoint_collection
         )
@@ -271,18 +282,22 @@ def checkpoint_args() -> tuple[Any, ...]:
 # of its own as `from_conn_string` opens one) sends no setup command after the first.
 
 
-async def test_a_new_database_is_set_up_in_three_commands_and_checked_in_three_reads(
+async def test_a_new_database_is_set_up_in_four_commands_and_checked_in_four_reads(
     backend: Backend, sent_commands: list[Command]
 ) -> None:
     async with backend.saver(set_up=False, ttl=3600) as saver:
         sent_commands.clear()
         await run_setup(saver)
-        # Both collections listed with their options at once, then one createIndexes
-        # per collection with all its indexes (the TTL index among them).
-        assert methods(sent_commands) == ["command", "create_indexes", "create_indexes"]
+        # What the server is (how reads get pending writes there), both collections
+        # listed with their options at once, then one createIndexes per collection with
+        # all its indexes (the TTL index among them).
+        sent = methods(sent_commands)
+        assert sent == ["command", "command", "create_indexes", "create_indexes"]
+        assert sent_commands[0].args == ("buildInfo",)
         sent_commands.clear()
         await run_setup(saver)  # called by hand: the whole job, every check
-        assert methods(sent_commands) == ["command", "index_information", "index_information"]
+        sent = methods(sent_commands)
+        assert sent == ["command", "command", "index_information", "index_information"]
         assert {"thread_ns_checkpoint", "metadata_run_id", "thread_ttl"} <= await index_names(
             saver.checkpoint_collection
         )
@@ -339,17 +354,122 @@ async def test_a_write_concern_setup_cannot_meet_is_the_servers_error(
     real_driver: Backend,
 ) -> None:
     """`w: 50` on a single node: the first write fails in the automatic setup with the
-    server's own error and code, not as a refused index with advice that does not
-    apply."""
+    server's own error and code, as `test_server_errors_keep_their_details` expects on
+    each topology (`first_put_refused_by_write_concern`), not as a refused index with
+    advice that does not apply where the server could say what it was."""
     name = f"test_{uuid.uuid4().hex[:16]}"
     async with real_driver.client(w=50) as client, real_driver.client() as plain:
         cls = MongoDBSaver if real_driver.is_sync else AsyncMongoDBSaver
         saver: Any = cls(client, name)
         try:
-            with pytest.raises(OperationFailure) as caught:
-                await put(saver, new_thread())
-            assert not isinstance(caught.value, IndexCreationError)
-            assert caught.value.code is not None  # the server's, as it answered
-            assert "skip_indexes" not in str(caught.value)
+            await first_put_refused_by_write_concern(real_driver, saver)
         finally:
             await maybe_await(plain.drop_database(name))
+
+
+# What one saver's setup() leaves to another: each gets what its own options ask for, and
+# a deployment that cannot create an index the application declined sets up once.
+
+
+def refuse_creating(
+    monkeypatch: pytest.MonkeyPatch, code: int, message: str, index: str | None = None
+) -> list[str]:
+    """The server refuses every createIndexes (with `index` among its indexes, if given)
+    with `code`, as Azure Cosmos DB refuses an index kind, or as MongoDB refuses a user
+    without the createIndex privilege (13); returns the index names refused."""
+    from langgraph.checkpoint.mongo import _executors
+
+    call = _executors.call
+    refused: list[str] = []
+
+    def refusing(collection: Any, command: Command) -> Any:
+        if command.method == "create_indexes":
+            names = [index.document["name"] for index in command.args[0]]
+            if index is None or index in names:
+                refused.extend(names)
+                raise OperationFailure(message, code, {"ok": 0, "errmsg": message, "code": code})
+        return call(collection, command)
+
+    monkeypatch.setattr(_executors, "call", refusing)
+    return refused
+
+
+async def test_a_setup_without_indexes_leaves_the_next_saver_its_own(backend: Backend) -> None:
+    """`setup(create_indexes=False)` of one saver left later savers of default options with
+    no index at all: the next one's first call creates them."""
+    async with backend.saver(set_up=False) as bare:
+        await run_setup(bare, create_indexes=False)
+        assert await index_names(bare.checkpoint_collection) <= {"_id_"}
+        later = saver_like(bare)(bare.client, bare.db.name)
+        await put(later, new_thread())
+        assert {"thread_ns_checkpoint", "metadata_run_id"} <= await index_names(
+            bare.checkpoint_collection
+        )
+        assert "thread_checkpoint" in await index_names(bare.writes_collection)
+
+
+async def test_a_skipped_ttl_index_is_created_for_the_next_ttl_saver(backend: Backend) -> None:
+    """`setup(skip_indexes={"thread_ttl"})` of a `ttl` saver left later `ttl` savers with no
+    TTL index, so nothing ever expired: the next one's first call creates it."""
+    async with backend.saver(set_up=False, ttl=3600) as first:
+        await run_setup(first, skip_indexes={"thread_ttl"})
+        assert "thread_ttl" not in await index_names(first.checkpoint_collection)
+        later = saver_like(first)(first.client, first.db.name, ttl=3600)
+        await put(later, new_thread())
+        assert "thread_ttl" in await index_names(first.checkpoint_collection)
+        assert "thread_ttl" in await index_names(first.writes_collection)
+
+
+async def test_a_service_that_refuses_a_declined_index_sets_up_once_per_process(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Azure Cosmos DB refuses the TTL index on our stamp: the application calls
+    `setup(skip_indexes={"thread_ttl"})` at startup and builds a saver per request. The
+    first request's saver asks for the index once, is refused, says so and goes on; the
+    others send no setup command."""
+    async with backend.saver(set_up=False, ttl=3600) as first:
+        await run_setup(first, skip_indexes={"thread_ttl"})
+        refused = refuse_creating(monkeypatch, 67, "TTL index only on _ts", "thread_ttl")
+        setups = []
+        for _ in range(3):
+            per_request = saver_like(first)(first.client, first.db.name, ttl=3600)
+            calls = count_setups(per_request)
+            thread = new_thread()
+            stored = await put(per_request, thread)
+            assert [t.config for t in await listed(per_request, config(thread))] == [stored]
+            setups.append(len(calls))
+        assert setups == [1, 0, 0]
+        assert refused == ["thread_ttl"]
+        assert any("going on without it" in r.getMessage() for r in caplog.records)
+        assert "thread_ttl" not in await index_names(first.checkpoint_collection)
+
+
+async def test_a_user_who_may_not_create_indexes_is_told_how_to_run(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user without the createIndex privilege: the first call names the documented way
+    to run without creating indexes; once the application says so at startup, savers
+    built per request set up once per process."""
+    message = "not authorized on db to execute command { createIndexes: ... }"
+    async with backend.saver(set_up=False) as first:
+        refused = refuse_creating(monkeypatch, 13, message)
+        with pytest.raises(IndexCreationError) as caught:
+            await put(first, new_thread())
+        assert str(caught.value) == (
+            f"setup() may not create indexes on collection {first.checkpoint_collection_name!r} "
+            f"(the user lacks the createIndex privilege: {message}): have them created by a "
+            "user who may, then call setup(create_indexes=False) before the saver's first "
+            "command (which otherwise runs setup() itself), once per process; see "
+            "https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/operations/"
+            "#mongodb-compatible-services"
+        )
+        await run_setup(first, create_indexes=False)
+        refused.clear()
+        setups = []
+        for _ in range(3):
+            per_request = saver_like(first)(first.client, first.db.name)
+            calls = count_setups(per_request)
+            await put(per_request, new_thread())
+            setups.append(len(calls))
+        assert setups == [1, 0, 0]
+        assert len(refused) == len(ops.index_names(first.storage)) - 1  # one collection's

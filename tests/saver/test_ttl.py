@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
+from langchain_core.runnables import RunnableConfig
 from pymongo.errors import ConnectionFailure
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver
@@ -18,10 +19,12 @@ from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._executors import execute_async, execute_sync
 from langgraph.checkpoint.mongo._queries import TTL_INDEX_NAME
 from langgraph.checkpoint.mongo._runners import step_plan
-from langgraph.checkpoint.mongo._schema import Field
+from langgraph.checkpoint.mongo._schema import PINNED, Field
+from langgraph.checkpoint.mongo._ttl import ThreadMoves
 from support.backends import MONGODB_URI, Backend, CommandLog
 from support.graphs import Driver, linear_graph
 from support.helpers import (
+    call_by_name,
     checkpoint,
     config,
     either,
@@ -572,3 +575,235 @@ async def test_savers_built_per_request_refresh_a_thread_once_per_bucket(
         assert moves == [2, 0, 0]
         [stamp] = await stamps(saver, thread)
         assert utc(stamp) == hour_boundary() + timedelta(hours=1)
+
+
+# Pinned threads (`pin_thread`): kept from expiry, whatever is written to them later,
+# until unpinned; a pin racing a run leaves the thread whole, pinned or expiring together.
+
+PIN_TTL = timedelta(seconds=60)
+
+
+def long_ago() -> Clock:
+    """A clock whose stamps have expired by the time the TTL monitor looks."""
+    return Clock(datetime.now(timezone.utc) - timedelta(hours=2))
+
+
+def ahead() -> Clock:
+    """A clock whose stamps outlast the test (the embedded backends expire on access)."""
+    return Clock(datetime.now(timezone.utc) + timedelta(minutes=10))
+
+
+def in_process(saver: Any, clock: Clock, moves: ThreadMoves | None = None) -> Any:
+    """A saver built per request on `saver`'s client and collections, on `clock`; with
+    `moves`, as in a process of its own (what a process remembers of threads: a restart
+    starts it empty)."""
+    other = saver_like(saver)(saver.client, saver.db.name, ttl=saver.storage.expiry.ttl)
+    assert other.storage.expiry is not None
+    other.storage.expiry.clock = clock
+    if moves is not None:
+        other.storage.expiry.moves = moves
+    return other
+
+
+async def run(saver: Any, thread: str, step: int) -> RunnableConfig:
+    """What a LangGraph run sends: its first read, then a checkpoint and its writes."""
+    latest = await either(saver).get_tuple(config(thread))
+    parent = None if latest is None else latest.config["configurable"]["checkpoint_id"]
+    stored = await put(saver, thread, parent=parent, metadata={"step": step})
+    await either(saver).put_writes(stored, [("x", step)], f"t{step}")
+    return stored
+
+
+async def expired(saver: Any, gone: str) -> None:
+    """Wait for a TTL pass to delete every document of `gone` (the embedded backends
+    expire on access; a real server's monitor runs every 60 s)."""
+    deadline = asyncio.get_running_loop().time() + (130 if MONGODB_URI else 5)
+    while await stamps(saver, gone):
+        assert asyncio.get_running_loop().time() < deadline, f"{gone} did not expire"
+        await asyncio.sleep(1)
+
+
+async def document_count(saver: Any, thread: str) -> int:
+    count = 0
+    for collection in (saver.checkpoint_collection, saver.writes_collection):
+        count += await maybe_await(collection.count_documents({"thread_id": thread}))
+    return count
+
+
+async def pinned(saver: Any, thread: str) -> bool:
+    [info] = [t for t in await either(saver).list_threads() if t.thread_id == thread]
+    return info.pinned
+
+
+PINNED_STAMPS = {PINNED.replace(tzinfo=None)}
+
+
+async def test_a_pinned_thread_outlives_its_unpinned_neighbour_across_requests_and_a_restart(
+    backend: Backend,
+) -> None:
+    """Pinned by one request's saver, written by another request's after a restart (it
+    learns the pin from its run's first read) at a time long enough ago to have expired,
+    a thread survives the TTL pass that removes its unpinned neighbour, written then
+    too; unpinned, it expires whole, `ttl` after the unpin."""
+    async with backend.saver(ttl=PIN_TTL) as saver:
+        kept, neighbour = new_thread(), new_thread()
+        for step in range(2):
+            await run(in_process(saver, ahead()), kept, step)
+        await call_by_name(in_process(saver, ahead()), "pin_thread", kept)
+        assert await pinned(saver, kept)
+        assert set(await stamps(saver, kept)) == PINNED_STAMPS
+        clock = long_ago()
+        await run(in_process(saver, clock, ThreadMoves()), kept, 2)
+        await run(in_process(saver, clock), neighbour, 0)
+        assert set(await stamps(saver, kept)) == PINNED_STAMPS
+        await expired(saver, neighbour)
+        assert await document_count(saver, kept) == 6
+        assert [t.thread_id for t in await either(saver).list_threads()] == [kept]
+
+        # Unpinned by a process that never read it, it expires whole: the unpin counts
+        # as its last write (stamped, here, long ago).
+        await call_by_name(in_process(saver, clock, ThreadMoves()), "unpin_thread", kept)
+        await expired(saver, kept)
+
+
+async def test_pinning_costs_a_stamp_move_and_a_pinned_thread_moves_once_per_process(
+    backend: Backend, sent_commands: list[Command]
+) -> None:
+    async with backend.saver(ttl=timedelta(hours=16)) as saver:
+        clock = Clock(hour_boundary() - timedelta(minutes=30))
+        thread = new_thread()
+        await run(in_process(saver, clock), thread, 0)
+        sent_commands.clear()
+        await call_by_name(in_process(saver, clock), "pin_thread", thread)
+        assert methods(sent_commands) == ["update_many", "update_many"]
+        sent: list[list[str]] = []
+        for step, hour in enumerate((0, 1, 0, 5)):
+            clock.now += timedelta(hours=hour)
+            sent_commands.clear()
+            await run(in_process(saver, clock), thread, step + 1)
+            sent.append(methods(sent_commands))
+        # The first write after the pin moves the thread to the pinned stamp once (it
+        # catches a write that raced the pin); no bucket moves it again.
+        moved = ["aggregate", "update_many", "bulk_write", "update_one"]
+        assert sent == [moved] + [["aggregate", "update_one", "update_one"]] * 3
+        assert set(await stamps(saver, thread)) == PINNED_STAMPS
+
+
+async def test_pinning_a_thread_nothing_is_stored_of_is_no_error(saver: Any) -> None:
+    thread = new_thread()
+    await call_by_name(saver, "pin_thread", thread)
+    await call_by_name(saver, "unpin_thread", thread)
+    assert await stamps(saver, thread) == set()
+
+
+async def test_a_saver_without_ttl_pins_and_unpins(backend: Backend) -> None:
+    """`threads pin` runs a saver without `ttl`: it stamps the same."""
+    async with backend.saver(ttl=PIN_TTL) as saver:
+        thread = new_thread()
+        await run(in_process(saver, ahead()), thread, 0)
+        plain = saver_like(saver)(saver.client, saver.db.name)
+        await call_by_name(plain, "pin_thread", thread)
+        assert set(await stamps(saver, thread)) == PINNED_STAMPS
+        await call_by_name(plain, "unpin_thread", thread)
+        [stamp] = await stamps(saver, thread)
+        assert utc(stamp) <= datetime.now(timezone.utc)
+
+
+async def test_a_pin_racing_a_run_of_the_same_process_keeps_the_whole_thread(
+    backend: Backend,
+) -> None:
+    """A run reads the thread unpinned, the process pins it (another request), then the
+    run writes: its writes learn the pin at once, the whole thread stays pinned."""
+    async with backend.saver(ttl=PIN_TTL) as saver:
+        thread = new_thread()
+        await run(in_process(saver, ahead()), thread, 0)
+        running = in_process(saver, long_ago())
+        latest = await either(running).get_stored(config(thread))
+        await call_by_name(in_process(saver, ahead()), "pin_thread", thread)
+        stored = await put(running, thread, parent=latest.config["configurable"]["checkpoint_id"])
+        await either(running).put_writes(stored, [("x", 1)], "t1")
+        assert set(await stamps(saver, thread)) == PINNED_STAMPS
+        assert await document_count(saver, thread) == 4
+
+
+async def test_a_write_in_flight_when_its_process_pins_the_thread_is_pinned_after_it_lands(
+    backend: Backend,
+) -> None:
+    """A write stamped before the pin lands after it: it then moves the thread to the
+    pinned stamp (as a write stamped in the bucket before moves it to the next), and no
+    write of the pinned thread moved it before that one landed."""
+    async with backend.saver(ttl=PIN_TTL) as saver:
+        thread = new_thread()
+        clock = ahead()
+        await run(in_process(saver, clock), thread, 0)
+        running = in_process(saver, clock)
+        stored = await either(running).get_stored(config(thread))
+        newer = checkpoint({"x": 1})
+        metadata: Any = {"source": "loop", "step": 1, "parents": {}}
+        plan = ops.put(running.storage, stored.config, newer, metadata, newer["channel_versions"])
+        command = plan.send(None)  # stamped before the pin, not yet sent
+        await call_by_name(in_process(saver, clock), "pin_thread", thread)
+        # A write of the pinned thread meanwhile does not move it past the one in flight.
+        await either(running).put_writes(stored.config, [("y", 2)], "t2")
+        following, _ = step_plan(plan, await _land(running, command))
+        while following is not None:
+            following, _ = step_plan(plan, await _land(running, following))
+        assert set(await stamps(saver, thread)) == PINNED_STAMPS
+
+
+async def test_a_pin_racing_a_run_of_another_process_ends_with_the_thread_whole(
+    backend: Backend,
+) -> None:
+    """A run of another process read the thread before the pin and writes after it, in a
+    bucket its process had moved the thread to already (no move): its writes win, and the
+    thread reads as unpinned (`threads ls` shows it: pin it again). The next write that
+    moves the thread (here, after a restart) brings the pinned documents down with it:
+    one stamp, the whole thread expires together, never its newest checkpoints alone."""
+    async with backend.saver(ttl=PIN_TTL) as saver:
+        clock = ahead()
+        thread = new_thread()
+        racing = in_process(saver, clock, ThreadMoves())
+        stored = await run(racing, thread, 0)  # moved the thread to this bucket
+        await call_by_name(in_process(saver, clock, ThreadMoves()), "pin_thread", thread)
+        stored = await put(racing, thread, parent=stored["configurable"]["checkpoint_id"])
+        await either(racing).put_writes(stored, [("x", 1)], "t1")
+        assert not await pinned(saver, thread)
+        await run(in_process(saver, clock, ThreadMoves()), thread, 2)
+        [stamp] = await stamps(saver, thread)
+        assert stamp not in PINNED_STAMPS
+
+
+async def test_an_unpin_racing_a_run_of_another_process_ends_with_the_thread_whole(
+    backend: Backend,
+) -> None:
+    """The mirror race: a run read the thread pinned and writes after an unpin. Its writes
+    stamp the pin, the thread reads as pinned, and the next pinned write's move brings
+    the rest back to the pinned stamp: whole, pinned."""
+    async with backend.saver(ttl=PIN_TTL) as saver:
+        clock = ahead()
+        thread = new_thread()
+        await run(in_process(saver, clock), thread, 0)
+        await call_by_name(in_process(saver, clock), "pin_thread", thread)
+        racing = in_process(saver, clock, ThreadMoves())
+        stored = await run(racing, thread, 1)  # learned the pin, moved the thread to it
+        await call_by_name(in_process(saver, clock, ThreadMoves()), "unpin_thread", thread)
+        await put(racing, thread, parent=stored["configurable"]["checkpoint_id"])
+        assert await pinned(saver, thread)
+        await run(in_process(saver, clock, ThreadMoves()), thread, 3)
+        assert set(await stamps(saver, thread)) == PINNED_STAMPS
+
+
+async def test_a_pinned_thread_deleted_and_written_again_is_not_pinned(backend: Backend) -> None:
+    """The process that wrote a pinned thread reads it again after another process deleted
+    it: the new thread's writes are stamped as any thread's, not pinned."""
+    async with backend.saver(ttl=PIN_TTL) as saver:
+        clock = ahead()
+        thread = new_thread()
+        writer = in_process(saver, clock)
+        await run(writer, thread, 0)
+        await call_by_name(writer, "pin_thread", thread)
+        await run(writer, thread, 1)
+        await call_by_name(in_process(saver, clock, ThreadMoves()), "delete_thread", thread)
+        await run(writer, thread, 0)
+        [stamp] = await stamps(saver, thread)
+        assert stamp not in PINNED_STAMPS

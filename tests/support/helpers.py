@@ -15,6 +15,7 @@ from types import SimpleNamespace
 from typing import Any, cast
 from unittest import mock
 
+import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
@@ -26,6 +27,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.base import id as langgraph_id
 from langgraph.checkpoint.base.id import uuid6
+from pymongo.errors import OperationFailure
 
 from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver, ThreadInfo
 from langgraph.checkpoint.mongo._commands import Command, Plan, SaverPlan
@@ -233,6 +235,13 @@ def methods(commands: Sequence[Command]) -> list[str]:
     return [str(command.method) for command in commands]
 
 
+def read_commands(saver: Any) -> list[str]:
+    """The commands (`methods`) a read of at most one page sends on `saver`'s server: one
+    `aggregate` joining pending writes, or, where `setup()` found that the server's
+    `$lookup` reads every write (SecantusDB), the checkpoints and then their writes."""
+    return ["aggregate"] if saver.storage.reads.joined else ["aggregate", "find"]
+
+
 def ids(tuples: list[CheckpointTuple]) -> list[str]:
     return [t.config["configurable"]["checkpoint_id"] for t in tuples]
 
@@ -255,3 +264,74 @@ def after_commands(plan: Plan[Any], count: int, meanwhile: SaverPlan[Any]) -> Sa
             command = plan.send((yield command))
     except StopIteration as done:
         return done.value
+
+
+async def first_put_refused_by_write_concern(backend: Any, saver: Any) -> OperationFailure:
+    """The first `put` of a saver whose writes ask for a write concern the deployment cannot
+    meet (`w: 50`) fails in its automatic setup, before anything of the checkpoint is
+    written, with the server's own error: UnsatisfiableWriteConcern (100) where the server
+    applies a write and then answers that the concern is not met (a replica set, `mongos`,
+    SecantusDB, the wire stand-in); where it refuses the command up front with BadValue (2:
+    a standalone `mongod`), as `IndexCreationError`, since setup cannot tell that from a
+    refused index. Returns the server's error."""
+    from langgraph.checkpoint.mongo import IndexCreationError
+    from support.real_server import deployment
+
+    if backend.wire is None and deployment().refuses_unmet_write_concern:
+        with pytest.raises(IndexCreationError) as refused:
+            await put(saver, new_thread())
+        cause = refused.value.__cause__
+        assert isinstance(cause, OperationFailure)
+        assert cause.code == 2
+        return cause
+    with pytest.raises(OperationFailure) as failed:
+        await put(saver, new_thread())
+    assert failed.value.code == 100
+    assert "skip_indexes" not in str(failed.value)
+    return failed.value
+
+
+async def thread_operations(saver: Any, sent: Sequence[Command]) -> int:
+    """Every operation of a thread, as an application sends them: 31 checkpoints, each
+    declaring the `DeltaChannel` "c" (a snapshot of it every 10th) with a write to it, and
+    reads; with `keep_last`, the trim the 31st `put` calls for; listings, the channel's
+    history (checked against `InMemorySaver`'s), a copy, a rollback, a prune and deletes.
+    Returns the position in `sent` of `delete_for_runs`' search by run id (the one command
+    that is not per thread)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langgraph.checkpoint.mongo._metadata import DELTA_COUNTERS
+
+    memory = InMemorySaver()
+    thread, copy_ = new_thread(), new_thread()
+    parent: str | None = None
+    for i in range(31):  # enough documents that a planner would prefer an index
+        values = {"c": f"snapshot-{i}"} if i % 10 == 0 else {}
+        md = {"run_id": f"run-{i}", DELTA_COUNTERS: {"c": i % 10}}
+        stored = await put(saver, thread, parent=parent, metadata=md, values=values)
+        cp = checkpoint(values, id=stored["configurable"]["checkpoint_id"])
+        cp["channel_versions"] = {"c": i + 1} if values else {}  # one blob per snapshot
+        md_: Any = {"source": "loop", "step": 0, **md}
+        memory.put(config(thread, "", parent), cp, md_, cp["channel_versions"])
+        if i < 30:
+            await either(saver).put_writes(stored, [("c", i), ("__error__", "e")], "t")
+            memory.put_writes(stored, [("c", i), ("__error__", "e")], "t")
+            if i == 29:
+                # The run's first reads: with `keep_last`, the thread is over its bound and
+                # the next put's trim follows it.
+                await either(saver).get_tuple(config(thread))
+                await either(saver).get_tuple(stored)
+        parent = stored["configurable"]["checkpoint_id"]
+    await settle(saver)
+    await listed(saver, config(thread), limit=10)
+    await listed(saver, config(thread), before=stored, limit=10)
+    history = await either(saver).get_delta_channel_history(config=stored, channels=["c"])
+    expected = memory.get_delta_channel_history(config=stored, channels=["c"])
+    assert history == expected, (history, expected)
+    assert history["c"].get("seed") == "snapshot-20"
+    await either(saver).copy_thread(thread, copy_)
+    by_run_id = len(sent)
+    await either(saver).delete_for_runs(["run-3"])
+    await either(saver).prune([copy_], strategy="keep_latest")
+    await either(saver).delete_thread(copy_)
+    return by_run_id

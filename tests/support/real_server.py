@@ -36,6 +36,8 @@ SERVER_DEVIATION_SKIP = "server deviation:"
 # A MongoDB behaviour some compatible server does not share: marker -> what it asserts.
 DEVIATION_MARKERS = {
     "mongodb_planner": "asserts the index MongoDB's query planner chooses (`explain`)",
+    "mongodb_lookup": "asserts how a read streams its pending writes joined by `$lookup` "
+    "(one cursor, its `getMore`s and `killCursors`)",
 }
 # The compatible servers tested (as `buildInfo` names them) and how they differ from
 # MongoDB, as docs/operations.md documents it: server -> marker -> what it does instead.
@@ -43,6 +45,9 @@ DEVIATIONS = {
     "SecantusDB": {
         "mongodb_planner": "its planner chooses a collection scan for some queries an index "
         "of ours serves, and its explain output has other shapes",
+        "mongodb_lookup": "its `$lookup` reads the whole writes collection, so reads take "
+        "pending writes apart, in pages (tests/saver/test_read_plans.py tests that plan on "
+        "every backend)",
     },
 }
 
@@ -72,6 +77,14 @@ class Deployment:
     def name(self) -> str:
         """The server as a report names it: "MongoDB 8.0.4", "SecantusDB 0.7.0b3"."""
         return f"{self.server} {self.server_version or self.version}"
+
+    @property
+    def refuses_unmet_write_concern(self) -> bool:
+        """Whether a write concern above its nodes (`w: 50`) is refused before the write,
+        with BadValue (2), as a standalone `mongod` refuses it (it has no replication to
+        wait for); a replica set, `mongos`, SecantusDB in either mode and the wire stand-in
+        apply the write and answer UnsatisfiableWriteConcern (100)."""
+        return self.topology == "standalone" and self.server == "MongoDB"
 
     def deviation_skips(self) -> dict[str, str]:
         """The markers of the MongoDB behaviours this server lacks, each with its skip's

@@ -36,6 +36,7 @@ from langgraph.checkpoint.mongo._drivers import (
 from langgraph.checkpoint.mongo._logging import logger
 from langgraph.checkpoint.mongo._queries import NamespaceCount, WritesJoin
 from langgraph.checkpoint.mongo._ttl import ThreadExpiry, thread_moves
+from langgraph.checkpoint.mongo.errors import IndexCreationError
 
 # A saver's client type, and what its `from_conn_string` returns (a context manager of
 # the saver: sync for `MongoDBSaver`, async for `AsyncMongoDBSaver`).
@@ -51,45 +52,87 @@ DEFAULT_WRITES_COLLECTION = "checkpoint_writes"
 
 @dataclasses.dataclass(eq=False)
 class SetupState(Generic[LockT]):
-    """Whether `setup()` has run for a saver, and the lock its first call runs it under.
+    """Whether a saver is set up, what the process set up on its collections, and the
+    lock a saver's first call sets it up under.
 
     A saver sets itself up before its first command, as the official saver does in its
     constructor: code that switched by changing only the import never calls `setup()`,
     and the check in `setup()` is what refuses the official saver's collections by name.
-    That automatic setup runs once per process, not per saver object: a `setup()` that
-    succeeded (with any options) is remembered by `key` (the deployment, the database,
-    both collection names and the options that change what setup creates: `ttl` and
-    `targeted_joins`), so a saver built per request on a shared client, or through
-    `from_conn_string`, sends no setup command after the process's first. Many first
-    calls at once run one `setup()` (the others wait on `lock`: an `asyncio.Lock` for the
-    async saver, a `threading.Lock` for the sync one); a `setup()` that fails or is
-    cancelled leaves `done` false, so the next call tries again. `with_allowlist` copies
-    share the object, as they share the collections.
+    That automatic setup runs once per process, not per saver object: what a `setup()`
+    (with any arguments) found or created is remembered by `key` (the deployment, the
+    database, both collection names and the options that change what setup creates:
+    `ttl` and `targeted_joins`) as the names of the saver's indexes the collections have,
+    so a saver built per request on a shared client, or through `from_conn_string`,
+    sends no setup command once every index its own options ask for (`needs`) is known
+    to exist, and does the missing part otherwise: one saver's `setup(create_indexes=False)`
+    or `skip_indexes` never leaves another with less than its options ask for.
+
+    What the application declined (`create_indexes=False`, `skip_indexes`) is remembered
+    too, by `collections`: a deployment that cannot create those indexes (Azure Cosmos DB,
+    a user without the privilege) refuses them when a later setup asks, and such a
+    refusal is then logged once and remembered, instead of failing every request. Many
+    first calls at once run one `setup()` (the others wait on `lock`: an `asyncio.Lock`
+    for the async saver, a `threading.Lock` for the sync one); a `setup()` that fails or
+    is cancelled leaves `done` false, so the next call tries again. `with_allowlist`
+    copies share the object, as they share the collections.
+
+    What `setup()` learnt of the server goes with it: how reads get pending writes there
+    (`reads`, the saver's `Storage.reads`), so a saver whose setup the process remembers
+    reads as the one that ran it.
     """
 
     lock: LockT
     key: Hashable | None = None
+    collections: Hashable | None = None
+    needs: frozenset[str] = frozenset()
     done: bool = False
+    reads: ops.WritesReads = dataclasses.field(default_factory=lambda: ops.WritesReads())
 
     def set_up_before(self) -> bool:
-        """Whether this process set these collections up already (then `done`)."""
-        if self.key is not None and self.key in _set_up:
-            self.done = True
-        return self.done
-
-    def finished(self) -> None:
-        """`setup()` succeeded: remembered for this saver and the process."""
-        self.done = True
+        """Whether this process set up every index of `needs` already (then `done`, and
+        `reads` as that setup found them)."""
         if self.key is not None:
             with _set_up_lock:
-                _set_up[self.key] = None
+                remembered = _set_up.get(self.key)
+            if remembered is not None and self.needs <= remembered[0]:
+                self.reads.joined = remembered[1].joined
+                self.done = True
+        return self.done
+
+    def declined(self, names: Collection[str]) -> None:
+        """A `setup()` was told not to create these indexes on these collections."""
+        if self.collections is not None and names:
+            with _set_up_lock:
+                _declined[self.collections] = _declined.get(self.collections, frozenset()) | set(
+                    names
+                )
+
+    def tolerates(self, name: str) -> bool:
+        """Whether a refusal of index `name` is one the application declared (see
+        `declined`): then setup goes on without it."""
+        return self.collections is not None and name in _declined.get(self.collections, ())
+
+    def record(self, present: frozenset[str]) -> None:
+        """What a `setup()` left on the collections, for the savers of the process."""
+        if self.key is not None:
+            with _set_up_lock:
+                before = _set_up.get(self.key, (frozenset(), self.reads))[0]
+                _set_up[self.key] = (before | present, dataclasses.replace(self.reads))
                 _set_up.move_to_end(self.key)
                 while len(_set_up) > _SET_UP_SIZE:
                     _set_up.popitem(last=False)
 
+    def finished(self) -> None:
+        """`setup()` succeeded: this saver runs without another automatic setup."""
+        self.done = True
 
-# The setups this process ran (`SetupState.key`), least recently finished forgotten first.
-_set_up: OrderedDict[Hashable, None] = OrderedDict()
+
+# What the setups of this process left (`SetupState.key` -> index names the collections
+# have, or whose refusal the application declared, and how reads get pending writes
+# there), least recently set up forgotten first; and the indexes the application
+# declined per pair of collections.
+_set_up: OrderedDict[Hashable, tuple[frozenset[str], ops.WritesReads]] = OrderedDict()
+_declined: dict[Hashable, frozenset[str]] = {}
 _set_up_lock = threading.Lock()
 _SET_UP_SIZE = 1024
 
@@ -190,9 +233,9 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             for what it counts and how to size it.
         keep_last: each namespace of a thread keeps at least its `keep_last` newest
             checkpoints (and the ancestors their `DeltaChannel`s rebuild from), and
-            stores at most `max(keep_last, 10)` more plus one run's: a run whose first
-            read finds more trims the namespace in the background after its first `put`
-            (see
+            stores at most `max(keep_last, 10)` more plus one run's (and those
+            ancestors): a run whose first read finds more trims the namespace in the
+            background after its first `put` (see
             [retention](https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/retention/)).
             `None`: threads keep every checkpoint.
         refresh_ttl_on_read: with `ttl`, a read of a thread (`get_tuple`, `list` of one
@@ -263,7 +306,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         state_warn_bytes: int = DEFAULT_STATE_WARN_BYTES,
     ) -> None:
         require_client(client, asynchronous=self.asynchronous)
-        super().__init__(serde=serde)
+        super().__init__(serde=_options.serde(serde))
         # Each option is checked by `_options`, as the Agent Server and the CLI check it.
         self.compression = _options.compression(compression)
         ttl_delta = _options.ttl(ttl)
@@ -311,7 +354,11 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             seconds = self.storage.expiry.seconds if self.storage.expiry else None
             setup_key = (collections, targeted_joins, seconds)
         self._setup_state: SetupState[Any] = SetupState(
-            asyncio.Lock() if self.asynchronous else threading.Lock(), setup_key
+            asyncio.Lock() if self.asynchronous else threading.Lock(),
+            setup_key,
+            collections,
+            ops.index_names(self.storage),
+            reads=self.storage.reads,
         )
         self._background = Background()
 
@@ -479,11 +526,36 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         return clone
 
     def _setup_plan(self, create_indexes: bool, skip_indexes: Collection[str]) -> Plan[None]:
+        """`ops.setup`, remembered for the process (see `SetupState`): an index the
+        deployment refuses that a `setup()` of this process declined is left out (logged)
+        and the rest set up, instead of failing."""
         names = {
             Target.CHECKPOINTS: self.checkpoint_collection_name,
             Target.WRITES: self.writes_collection_name,
         }
-        return ops.setup(self.storage, names, create_indexes, skip_indexes)
+        state = self._setup_state
+        skip = set(skip_indexes)
+        left_out: frozenset[str] = frozenset()
+        while True:
+            try:
+                present = yield from ops.setup(self.storage, names, create_indexes, skip)
+                break
+            except IndexCreationError as refused:
+                if refused.unauthorized:  # the user may create none: all were declined?
+                    gone = state.needs if all(map(state.tolerates, state.needs)) else None
+                else:
+                    name = str(refused.index.get("name"))
+                    gone = frozenset({name}) if state.tolerates(name) else None
+                if gone is None or gone <= skip:
+                    raise
+                logger.warning(
+                    "%s; going on without it: a setup() of this process was told not to create it",
+                    refused,
+                )
+                left_out |= gone
+                skip |= gone
+        state.declined(state.needs if not create_indexes else skip_indexes)
+        state.record(present | left_out)
 
 
 # The constructor's parameters after `self`: positional (the official saver's order),

@@ -22,7 +22,7 @@ from langgraph.checkpoint.base import DeltaChannelHistory, PendingWrite
 
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._documents import pending_writes
-from langgraph.checkpoint.mongo._keys import checkpoint_key, key_fields
+from langgraph.checkpoint.mongo._keys import checkpoint_key, key_fields, short_repr
 from langgraph.checkpoint.mongo._metadata import DELTA_COUNTERS
 from langgraph.checkpoint.mongo._schema import (
     CheckpointKey,
@@ -50,11 +50,12 @@ def by_namespace(
 class Walk:
     """A checkpoint's ancestors, newest first, and where each channel finds its seed;
     `missing`: the ancestor the chain names and the lineage lacks, with channels still
-    unseeded (deleted while the lineage was read, or before)."""
+    unseeded (deleted while the lineage was read, or before), `unseeded` those channels."""
 
     chain: list[str] = field(default_factory=list)
     seed_at: dict[str, str] = field(default_factory=dict)
     missing: str | None = None
+    unseeded: frozenset[str] = frozenset()
 
     def reach(self, channel: str) -> list[str]:
         """Ancestors whose writes to `channel` count: up to and including its seed."""
@@ -97,8 +98,25 @@ def walk(lineage: Lineage, target_id: str | None, channels: Iterable[str]) -> Wa
         remaining.difference_update(stored)
         current = parent_id(doc)
     if current is not None and remaining and current not in lineage:
-        result.missing = current
+        result.missing, result.unseeded = current, frozenset(remaining)
     return result
+
+
+def refuse_undeclared_gap(lineage: Lineage, target_id: str, found: Walk, label: str) -> None:
+    """A walk that met a missing ancestor (`found.missing`) for channels the target does
+    not declare as `DeltaChannel`s: `prune` and the `keep_last` trim keep only the
+    ancestors a checkpoint's own `DeltaChannel`s rebuild from, so that gap is no concurrent
+    delete, and reading again cannot close it. (For declared channels it is one: the caller
+    reads again.)"""
+    undeclared = sorted(found.unseeded - set(replayed_channels(lineage[target_id])))
+    if undeclared:
+        raise ValueError(
+            f"get_delta_channel_history: {label}, checkpoint {short_repr(target_id)}: the "
+            f"history of {undeclared} reaches ancestor {short_repr(found.missing)}, which "
+            "is gone: the checkpoint does not declare them as DeltaChannels (metadata "
+            f"{DELTA_COUNTERS!r}), so prune and keep_last kept no ancestors for them; a "
+            "retry cannot help: ask only for the checkpoint's DeltaChannels"
+        )
 
 
 def replayed_channels(doc: LineageDocument) -> list[str]:
@@ -119,6 +137,20 @@ def needed_by(lineage: Lineage, survivors: Iterable[str]) -> set[str]:
         if replayed:
             needed.update(walk(lineage, checkpoint_id, replayed).chain)
     return needed
+
+
+def run_start(lineage_docs: Iterable[LineageDocument], run_id: str) -> str | None:
+    """The newest checkpoint of the namespace (`lineage_docs`) that run `run_id` did not
+    write: the latest as the run found it, whatever it read meanwhile, which a `keep_last`
+    trim during the run keeps so that rolling the run back (`delete_for_runs`) leaves it
+    the latest. A checkpoint without a readable `run_id` counts as another run's."""
+    others = (
+        doc[Field.ID][Field.CHECKPOINT_ID]
+        for doc in lineage_docs
+        if not isinstance(doc.get(Field.METADATA), Mapping)
+        or doc[Field.METADATA].get("run_id") != run_id
+    )
+    return max(others, default=None)
 
 
 def prunable(

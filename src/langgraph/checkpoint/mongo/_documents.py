@@ -61,6 +61,7 @@ from langgraph.checkpoint.mongo._schema import (
     StoredField,
     ThreadDocument,
     WriteDocument,
+    is_pinned,
 )
 from langgraph.checkpoint.mongo.errors import CheckpointTooLargeError
 
@@ -704,12 +705,15 @@ class ThreadInfo(NamedTuple):
         metadata: that checkpoint's metadata, as `get_tuple` returns it.
         ts: that checkpoint's `ts`: when LangGraph created it, as it stores it (an ISO 8601
             string in UTC, for example `"2026-11-27T13:28:44.123456+00:00"`).
+        pinned: whether the thread is kept from `ttl` expiry (`pin_thread`): its latest
+            checkpoint is.
     """
 
     thread_id: str
     config: RunnableConfig
     metadata: CheckpointMetadata
     ts: str
+    pinned: bool = False
 
 
 def thread_info(codec: Codec, doc: ThreadDocument) -> ThreadInfo:
@@ -725,6 +729,7 @@ def thread_info(codec: Codec, doc: ThreadDocument) -> ThreadInfo:
         config=CheckpointRef(thread_id, "", checkpoint_id).config(),
         metadata=metadata,
         ts=checkpoint.get("ts", ""),
+        pinned=is_pinned(doc.get(Field.TOUCHED_AT)),
     )
 
 

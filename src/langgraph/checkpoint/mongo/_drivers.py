@@ -117,11 +117,34 @@ def require_client(client: Any, *, asynchronous: bool) -> None:
     included (a wrapper of one's own subclasses the client it wraps)."""
     saver, takes, wanted = _TAKES[asynchronous]
     if isinstance(client, _loaded(wanted)):
+        _require_fixed_mock(client, asynchronous)
         return
     other_saver, _, other = _TAKES[not asynchronous]
     got = f"{type(client).__module__}.{type(client).__qualname__}"
     hint = f"; a {got} goes with {other_saver}" if isinstance(client, _loaded(other)) else ""
     raise TypeError(f"{saver} takes {takes} (or a subclass of one), got {got}{hint}")
+
+
+# The in-process stand-ins' clients (mongomock-motor's poses as Motor's by its name).
+_MOCKS = (("mongomock", "MongoClient"), ("mongomock_motor", "AsyncMongoMockClient"))
+
+
+def _require_fixed_mock(client: Any, asynchronous: bool) -> None:
+    """Refuse a mongomock client while `testing.apply_mongomock_fixes()` has not run in
+    this process: bare mongomock lacks commands every saver sends (`listCollections`,
+    MongoDB 5.0's `$lookup`), so the first call would fail with mongomock's
+    `NotImplementedError`, naming nothing to do."""
+    mocks = [f"{m}.{n}" for m, n in _MOCKS if isinstance(client, _loaded(((m, n),)))]
+    testing = sys.modules.get("langgraph.checkpoint.mongo.testing")
+    if not mocks or getattr(testing, "_applied", False):
+        return
+    saver, maker = _TAKES[asynchronous][0], "async_client" if asynchronous else "client"
+    raise TypeError(
+        f"{saver} got a plain {mocks[0]}, "
+        "which lacks commands the savers send (listCollections, $lookup with a pipeline): "
+        f"build it with langgraph.checkpoint.mongo.testing.{maker}(), or call "
+        "langgraph.checkpoint.mongo.testing.apply_mongomock_fixes() before the first saver"
+    )
 
 
 async def maybe_await(value: Any) -> Any:

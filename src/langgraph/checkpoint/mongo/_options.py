@@ -81,6 +81,24 @@ def compression(value: Any, option: str = "compression") -> Compression | None:
     return value  # type: ignore[no-any-return]
 
 
+def serde(value: Any, option: str = "serde") -> Any:
+    """`serde`: `None` (LangGraph's `JsonPlusSerializer`), or an object with LangGraph's
+    `SerializerProtocol` (`dumps_typed` and `loads_typed`) or its older untyped one
+    (`dumps` and `loads`, which the base class wraps). Anything else, a name such as
+    `"json"` included, would fail only at the first `put`."""
+    if value is None:
+        return None
+    for methods in (("dumps_typed", "loads_typed"), ("dumps", "loads")):
+        if all(callable(getattr(value, name, None)) for name in methods):
+            return value
+    raise OptionTypeError(
+        option,
+        "must be a serializer object with dumps_typed() and loads_typed() (LangGraph's "
+        "SerializerProtocol, e.g. JsonPlusSerializer() or EncryptedSerializer), or None "
+        f"for LangGraph's default, got {_shown(value)}",
+    )
+
+
 def targeted_joins(value: Any, option: str = "targeted_joins") -> bool:
     """`targeted_joins`: a bool."""
     if not isinstance(value, bool):

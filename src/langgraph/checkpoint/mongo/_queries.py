@@ -211,6 +211,23 @@ class WritesJoin:
         return {"$lookup": lookup}
 
 
+# `db.command(*BUILD_INFO)`: what the server says it is, which `setup()` reads once.
+BUILD_INFO = ("buildInfo",)
+
+
+def joins_by_index(build_info: Mapping[str, Any]) -> bool:
+    """Whether the server (by its `buildInfo`) answers the reads' `$lookup` of pending
+    writes through an index, as MongoDB does with `thread_checkpoint`: then a read joins
+    them in its own aggregation (one round trip); otherwise it reads them apart (two).
+
+    SecantusDB (which names itself with `secantusVersion`) drives a `$lookup` through an
+    index only when one begins with the joined field, and never for a subdocument value
+    such as a write's checkpoint key: its `$lookup` reads the whole writes collection for
+    each checkpoint read, while its `find` of the same writes uses `thread_checkpoint`.
+    """
+    return "secantusVersion" not in build_info
+
+
 @dataclass(frozen=True, slots=True)
 class NamespaceCount:
     """With the saver's `keep_last`: `get_tuple` also returns how many checkpoints the
@@ -272,6 +289,16 @@ def get_tuple_pipeline(
         pipeline.append(count.stage(ref))
     pipeline.append(join.stage(ref.thread_id))
     return pipeline
+
+
+def newest_stamp(
+    thread_id: str,
+) -> tuple[tuple[dict[str, Any], dict[str, Any]], dict[str, Any]]:
+    """`find` arguments of the stamp of a thread's newest root checkpoint (in the index's
+    order: one key and one document read)."""
+    match = {Field.THREAD_ID: thread_id, Field.ID_CHECKPOINT_NS: ""}
+    options = {"sort": list(NEWEST_FIRST.items()), "limit": 1}
+    return (match, {Field.TOUCHED_AT: 1}), options
 
 
 def list_pipeline(
@@ -357,7 +384,7 @@ def threads_pipeline(
     *, after: str | None, metadata_conditions: Mapping[str, Any], limit: int | None
 ) -> list[dict[str, Any]]:
     """Threads in thread id order (those after `after`), each as its latest root
-    checkpoint's id, metadata and serialized checkpoint (`ThreadDocument`).
+    checkpoint's id, metadata, serialized checkpoint and stamp (`ThreadDocument`).
 
     `$sort` in the index's order, then `$group` by its first field taking only `$first`:
     a server answers that with a DISTINCT_SCAN of `thread_ns_checkpoint`, one index seek
@@ -377,6 +404,7 @@ def threads_pipeline(
             (Field.CHECKPOINT, Field.CHECKPOINT),
             (Field.METADATA, Field.METADATA),
             (Field.SERIALIZED_METADATA, Field.SERIALIZED_METADATA),
+            (Field.TOUCHED_AT, Field.TOUCHED_AT),
         )
     }
     pipeline: list[dict[str, Any]] = [
@@ -435,11 +463,16 @@ LINEAGE_PROJECTION = {
     # Where `replayed_channels` is left out, the channels are these counters' keys.
     f"{Field.METADATA}.{DELTA_COUNTERS}": 1,
 }
+# A `keep_last` trim's lineage: also each checkpoint's run (see `_delta.run_start`).
+TRIM_LINEAGE_PROJECTION = {**LINEAGE_PROJECTION, f"{Field.METADATA}.run_id": 1}
 # Lineage documents are small (ids and channel names); one large batch keeps a lineage
 # read to one round trip up to the 16 MiB reply limit (some 50,000 checkpoints).
 LINEAGE_OPTIONS = {"sort": [(Field.ID_CHECKPOINT_ID, DESCENDING)], "batch_size": 100_000}
 # The history read returns one document per checkpoint of the chain: one batch too.
 HISTORY_OPTIONS = {"batchSize": 100_000}
+# The pending writes a read takes apart (`find` options): one batch, up to the 16 MiB reply
+# limit, as the join would have returned them in its own reply.
+WRITES_OPTIONS = {"batch_size": 100_000}
 
 
 def lineage_of(ref: CheckpointRef) -> dict[str, Any]:
@@ -630,13 +663,16 @@ def ttl_retimed(collection: str, seconds: int) -> tuple[tuple[str, str], dict[st
     return ("collMod", collection), {"index": change}
 
 
-def touch_thread(thread_id: str, now: datetime) -> tuple[dict[str, Any], dict[str, Any]]:
+def touch_thread(
+    thread_id: str, now: datetime, pinned: datetime | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Filter and update that move a thread's older documents to the stamp `now`, never
-    backwards (`$not: {$gte: now}` also catches documents without a stamp)."""
-    return (
-        {Field.THREAD_ID: thread_id, Field.TOUCHED_AT: {"$not": {"$gte": now}}},
-        {"$set": {Field.TOUCHED_AT: now}},
-    )
+    backwards (`$not: {$gte: now}` also catches documents without a stamp), and, with
+    `pinned`, its documents stamped `pinned` too (see `_ttl`)."""
+    older: dict[str, Any] = {Field.TOUCHED_AT: {"$not": {"$gte": now}}}
+    if pinned is not None:
+        older = {"$or": [older, {Field.TOUCHED_AT: {"$gte": pinned}}]}
+    return {Field.THREAD_ID: thread_id, **older}, {"$set": {Field.TOUCHED_AT: now}}
 
 
 # Copying threads in from another saver (`migrate`).

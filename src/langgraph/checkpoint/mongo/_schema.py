@@ -9,11 +9,20 @@ as `run_id`) are LangGraph's names, not fields of ours, and are not listed here.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Final, TypedDict
 
 # MongoDB's maxBsonObjectSize, the same on every current server and on Atlas.
 MAX_DOCUMENT_SIZE = 16 * 1024 * 1024
+
+# `thread_touched_at` of a pinned thread's documents (see `_ttl`): a date no TTL index
+# reaches and no move to a bucket's stamp touches.
+PINNED = datetime(9999, 12, 31, tzinfo=timezone.utc)
+
+
+def is_pinned(stamp: object) -> bool:
+    """Whether a stored `thread_touched_at` is `PINNED` (drivers return naive UTC)."""
+    return isinstance(stamp, datetime) and stamp.replace(tzinfo=None) >= PINNED.replace(tzinfo=None)
 
 
 class Field:
@@ -250,9 +259,9 @@ class _ThreadSerializedMetadata(TypedDict, total=False):
     serialized_metadata: StoredValue | None
 
 
-class ThreadDocument(_ThreadSerializedMetadata):
+class ThreadDocument(_ThreadSerializedMetadata, _Stamped):
     """A thread as `list_threads` reads it: its id, and its latest root checkpoint's id,
-    serialized checkpoint and metadata."""
+    serialized checkpoint, metadata and expiry stamp."""
 
     _id: str
     checkpoint_id: str

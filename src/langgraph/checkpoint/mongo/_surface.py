@@ -311,6 +311,48 @@ class SaverSurface(MongoDBSaverBase[ClientT, OpenedT]):
         plan = ops.copy_thread(self.storage, source_thread_id, target_thread_id)
         await self._acall("copy_thread", plan)
 
+    def pin_thread(self, thread_id: str) -> None:
+        """Keep a thread from `ttl` expiry, whatever is written to it, until `unpin_thread`.
+
+        Every document of the thread gets a stamp no TTL pass reaches: one `update_many`
+        per collection, as a stamp move costs. A run learns the pin from its first read
+        and its writes keep it. A run that read the thread before the pin and writes
+        after it wins: the thread then reads as unpinned (`ThreadInfo.pinned`) and
+        expires whole; pin it again.
+
+        Args:
+            thread_id: the thread; one that has nothing stored is no error.
+
+        Raises:
+            TypeError: `thread_id` is not a str.
+            ValueError: `thread_id` is not valid Unicode text or is too long.
+            pymongo.errors.PyMongoError: the server or the network failed; a retry
+                helps (pinning twice is pinning once).
+        """
+        self._call("pin_thread", ops.pin_thread(self.storage, thread_id, True))
+
+    async def apin_thread(self, thread_id: str) -> None:
+        """`pin_thread`, asynchronously: the same argument and errors."""
+        await self._acall("pin_thread", ops.pin_thread(self.storage, thread_id, True))
+
+    def unpin_thread(self, thread_id: str) -> None:
+        """Let a pinned thread expire again, `ttl` after this call or its next write.
+
+        Args:
+            thread_id: the thread; one not pinned, or with nothing stored, is no error.
+
+        Raises:
+            TypeError: `thread_id` is not a str.
+            ValueError: `thread_id` is not valid Unicode text or is too long.
+            pymongo.errors.PyMongoError: the server or the network failed; a retry
+                helps.
+        """
+        self._call("unpin_thread", ops.pin_thread(self.storage, thread_id, False))
+
+    async def aunpin_thread(self, thread_id: str) -> None:
+        """`unpin_thread`, asynchronously: the same argument and errors."""
+        await self._acall("unpin_thread", ops.pin_thread(self.storage, thread_id, False))
+
     def prune(
         self,
         thread_ids: Sequence[str],
@@ -374,6 +416,8 @@ class SaverSurface(MongoDBSaverBase[ClientT, OpenedT]):
             TypeError: `config` is not a dict, or an id in it is not a str.
             ValueError: `config` has no `configurable` dict or no `thread_id`, or an id in it
                 is not valid Unicode text or is too long.
+                A channel the checkpoint does not declare as a `DeltaChannel` whose
+                ancestors a prune or `keep_last` removed (a retry cannot help).
             pymongo.errors.PyMongoError: the server or the network failed.
         """
         plan = ops.delta_history(self.storage, config, channels)

@@ -31,6 +31,18 @@ thread again, which changes nothing stored.
 
 Changing `ttl` changes the index's `expireAfterSeconds` at `setup()` (collMod), which
 applies at once to every thread, idle ones included.
+
+Pinning (`pin`): a pinned thread's documents carry `PINNED`, a date the TTL index never
+reaches and that no move to a bucket touches (`$not: {$gte: now}`). A thread is pinned
+when its newest checkpoint is: a run learns it from its first read (`get_tuple` returns
+that document, stamp included: `learn`), and its writes stamp `PINNED` and move the rest
+of the thread there too (once per process). A write of a run that read the thread
+unpinned moves the thread's pinned documents down with its older ones, so every move
+brings the whole thread into line with its newest checkpoint: a run that read the thread
+before a pin (or an unpin) and writes after it wins, and the thread is whole again at its
+next move. A pin or unpin through this process's savers also tells the writes of the
+process at once, and a write of the process in flight meanwhile lands and then moves
+the thread to the new stamp.
 """
 
 from __future__ import annotations
@@ -46,6 +58,7 @@ from pymongo import UpdateMany
 
 from langgraph.checkpoint.mongo import _queries
 from langgraph.checkpoint.mongo._commands import Command, Method, Plan, Target
+from langgraph.checkpoint.mongo._schema import PINNED
 
 BUCKETS_PER_TTL = 16
 # Threads remembered per set of collections, and sets of collections per process.
@@ -80,17 +93,40 @@ class ThreadMoves:
         self._claimed: dict[str, datetime] = {}
         # Writes in flight, per thread.
         self._writing: dict[str, list[StampedWrite]] = {}
+        # Whether each thread was pinned when this process last read or (un)pinned it.
+        self._pinned: OrderedDict[str, bool] = OrderedDict()
         self._lock = threading.Lock()
+
+    def learn(self, thread_id: str, pinned: bool | None) -> None:
+        """A read found the thread's newest checkpoint pinned or not, or a pin or unpin
+        of this process landed: the process's next writes of the thread stamp so
+        (`None`: a read found no root checkpoint, a thread deleted or never written)."""
+        with self._lock:
+            if pinned is None:
+                self._pinned.pop(thread_id, None)
+                return
+            self._pinned[thread_id] = pinned
+            self._pinned.move_to_end(thread_id)
+            while len(self._pinned) > _CACHE_SIZE:
+                self._pinned.popitem(last=False)
+
+    def pinned(self, thread_id: str) -> bool | None:
+        """What `learn` last said of the thread (`None`: nothing, or forgotten)."""
+        with self._lock:
+            return self._pinned.get(thread_id)
 
     def needs_move(self, thread_id: str, stamp: datetime) -> bool:
         with self._lock:
             return self._moved.get(thread_id) != stamp
 
     def start_write(self, thread_id: str, stamp: Callable[[], datetime]) -> StampedWrite:
-        """A write of the thread begins: its stamp, taken (by calling `stamp`) and
-        registered in one step, so that no move claimed after it overtakes it."""
+        """A write of the thread begins: its stamp (`PINNED` for a thread learned pinned,
+        else `stamp()`), taken and registered in one step, so that no move claimed after
+        it overtakes it."""
         with self._lock:
-            write = StampedWrite(thread_id, stamp(), self)
+            write = StampedWrite(
+                thread_id, PINNED if self._pinned.get(thread_id) else stamp(), self
+            )
             self._writing.setdefault(thread_id, []).append(write)
             return write
 
@@ -106,15 +142,16 @@ class ThreadMoves:
     def claim(self, thread_id: str, stamp: datetime, bucket: timedelta) -> bool:
         """Whether the caller is the one write of this process that moves the thread to
         `stamp`: not when it was moved there already, another write is moving it, or a
-        write of the thread stamped in the bucket before is still in flight (it moves
-        the thread once it landed). The winner calls `moved` once its commands
-        succeeded, or `release`."""
+        write of the thread stamped in the bucket before (or, to or from `PINNED`, any
+        write stamped otherwise) is still in flight (it moves the thread once it
+        landed). The winner calls `moved` once its commands succeeded, or `release`."""
         with self._lock:
             if self._moved.get(thread_id) == stamp or self._claimed.get(thread_id) == stamp:
                 return False
-            writing = self._writing.get(thread_id, ())
-            if any(stamp - bucket <= w.stamp < stamp for w in writing):
-                return False
+            for w in self._writing.get(thread_id, ()):
+                pinning = PINNED in (stamp, w.stamp)
+                if w.stamp != stamp and (pinning or stamp - bucket <= w.stamp < stamp):
+                    return False
             self._claimed[thread_id] = stamp
             return True
 
@@ -184,6 +221,10 @@ class ThreadExpiry:
     def needs_move(self, thread_id: str, stamp: datetime) -> bool:
         return self.moves.needs_move(thread_id, stamp)
 
+    def stamp_of(self, thread_id: str) -> datetime:
+        """The stamp a write of the thread would take now (`PINNED`, or `stamp()`)."""
+        return PINNED if self.moves.pinned(thread_id) else self.stamp()
+
     def claim(self, thread_id: str, stamp: datetime) -> bool:
         return self.moves.claim(thread_id, stamp, self.bucket)
 
@@ -223,7 +264,9 @@ def move_thread(
         if ride is not None:
             yield ride.send(())
         return
-    touch = _queries.touch_thread(thread_id, stamp)
+    # A run that read the thread unpinned brings its pinned documents down too.
+    unpin = stamp != PINNED and expiry.moves.pinned(thread_id) is False
+    touch = _queries.touch_thread(thread_id, stamp, PINNED if unpin else None)
     try:
         for target in (Target.WRITES, Target.CHECKPOINTS):
             if ride is not None and target is ride.target:
@@ -262,9 +305,31 @@ def stamped_write(
         yield from move_thread(expiry, thread_id, stamp, Ride(target, send))
     finally:
         write.end()
-    now = expiry.stamp()
+    now = expiry.stamp_of(thread_id)
     if now != stamp:
         yield from move_thread(expiry, thread_id, now)
+
+
+def pin(expiry: ThreadExpiry | None, thread_id: str, pinned: bool) -> Plan[None]:
+    """`pin_thread` (`pinned`) or `unpin_thread`: every document of the thread to `PINNED`,
+    or from it to the current stamp (the bucket's, or now without `ttl`: the unpin counts
+    as a write), one `update_many` per collection, as a move costs. Ordered for crashes
+    as a move is: a pin moves the pending writes first, an unpin the checkpoints first,
+    so a crash in between leaves writes that only outlive their checkpoints, and the
+    thread's newest checkpoint says what the next move brings the rest to.
+
+    This process's writes learn it at once (`ThreadMoves.learn`). It claims no move: a
+    write of the process in flight meanwhile moves the thread once it landed, and the
+    first write after it moves the thread once more (the writes of a pinned thread move
+    it once per process, to `PINNED`, whatever the bucket).
+    """
+    stamp = PINNED if pinned else expiry.stamp() if expiry else _now()
+    touch = _queries.touch_thread(thread_id, stamp, None if pinned else PINNED)
+    if expiry is not None:
+        expiry.moves.learn(thread_id, pinned)
+    order = (Target.WRITES, Target.CHECKPOINTS)
+    for target in order if pinned else reversed(order):
+        yield Command(target, Method.UPDATE_MANY, touch)
 
 
 def move_after_copy(

@@ -53,7 +53,7 @@ from typing import Any, TypeVar
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pymongo import AsyncMongoClient
-from pymongo.errors import ConfigurationError, ServerSelectionTimeoutError
+from pymongo.errors import ConfigurationError, OperationFailure, ServerSelectionTimeoutError
 
 from langgraph.checkpoint.mongo import _options
 from langgraph.checkpoint.mongo._base import (
@@ -67,6 +67,7 @@ from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES, DEFAU
 from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, close_client
 from langgraph.checkpoint.mongo._options import AllowedTypes, redact_uri
 from langgraph.checkpoint.mongo.aio import AsyncMongoDBSaver
+from langgraph.checkpoint.mongo.errors import AUTHENTICATION_FAILED, server_message
 
 T = TypeVar("T")
 
@@ -230,6 +231,15 @@ async def checkpointer(
                 f"no MongoDB server of {where} could be reached at startup (the URI's "
                 f"serverSelectionTimeoutMS sets how long setup() waits): {error}",
                 error.details,
+            ) from error
+        except OperationFailure as error:
+            if error.code != AUTHENTICATION_FAILED:
+                raise
+            where = f"MONGODB_URI {redact_uri(settings.uri)!r}" if settings.uri else "the client"
+            raise OperationFailure(
+                f"the server of {where} refused the login ({server_message(error)}): check "
+                "the user name, password and authSource in MONGODB_URI",
+                error.code,
             ) from error
         yield saver
     finally:

@@ -55,24 +55,53 @@ class CheckpointTooLargeError(ValueError):
         )
 
 
+# The server's codes for a user who lacks a privilege (`Unauthorized`), and for
+# credentials it does not accept (`AuthenticationFailed`).
+UNAUTHORIZED = 13
+AUTHENTICATION_FAILED = 18
+_OPERATIONS_DOCS = (
+    "https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/operations/"
+    "#mongodb-compatible-services"
+)
+
+
+def server_message(error: BaseException) -> str:
+    """What the server said (its `errmsg`), without the reply document PyMongo appends."""
+    details = getattr(error, "details", None)
+    message = details.get("errmsg") if isinstance(details, Mapping) else None
+    return str(message) if message else str(error)
+
+
 class IndexCreationError(RuntimeError):
     """`setup()` could not create an index; names the index, its collection and the fix.
 
-    MongoDB-compatible services refuse some index kinds. `setup(skip_indexes=...)` or
-    `setup(create_indexes=False)` skip them; create equivalents by hand where possible.
+    MongoDB-compatible services refuse some index kinds, and a user may lack the
+    `createIndex` privilege. `setup(skip_indexes=...)` or `setup(create_indexes=False)`
+    skip them; create equivalents by hand where possible. `unauthorized`: the user may
+    not create indexes at all.
     """
 
     def __init__(self, collection: str, index: Mapping[str, Any], cause: Exception) -> None:
         self.collection = collection
         self.index = dict(index)
+        self.unauthorized = getattr(cause, "code", None) == UNAUTHORIZED
         name = index.get("name")
+        if self.unauthorized:
+            super().__init__(
+                f"setup() may not create indexes on collection {collection!r} (the user "
+                f"lacks the createIndex privilege: {server_message(cause)}): have them "
+                "created by a user who may, then call setup(create_indexes=False) before the "
+                "saver's first command (which otherwise runs setup() itself), once per "
+                f"process; see {_OPERATIONS_DOCS}"
+            )
+            return
         super().__init__(
             f"setup() could not create index {name!r} {dict(index.get('key', {}))} on "
             f"collection {collection!r}: {cause}. If your service refuses this kind of index "
             f"(some MongoDB-compatible services do), call setup(skip_indexes={{{name!r}}}) "
             "and create an equivalent index yourself, or setup(create_indexes=False), "
-            "before the saver's first command (which otherwise runs setup() itself); see "
-            "https://langgraph-checkpoint-mongo.github.io/langgraph-checkpoint-mongo/operations/#mongodb-compatible-services"
+            f"before the saver's first command (which otherwise runs setup() itself); see "
+            f"{_OPERATIONS_DOCS}"
         )
 
 

@@ -139,13 +139,14 @@ class MongoDBSaver(SaverSurface[MongoClient[Any], AbstractContextManager["MongoD
         binary one, or holding the official `langgraph-checkpoint-mongodb` saver's
         documents, is refused.
 
-        The saver calls it itself before its first command unless it already ran (with
-        any options) in this process on the same collections (the same deployment,
-        database and collection names, `ttl` and `targeted_joins`): once per process,
-        also when many first calls come at once, so a saver built per request sends no
-        setup command after the first; a failed or cancelled `setup()` is tried again by
-        the next call. Called yourself, it always does its whole job (a dropped index
-        is created again).
+        The saver calls it itself before its first command unless a `setup()` of this
+        process on the same collections (the same deployment, database and collection
+        names, `ttl` and `targeted_joins`) left every index the saver's options ask for:
+        once per process, also when many first calls come at once, so a saver built per
+        request sends no setup command after the first; a failed or cancelled `setup()`
+        is tried again by the next call. Called yourself, it always does its whole job
+        (a dropped index is created again). An index the server refuses that a `setup()`
+        of this process was told to skip is left out with a warning.
 
         Args:
             create_indexes: `False` creates no index (your operators manage them); the
@@ -158,7 +159,7 @@ class MongoDBSaver(SaverSurface[MongoClient[Any], AbstractContextManager["MongoD
                 official saver's documents, or has an index named like the TTL index on
                 other keys; or `skip_indexes` names an unknown index.
             IndexCreationError: the server refused an index (named, with the switches
-                that skip it).
+                that skip it), or the user may not create indexes.
             pymongo.errors.PyMongoError: the server or the network failed.
         """
         run_plan(self._setup_plan(create_indexes, skip_indexes), self._executor("setup"))

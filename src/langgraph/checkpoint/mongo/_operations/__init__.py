@@ -24,7 +24,7 @@ from langgraph.checkpoint.mongo._operations.copy import (
     thread_document_counts,
 )
 from langgraph.checkpoint.mongo._operations.history import delta_history, history_page
-from langgraph.checkpoint.mongo._operations.indexes import setup
+from langgraph.checkpoint.mongo._operations.indexes import index_names, setup
 from langgraph.checkpoint.mongo._operations.read import (
     checkpoint_counts,
     get_tuple,
@@ -33,6 +33,7 @@ from langgraph.checkpoint.mongo._operations.read import (
     read_tuple,
     refresh_on_read,
     stored_size,
+    thread_pinned,
 )
 from langgraph.checkpoint.mongo._operations.retention import (
     checkpoint_id_time,
@@ -45,15 +46,22 @@ from langgraph.checkpoint.mongo._operations.state import (
     ReadCheckpoint,
     RunStarts,
     Storage,
+    WritesReads,
     count_bound,
     slack,
 )
-from langgraph.checkpoint.mongo._operations.write import put, put_writes, store_checkpoint
+from langgraph.checkpoint.mongo._operations.write import (
+    pin_thread,
+    put,
+    put_writes,
+    store_checkpoint,
+)
 
 __all__ = [
     "ReadCheckpoint",
     "RunStarts",
     "Storage",
+    "WritesReads",
     "checkpoint_counts",
     "checkpoint_id_time",
     "checkpoint_keys_of_thread",
@@ -64,8 +72,10 @@ __all__ = [
     "delta_history",
     "get_tuple",
     "history_page",
+    "index_names",
     "list_checkpoints",
     "list_threads",
+    "pin_thread",
     "prune",
     "put",
     "put_writes",
@@ -79,5 +89,6 @@ __all__ = [
     "stored_documents",
     "stored_size",
     "thread_document_counts",
+    "thread_pinned",
     "trim_after_put",
 ]

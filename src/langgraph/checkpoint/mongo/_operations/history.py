@@ -3,7 +3,7 @@ namespace's checkpoints for `threads history`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import bson
@@ -31,13 +31,10 @@ from langgraph.checkpoint.mongo._schema import (
 from langgraph.checkpoint.mongo.errors import ThreadChangedError
 
 
-def _find_lineage(query: dict[str, Any]) -> Command:
-    return Command(
-        Target.CHECKPOINTS,
-        Method.FIND,
-        (query, _queries.LINEAGE_PROJECTION),
-        _queries.LINEAGE_OPTIONS,
-    )
+def _find_lineage(
+    query: dict[str, Any], projection: Mapping[str, Any] = _queries.LINEAGE_PROJECTION
+) -> Command:
+    return Command(Target.CHECKPOINTS, Method.FIND, (query, projection), _queries.LINEAGE_OPTIONS)
 
 
 # A delta history read that keeps meeting a concurrent delete gives up after this many.
@@ -67,12 +64,14 @@ def delta_history(
         )
         found = _delta.walk(lineage, target_id, wanted)
         if found.missing is not None:
+            assert target_id is not None  # a walk from no checkpoint misses nothing
+            _delta.refuse_undeclared_gap(lineage, target_id, found, namespace_label(*ref[:2]))
             continue  # an ancestor deleted while the read ran: a short chain is wrong
         docs: list[HistoryDocument] = []
         if found.chain:
             seeds = found.seed_at.values()
             pipeline = _queries.history_pipeline(ref, found.chain, seeds, wanted, storage.join)
-            docs = yield from _read_joined(pipeline, _queries.HISTORY_OPTIONS, wanted)
+            docs = yield from _read_joined(storage, pipeline, _queries.HISTORY_OPTIONS, wanted)
             yield from _chunks.resolve(docs)
         if {doc[Field.ID][Field.CHECKPOINT_ID] for doc in docs} == set(found.chain):
             if storage.keep_last is not None and target_id in lineage:
@@ -112,7 +111,8 @@ def history_page(
     """Up to `limit` checkpoints of a namespace older than `before`, newest first, each
     with its stored size (the checkpoint and its pending writes, as BSON, chunks
     included): one aggregation on the `thread_ns_checkpoint` index, whatever the length
-    of the thread (`threads history`)."""
+    of the thread (`threads history`); two (the writes read apart) where the server's
+    `$lookup` scans (`WritesReads`)."""
     pipeline = _queries.list_pipeline(
         thread_id=require_str(thread_id, "thread_id"),
         checkpoint_ns=require_str(checkpoint_ns, "checkpoint_ns"),
@@ -122,6 +122,8 @@ def history_page(
         limit=limit,
         join=storage.join,
     )
-    docs: list[JoinedCheckpoint] = yield from _read_joined(pipeline, _queries.page_options(limit))
+    docs: list[JoinedCheckpoint] = yield from _read_joined(
+        storage, pipeline, _queries.page_options(limit)
+    )
     yield from _chunks.resolve(docs)
     return [(checkpoint_tuple(storage.codec, doc), len(bson.encode(doc))) for doc in docs]

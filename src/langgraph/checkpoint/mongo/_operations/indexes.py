@@ -16,7 +16,13 @@ from langgraph.checkpoint.mongo._logging import logger
 from langgraph.checkpoint.mongo._operations.state import Storage
 from langgraph.checkpoint.mongo._schema import Field
 from langgraph.checkpoint.mongo._ttl import ThreadExpiry
-from langgraph.checkpoint.mongo.errors import IndexCreationError
+from langgraph.checkpoint.mongo.errors import UNAUTHORIZED, IndexCreationError
+
+
+def index_names(storage: Storage) -> frozenset[str]:
+    """The indexes `setup()` creates for a saver of these options (`setup`'s `needs`)."""
+    names = {index.document["name"] for _, index in _queries.indexes(storage.join)}
+    return frozenset(names | ({_queries.TTL_INDEX_NAME} if storage.expiry else set()))
 
 
 def setup(
@@ -24,10 +30,13 @@ def setup(
     names: Mapping[Target, str],
     create_indexes: bool,
     skip_indexes: Collection[str],
-) -> Plan[None]:
-    """Check both collections, then create the indexes they lack: on a new database
-    three commands (one listCollections, one createIndexes per collection), on one set
-    up before three reads (the listCollections and each collection's listIndexes).
+) -> Plan[frozenset[str]]:
+    """Ask the server what it is (`buildInfo`: how reads get pending writes there, see
+    `WritesReads`), check both collections, then create the indexes they lack: on a new
+    database four commands (buildInfo, one listCollections, one createIndexes per
+    collection), on one set up before four reads (buildInfo, the listCollections and
+    each collection's listIndexes). Returns which of the saver's indexes (`index_names`)
+    the collections now have.
 
     Every check reads before the first write: a collation other than the binary one,
     the official saver's indexes, an index named like the TTL index on other keys.
@@ -39,6 +48,8 @@ def setup(
         raise ValueError(
             f"skip_indexes names unknown indexes {sorted(unknown)}; the indexes are {sorted(known)}"
         )
+    build_info = yield Command(Target.DATABASE, Method.COMMAND, _queries.BUILD_INFO)
+    storage.reads.joined = _queries.joins_by_index(build_info)
     targets = (Target.CHECKPOINTS, Target.WRITES)
     listed = yield Command(
         Target.DATABASE,
@@ -55,8 +66,9 @@ def setup(
         else:
             existing[target] = {}
         _refuse_foreign_index(names[target], existing[target])
+    have = {name for target in targets for name in existing[target]} & index_names(storage)
     if not create_indexes:
-        return
+        return frozenset(have)
     expiry = storage.expiry if _queries.TTL_INDEX_NAME not in skip else None
     if _queries.TTL_INDEX_NAME not in skip:
         for target in targets:
@@ -77,6 +89,7 @@ def setup(
         if seconds is not None and ttl is not None and ttl.get("expireAfterSeconds") != seconds:
             retimed = _queries.ttl_retimed(names[target], seconds)
             yield Command(Target.DATABASE, Method.COMMAND, *retimed)
+    return (index_names(storage) - skip) | have
 
 
 def _refuse_collation(collection: str, options: Mapping[str, Any]) -> None:
@@ -136,10 +149,11 @@ def _refuse_other_ttl_index(
 
 
 # Failures of createIndexes that are not the server refusing an index: the error comes
-# out as the server sent it (a write concern that cannot be met, an authorization
-# failure, a time limit, a node that stopped being primary), without index advice.
+# out as the server sent it (a write concern that cannot be met, a failed login, a time
+# limit, a node that stopped being primary), without index advice. (A user without the
+# createIndex privilege is told how to run without creating indexes: `IndexCreationError`.)
 _NOT_INDEX_REFUSALS = frozenset(
-    {13, 18, 50, 64, 79, 91, 100, 189, 262, 10107, 11600, 11602, 13435, 13436}
+    {18, 50, 64, 79, 91, 100, 189, 262, 10107, 11600, 11602, 13435, 13436}
 )
 
 
@@ -151,6 +165,8 @@ def _create_indexes(collection: str, target: Target, indexes: Sequence[IndexMode
     try:
         yield Command(target, Method.CREATE_INDEXES, (list(indexes),))
     except OperationFailure as exc:
+        if exc.code == UNAUTHORIZED:  # the user may not create indexes (no privilege)
+            raise IndexCreationError(collection, indexes[0].document, exc) from exc
         if isinstance(exc, WriteConcernError) or exc.code in _NOT_INDEX_REFUSALS:
             note = getattr(exc, "add_note", None)
             if note is not None:

@@ -55,6 +55,7 @@ from langgraph.checkpoint.mongo._schema import (
     Joined,
     JoinedCheckpoint,
     WriteDocument,
+    is_pinned,
 )
 from langgraph.checkpoint.mongo._ttl import move_thread
 
@@ -75,16 +76,23 @@ def join_too_large(error: BaseException) -> bool:
 
 
 def _read_apart(
-    pipeline: list[dict[str, Any]], channels: list[str] | None = None
+    pipeline: list[dict[str, Any]],
+    channels: list[str] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Plan[list[Any]]:
     """The checkpoints of a read pipeline, then their writes in one `find`: two round
-    trips instead of one, for checkpoints too large to return with their writes."""
-    docs: list[Joined] = yield Command(Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,))
+    trips instead of one, for checkpoints too large to return with their writes, and on
+    servers whose `$lookup` would read every write (`WritesReads`)."""
+    docs: list[Joined] = yield Command(
+        Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,), options or {}
+    )
     if docs:
         # A single checkpoint's chunks come with its writes; a page's are read one
         # checkpoint at a time, as it is returned (see `_chunks.resolve`).
         query = _queries.writes_of([d[Field.ID] for d in docs], channels, chunks=len(docs) == 1)
-        writes: list[WriteDocument] = yield Command(Target.WRITES, Method.FIND, (query,))
+        writes: list[WriteDocument] = yield Command(
+            Target.WRITES, Method.FIND, (query,), _queries.WRITES_OPTIONS
+        )
         joined: dict[KeyFields, list[WriteDocument]] = {}
         for write in writes:
             joined.setdefault(key_fields(write[Field.ID][Field.CHECKPOINT]), []).append(write)
@@ -94,12 +102,16 @@ def _read_apart(
 
 
 def _read_joined(
+    storage: Storage,
     pipeline: list[dict[str, Any]],
     options: Mapping[str, Any] | None = None,
     channels: list[str] | None = None,
 ) -> Plan[list[Any]]:
     """A read pipeline's documents (`Joined`) with their writes: one aggregation, or read
-    apart when the server refuses a joined document over 16 MiB."""
+    apart where the server's `$lookup` would read every write (`WritesReads`) or when
+    it refuses a joined document over 16 MiB."""
+    if not storage.reads.joined:
+        return (yield from _read_apart(_queries.without_join(pipeline), channels, options))
     try:
         docs: list[Joined] = yield Command(
             Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,), options or {}
@@ -121,12 +133,17 @@ def get_tuple(storage: Storage, config: RunnableConfig) -> SaverPlan[CheckpointT
 def read_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple | None]:
     ref = ref_from_config(config)
     pipeline = _queries.get_tuple_pipeline(ref, storage.join, storage.count)
-    docs: list[JoinedCheckpoint] = yield from _read_joined(pipeline)
+    docs: list[JoinedCheckpoint] = yield from _read_joined(storage, pipeline)
     if not docs:
         if ref.checkpoint_id is not None:
             _warn_not_stored(ref)
+        elif storage.expiry is not None and not ref.checkpoint_ns:
+            # A new thread, or one deleted since (by any process): no pin to keep.
+            storage.expiry.moves.learn(ref.thread_id, None)
         return None
     stored = docs[0].pop(Field.STORED, None)
+    if storage.expiry is not None:
+        storage.expiry.moves.learn(ref.thread_id, is_pinned(docs[0].get(Field.TOUCHED_AT)))
     yield from _chunks.resolve(docs)
     found = checkpoint_tuple(storage.codec, docs[0])
     if storage.keep_last is not None:
@@ -178,7 +195,7 @@ def refresh_on_read(
     if expiry is None or not storage.refresh_ttl_on_read or config is None:
         return
     thread_id = list_scope(config)[0]
-    stamp = expiry.stamp()
+    stamp = expiry.stamp_of(thread_id)
     if expiry.needs_move(thread_id, stamp):
         yield Detach("refresh_ttl_on_read", move_thread(expiry, thread_id, stamp))
 
@@ -193,14 +210,16 @@ LIST_APART_PAGE = 25
 class _ListedDocuments:
     """The documents of a `list` pipeline in order: streamed from one aggregation; after
     the server refuses a joined document over 16 MiB (`join_too_large`), the rest in
-    pages read apart, from where the stream stopped."""
+    pages read apart, from where the stream stopped; all in pages read apart where the
+    server's `$lookup` would read every write (`joined` false: see `WritesReads`)."""
 
-    def __init__(self, pipeline: list[dict[str, Any]]) -> None:
+    def __init__(self, pipeline: list[dict[str, Any]], *, joined: bool) -> None:
         self.pipeline = pipeline
         # The request for the stream's next document, once its cursor is open.
         self.next_document: NextDocument | None = None
-        self.streaming = True
+        self.streaming = joined
         self.page: list[JoinedCheckpoint] = []
+        self.exhausted = False
         self.last: JoinedCheckpoint | None = None
 
     def next(self, page_size: int) -> Generator[ListStep, Any, JoinedCheckpoint | None]:
@@ -219,8 +238,12 @@ class _ListedDocuments:
                     self.last = doc
                 return doc
         if not self.page:
+            if self.exhausted:
+                return None
             pipeline = _queries.without_join(self.pipeline, self.last, page_size)
             self.page = yield from _read_apart(pipeline)
+            # A short page is the last: no read more to learn that.
+            self.exhausted = len(self.page) < page_size
             if not self.page:
                 return None
         self.last = self.page.pop(0)
@@ -260,7 +283,7 @@ def list_checkpoints(
         limit=limit if metadata.exact else None,
         join=storage.join,
     )
-    documents = _ListedDocuments(pipeline)
+    documents = _ListedDocuments(pipeline, joined=storage.reads.joined)
     listed = 0
     while True:
         page_size = LIST_APART_PAGE
@@ -347,6 +370,15 @@ def stored_size(ref: CheckpointRef) -> Plan[StoredSize | None]:
         return None
     yield from _chunks.resolve(docs)
     return StoredSize(len(bson.encode(docs[0])), largest_channels(docs[0][Field.CHANNEL_VALUES]))
+
+
+def thread_pinned(thread_id: str) -> Plan[bool | None]:
+    """Whether a thread is pinned (`pin_thread`): its newest root checkpoint is, as
+    `ThreadInfo.pinned` says (one `find` of that document's stamp); `None`: the thread
+    has no root checkpoint."""
+    query, options = _queries.newest_stamp(require_str(thread_id, "thread_id"))
+    docs = yield Command(Target.CHECKPOINTS, Method.FIND, query, options)
+    return is_pinned(docs[0].get(Field.TOUCHED_AT)) if docs else None
 
 
 def checkpoint_counts(thread_ids: Sequence[str]) -> Plan[dict[str, dict[str, int]]]:

@@ -97,7 +97,7 @@ def trim_after_put(
     if not started_from:
         return
     namespace = CheckpointRef(ref.thread_id, ref.checkpoint_ns, None)
-    trim = _trim(keep_last, namespace, started_from, counted=start.over is not None)
+    trim = _trim(keep_last, namespace, started_from, run_id, counted=start.over is not None)
     yield Detach("keep_last", trim)
 
 
@@ -105,17 +105,24 @@ def _trim(
     keep_last: int,
     namespace: CheckpointRef,
     started_from: Sequence[ReadCheckpoint],
+    run_id: str | None,
     *,
     counted: bool,
 ) -> Plan[None]:
+    """The trim of `trim_after_put`. What the server holds decides what the run started
+    from, beside what this process saw it read: the newest checkpoint the putting run did
+    not write stays (a read of an older one while the run goes on, a UI browsing the
+    history, would otherwise move the boundary past it)."""
     if not counted:  # no count came with the read (`targeted_joins=False`)
         bound = count_bound(keep_last)
         pipeline = _queries.namespace_count(namespace, bound)
         found = yield Command(Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,))
         if not found or found[0][Field.COUNT] < bound:
             return
-    lineage = yield _find_lineage(_queries.lineage_of(namespace))
+    lineage = yield _find_lineage(_queries.lineage_of(namespace), _queries.TRIM_LINEAGE_PROJECTION)
     protect = [read.checkpoint_id for read in started_from]
+    if run_id is not None and (start := _delta.run_start(lineage, run_id)) is not None:
+        protect.append(start)
     boundary = _boundary(started_from)
     doomed = _delta.prunable(lineage, keep_last, boundary=boundary, protect=protect)
     yield from _delete_checkpoints(doomed, checkpoints_first=True)

@@ -15,6 +15,18 @@ from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES
 from langgraph.checkpoint.mongo._ttl import ThreadExpiry
 
 
+@dataclass(slots=True)
+class WritesReads:
+    """How reads get each checkpoint's pending writes on the saver's server: `joined`, in
+    the read's own aggregation (the `$lookup` of `Storage.join`: one round trip), or
+    else apart, the checkpoints and then their writes by one `find` (two), on a server
+    whose `$lookup` would read the whole writes collection for each checkpoint
+    (`_queries.joins_by_index`). `setup()` decides from what the server says it is, and
+    the process remembers it with the setup (`_base.SetupState`)."""
+
+    joined: bool = True
+
+
 @dataclass(frozen=True, slots=True)
 class Storage:
     """What the plans need of a saver besides each call's arguments (no client: they do
@@ -38,6 +50,8 @@ class Storage:
         max_bytes: the largest checkpoint or pending write stored (`state_max_bytes`).
         warn_bytes: the size of a checkpoint from which `put` logs a warning
             (`state_warn_bytes`; 0: never).
+        reads: how reads get pending writes on this server (`setup()` decides); shared
+            with `with_allowlist` copies, as the collections are.
     """
 
     codec: Codec
@@ -50,6 +64,7 @@ class Storage:
     refresh_ttl_on_read: bool = False
     max_bytes: int = DEFAULT_STATE_MAX_BYTES
     warn_bytes: int = 0
+    reads: WritesReads = field(default_factory=WritesReads)
 
     def forget_threads(self, thread_ids: Sequence[str]) -> None:
         """A delete changed these threads: drop what this process remembers of them."""

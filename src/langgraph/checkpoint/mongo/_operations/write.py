@@ -11,7 +11,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 from pymongo import UpdateMany
 
-from langgraph.checkpoint.mongo import _chunks, _queries
+from langgraph.checkpoint.mongo import _chunks, _queries, _ttl
 from langgraph.checkpoint.mongo._channel_values import StoredValues, stored_values
 from langgraph.checkpoint.mongo._commands import Command, Method, Plan, SaverPlan, Target
 from langgraph.checkpoint.mongo._documents import (
@@ -20,7 +20,7 @@ from langgraph.checkpoint.mongo._documents import (
     new_checkpoint,
     stored_writes,
 )
-from langgraph.checkpoint.mongo._keys import checkpoint_key, ref_from_config
+from langgraph.checkpoint.mongo._keys import checkpoint_key, ref_from_config, require_str
 from langgraph.checkpoint.mongo._operations.retention import trim_after_put
 from langgraph.checkpoint.mongo._operations.state import Storage
 from langgraph.checkpoint.mongo._schema import CheckpointDocument, Field
@@ -161,3 +161,8 @@ def put_writes(
     finally:
         if write is not None:
             write.end()
+
+
+def pin_thread(storage: Storage, thread_id: str, pinned: bool) -> Plan[None]:
+    """`pin_thread` (`pinned`) and `unpin_thread`: see `_ttl.pin`."""
+    yield from _ttl.pin(storage.expiry, require_str(thread_id, "thread_id"), pinned)

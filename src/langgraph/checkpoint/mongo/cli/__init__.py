@@ -28,6 +28,7 @@ from langgraph.checkpoint.mongo.cli._common import (
     SetupError,
     UsageError,
 )
+from langgraph.checkpoint.mongo.errors import server_message
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -73,7 +74,7 @@ def main(
     except (SetupError, NotFoundError) as exc:
         return _failed(out, err, str(exc), 1, as_json)
     except Exception as exc:  # any failure: one line (drivers name the server or document)
-        return _failed(out, err, f"{type(exc).__name__}: {exc}", 1, as_json)
+        return _failed(out, err, f"{type(exc).__name__}: {server_message(exc)}", 1, as_json)
 
 
 def _failed(out: TextIO, err: TextIO, problem: str, code: int, as_json: bool) -> int:

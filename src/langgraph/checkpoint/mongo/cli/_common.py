@@ -13,11 +13,12 @@ from types import TracebackType
 from typing import Any, NoReturn, TextIO, TypeVar
 
 from pymongo import MongoClient
-from pymongo.errors import InvalidURI, ServerSelectionTimeoutError
+from pymongo.errors import InvalidURI, OperationFailure, ServerSelectionTimeoutError
 
 from langgraph.checkpoint.mongo import _options
 from langgraph.checkpoint.mongo._drivers import DRIVER_INFO
 from langgraph.checkpoint.mongo._options import redact_uri
+from langgraph.checkpoint.mongo.errors import AUTHENTICATION_FAILED, server_message
 
 T = TypeVar("T")
 
@@ -128,6 +129,14 @@ def connect(uri: str, what: str, seconds: float) -> MongoClient[dict[str, Any]]:
         raise SetupError(
             f"cannot reach the {what} at {redact_uri(uri)}: no server answered within "
             f"{seconds:g} s (--timeout): {exc}"
+        ) from None
+    except OperationFailure as exc:
+        connected.close()
+        if exc.code != AUTHENTICATION_FAILED:
+            raise
+        raise SetupError(
+            f"the {what} at {redact_uri(uri)} refused the login ({server_message(exc)}): "
+            "check the user name, password and authSource in that URI"
         ) from None
     return connected
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -211,11 +211,14 @@ def _check_arguments(args: argparse.Namespace) -> None:
 
 
 @contextmanager
-def _source(args: argparse.Namespace) -> Iterator[Source]:
+def _source(args: argparse.Namespace, err: TextIO) -> Iterator[Source]:
     if args.from_mongodb is not None:
         client = connect(args.from_mongodb, "source (--from-mongodb)", args.timeout)
         try:
             _require_official_collections(client, args)
+            if _holds_our_documents(client[args.from_db][args.from_checkpoints]):
+                yield _our_collections(client, args, err)
+                return
             yield OfficialMongoDBSource(
                 client[args.from_db],
                 args.from_checkpoints,
@@ -240,6 +243,27 @@ def _source(args: argparse.Namespace) -> Iterator[Source]:
         yield SqliteSaver(conn)
     finally:
         conn.close()
+
+
+def _holds_our_documents(collection: Any) -> bool:
+    """Whether a source collection holds this package's documents (a composite `_id`),
+    not the official saver's: both use the same default names."""
+    doc = collection.find_one({}, {"_id": 1})
+    return doc is not None and isinstance(doc["_id"], Mapping)
+
+
+def _our_collections(client: MongoClient[Any], args: argparse.Namespace, err: TextIO) -> Source:
+    """This package's collections as the source, read through its saver (set up with no
+    index created: the source is only read)."""
+    where = f"{args.from_db}.{args.from_checkpoints}"
+    print(
+        f"note: {where} holds langgraph-checkpoint-mongo's own documents, not "
+        "langgraph-checkpoint-mongodb's: copying them through this package's saver",
+        file=err,
+    )
+    saver = MongoDBSaver(client, args.from_db, args.from_checkpoints, args.from_writes)
+    saver.setup(create_indexes=False)
+    return saver
 
 
 def _require_official_collections(client: MongoClient[Any], args: argparse.Namespace) -> None:
@@ -288,7 +312,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run `copy-threads`; an error propagates to `main`, which prints it in one line."""
     _check_arguments(args)
     show = not args.no_progress and err.isatty()
-    with _source(args) as source, _target(args) as target:
+    with _source(args, err) as source, _target(args) as target:
         threads = args.threads or source_thread_ids(source)
         with Progress("copy", len(threads), show, err, "checkpoints") as progress:
             report = copy_threads(
@@ -323,6 +347,6 @@ def _thread_done(progress: Progress, result: ThreadCopy | ThreadVerification) ->
         checkpoints = result.checkpoints
         if result.differences:
             progress.note(f"differs: {result.thread_id!r} ({len(result.differences)})")
-    elif result.status in (ThreadStatus.CONFLICT, ThreadStatus.FAILED):
+    elif result.status in (ThreadStatus.CONFLICT, ThreadStatus.FAILED, ThreadStatus.MISSING):
         progress.note(f"{result.status.value}: {result.thread_id!r}: {result.detail}")
     progress.advance(threads=1, checkpoints=checkpoints)

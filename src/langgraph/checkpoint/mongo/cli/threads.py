@@ -1,10 +1,12 @@
 """`python -m langgraph.checkpoint.mongo threads ls | show ID | history ID | diff ID |
-prune | delete ID...`: see the threads a database holds, look at one, at its history and
-at what changed between two of its checkpoints, prune their history, delete some.
+prune | delete ID... | pin ID... | unpin ID...`: see the threads a database holds, look at
+one, at its history and at what changed between two of its checkpoints, prune their
+history, delete some, keep some from ttl expiry.
 
 Everything goes through a `MongoDBSaver` (`list_threads`, `get_tuple`, `list`,
-`get_delta_channel_history`, `prune`, `delete_thread`) and three named functions of the
-core (`checkpoint_counts`, what the collections store; `history_page`, a page of a
+`get_delta_channel_history`, `prune`, `delete_thread`, `pin_thread`, `unpin_thread`) and
+four named functions of the core (`checkpoint_counts`, what the collections store;
+`thread_pinned`, whether `show`'s thread is pinned; `history_page`, a page of a
 namespace's checkpoints with their sizes; `foreign_index`, the official saver's mark);
 the connection, errors, timeout and the check that the database and collections exist
 are `_common`'s, the serializer `_serde`'s, a checkpoint's state and a diff `_inspect`'s.
@@ -54,7 +56,7 @@ from langgraph.checkpoint.mongo.sync import MongoDBSaver
 DESCRIPTION = """\
 See and tidy the threads of langgraph-checkpoint-mongo's collections.
 
-  ls               every thread: its checkpoints and its last activity
+  ls               every thread: its checkpoints, its last activity, whether it is pinned
   show ID          a thread's latest state (a pending interrupt too), and its history;
                    --checkpoint CHECKPOINT: the state at that checkpoint
   history ID       a thread's checkpoints, newest first, a page at a time: step, source,
@@ -64,6 +66,7 @@ See and tidy the threads of langgraph-checkpoint-mongo's collections.
   prune            keep each thread's N newest checkpoints per namespace (--keep-last),
                    optionally only in threads idle for a while (--idle-for); --dry-run first
   delete ID...     delete whole threads (asks first, unless --yes)
+  pin ID...        keep threads from the savers' ttl expiry; unpin ID... lets them expire
 Each takes --json: one JSON document on stdout, for scripts (an error too).
 Encrypted threads (LangGraph's EncryptedSerializer) read with LANGGRAPH_AES_KEY set, as
 the application reads them; another serializer with --serde module:factory.
@@ -88,6 +91,7 @@ examples:
   python -m langgraph.checkpoint.mongo threads diff user-42 --from 1f0a... --to 1f0c...
   python -m langgraph.checkpoint.mongo threads prune --keep-last 10 --idle-for 7d --dry-run
   python -m langgraph.checkpoint.mongo threads delete user-42 user-43 --yes
+  python -m langgraph.checkpoint.mongo threads pin user-42
 """
 
 # Threads counted, pruned or shown per round trip of `ls` and `prune`.
@@ -214,7 +218,7 @@ def add_parser(commands: Any) -> None:
     """Add `threads` and its commands to the `python -m langgraph.checkpoint.mongo` parser."""
     threads = commands.add_parser(
         "threads",
-        help="list, show, prune and delete threads",
+        help="list, show, prune, delete and pin threads",
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -374,7 +378,22 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="one JSON object: deleted (thread_id and checkpoints of each), not_found",
     )
-    for action in (ls, show, history, diff, prune, delete):
+    pins = []
+    for name, doing in (("pin", "Keep"), ("unpin", "Stop keeping")):
+        pin = actions.add_parser(
+            name,
+            parents=common,
+            help=f"{doing.lower()} threads from ttl expiry",
+            description=f"{doing} these threads from the savers' ttl expiry (a pinned "
+            "thread never expires, whatever is written to it, until unpinned; unpinned, "
+            "it expires ttl after the unpin or its last write). Two update_many per thread.",
+        )
+        pin.add_argument("thread_ids", nargs="+", metavar="ID")
+        pin.add_argument(
+            "--json", action="store_true", help=f"one JSON object: {name}ned, not_found"
+        )
+        pins.append(pin)
+    for action in (ls, show, history, diff, prune, delete, *pins):
         action.set_defaults(parser=action)
 
 
@@ -456,11 +475,10 @@ def _ls(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO)
                 out.write(("[" if not listed else ",") + "\n  " + _thread_json(info, total))
             else:
                 if not listed:
-                    print(_ls_line("CHECKPOINTS", "LAST ACTIVITY", "THREAD"), file=out)
-                print(
-                    _ls_line(str(total), _views.age(_ts(info), now), _views.shown(info.thread_id)),
-                    file=out,
-                )
+                    print(_ls_line("CHECKPOINTS", "LAST ACTIVITY", "PINNED", "THREAD"), file=out)
+                age = _views.age(_ts(info), now)
+                pinned = "yes" if info.pinned else "-"
+                print(_ls_line(str(total), age, pinned, _views.shown(info.thread_id)), file=out)
             listed += 1
     if args.json:
         out.write("\n]\n" if listed else "[]\n")
@@ -478,10 +496,10 @@ def _ts(info: ThreadInfo) -> str:
     return "" if when is None else when.isoformat()
 
 
-def _ls_line(checkpoints: str, last_activity: str, thread: str) -> str:
+def _ls_line(checkpoints: str, last_activity: str, pinned: str, thread: str) -> str:
     """A row of `ls`: the thread id last, so that rows streamed in batches line up
     whatever the ids' lengths."""
-    return f"{checkpoints:>11}  {last_activity:<36}  {thread}"
+    return f"{checkpoints:>11}  {last_activity:<36}  {pinned:<6}  {thread}"
 
 
 def _thread_json(info: ThreadInfo, checkpoints: int) -> str:
@@ -492,6 +510,7 @@ def _thread_json(info: ThreadInfo, checkpoints: int) -> str:
             "last_activity": _ts(info),
             "checkpoint_id": info.config["configurable"]["checkpoint_id"],
             "metadata": info.metadata,
+            "pinned": info.pinned,
         }
     )
 
@@ -515,6 +534,7 @@ def _show(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextI
         "thread_id": thread_id,
         "checkpoints": sum(namespaces.values()),
         "namespaces": namespaces,
+        "pinned": bool(_views.run_core(saver, ops.thread_pinned(thread_id))),
         "latest": None if state is None else _views.state_json(state),
         "interrupts": [] if state is None else state.interrupts,
         "history": [_views.checkpoint_json(item) for item in history],
@@ -563,6 +583,8 @@ def _print_show(shown: dict[str, Any], out: TextIO) -> None:
         ),
         file=out,
     )
+    if shown["pinned"]:
+        print("pinned: kept from ttl expiry until `threads unpin`", file=out)
     if "checkpoint" in shown:
         _views.print_state("checkpoint", shown["checkpoint"], now, out)
     elif shown["latest"] is not None:
@@ -659,14 +681,37 @@ def _prune(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: Text
     return 0
 
 
-def _delete(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def _named_threads(
+    saver: MongoDBSaver, args: argparse.Namespace, err: TextIO
+) -> tuple[dict[str, int], list[str]]:
+    """The threads `args.thread_ids` names that exist, each with its checkpoints, and the
+    ones that do not (each said on `err`), in the order named."""
     thread_ids = list(dict.fromkeys(args.thread_ids))
     counts = _views.counts(saver, thread_ids)
     missing = [t for t in thread_ids if t not in counts]
-    problems = [f"no thread {t!r} in {_views.where(saver, args)}" for t in missing]
-    for problem in problems:
-        print(problem, file=err)
-    found = {t: sum(counts[t].values()) for t in thread_ids if t in counts}
+    for thread_id in missing:
+        print(_no_thread(saver, args, thread_id), file=err)
+    return {t: sum(counts[t].values()) for t in thread_ids if t in counts}, missing
+
+
+def _no_thread(saver: MongoDBSaver, args: argparse.Namespace, thread_id: str) -> str:
+    return f"no thread {thread_id!r} in {_views.where(saver, args)}"
+
+
+def _print_json_report(
+    saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, done: dict[str, Any], code: int
+) -> None:
+    """`--json` of `delete`, `pin`, `unpin`: what was done, the threads not found, and,
+    when it exits 1, the error and exit code, as `main` reports any other error."""
+    missing: list[str] = done["not_found"]
+    if code:
+        problems = [_no_thread(saver, args, t) for t in missing]
+        done = {**done, "error": "; ".join(problems or ["nothing deleted"]), "exit_code": code}
+    print(_views.json_text(done), file=out)
+
+
+def _delete(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    found, missing = _named_threads(saver, args, err)
     deleted = []
     for thread_id, checkpoints in _deleting(saver, args, found, err):
         deleted.append({"thread_id": thread_id, "checkpoints": checkpoints})
@@ -674,11 +719,7 @@ def _delete(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: Tex
             print(f"deleted {thread_id!r} ({checkpoints} checkpoints)", file=out)
     code = 0 if deleted and not missing else 1
     if args.json:
-        described: dict[str, Any] = {"deleted": deleted, "not_found": missing}
-        if code:  # as `main` reports any other error with --json
-            described["error"] = "; ".join(problems or ["nothing deleted"])
-            described["exit_code"] = code
-        print(_views.json_text(described), file=out)
+        _print_json_report(saver, args, out, {"deleted": deleted, "not_found": missing}, code)
     return code
 
 
@@ -707,6 +748,26 @@ def _deleting(
         yield thread_id, checkpoints
 
 
+def _pin(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`pin` and `unpin`: each thread found, as `delete` does; exit 1 if any was not."""
+    found, missing = _named_threads(saver, args, err)
+    done = []
+    for thread_id in found:
+        if args.action == "pin":
+            saver.pin_thread(thread_id)
+        else:
+            saver.unpin_thread(thread_id)
+        done.append(thread_id)
+        if not args.json:
+            print(f"{args.action}ned {thread_id!r}", file=out)
+    code = 1 if missing else 0
+    if args.json:
+        _print_json_report(
+            saver, args, out, {f"{args.action}ned": done, "not_found": missing}, code
+        )
+    return code
+
+
 def _can_ask() -> bool:
     return sys.stdin is not None and not sys.stdin.closed and sys.stdin.isatty()
 
@@ -718,4 +779,6 @@ ACTIONS = {
     "diff": show_diff,
     "prune": _prune,
     "delete": _delete,
+    "pin": _pin,
+    "unpin": _pin,
 }

@@ -66,7 +66,14 @@ def _checked_hook(serde: JsonPlusSerializer, failures: list[str], raises: bool) 
         try:
             cls = getattr(importlib.import_module(module), name)
         except Exception as exc:
-            fail(f"{module}.{name} (cannot be imported here: {type(exc).__name__}: {exc})")
+            # LangGraph's own types come with the package `langgraph`, which the `cli`
+            # extra brings (a saver alone needs only `langgraph-checkpoint`).
+            install = (
+                '; pip install "langgraph-checkpoint-mongo[cli]" brings it'
+                if module.partition(".")[0] == "langgraph"
+                else ""
+            )
+            fail(f"{module}.{name} (cannot be imported here: {type(exc).__name__}: {exc}{install})")
             return base(code, data)
         value = base(code, data)
         if code != lg_serde.METHOD and isinstance(cls, type) and not isinstance(value, cls):

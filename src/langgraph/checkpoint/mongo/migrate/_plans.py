@@ -173,6 +173,7 @@ class ThreadStatus(str, Enum):
     REPLACED = "replaced"  # the target held different data, replaced (`overwrite=True`)
     CONFLICT = "conflict"  # the target holds different data: left alone
     FAILED = "failed"  # a checkpoint could not be stored (`detail` says which and why)
+    MISSING = "missing"  # the source has no checkpoint of the thread: nothing written
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +188,7 @@ class ThreadCopy:
     detail: str | None = None
 
 
-_PROBLEMS = (ThreadStatus.CONFLICT, ThreadStatus.FAILED)
+_PROBLEMS = (ThreadStatus.CONFLICT, ThreadStatus.FAILED, ThreadStatus.MISSING)
 _WRITTEN = (ThreadStatus.COPIED, ThreadStatus.COMPLETED, ThreadStatus.REPLACED)
 
 
@@ -200,7 +201,7 @@ class CopyReport:
 
     @property
     def ok(self) -> bool:
-        """No conflict and no failure."""
+        """No conflict, no failure and no thread missing from the source."""
         return not self.problems
 
     @property
@@ -553,6 +554,9 @@ def copy_thread(
     except _BadCheckpointError as bad:
         detail = f"{bad}; nothing of this thread was written"
         return ThreadCopy(thread_id, ThreadStatus.FAILED, detail=detail)
+    if check.checkpoints == 0:  # a misspelt id, or a thread deleted from the source
+        detail = "the source has no checkpoint of this thread; nothing was written"
+        return ThreadCopy(thread_id, ThreadStatus.MISSING, detail=detail)
     status = ThreadStatus.COPIED
     if held != (0, 0):
         if check.identical:
@@ -749,6 +753,8 @@ def verify_thread(
                 differences.append(f"{where}: {ours}")
             else:
                 differences += tuple_differences(where, item.tuple, ours)
+    if not seen and not differences:
+        differences.append("the source has no checkpoint of this thread")
     for key in (yield from ops.checkpoint_keys_of_thread(thread_id)):
         _, ns, cid = key_fields(key)
         if (ns, cid) not in seen:

@@ -383,6 +383,8 @@ class OfficialMongoDBSource:
 
     def _with_writes(self, thread_id: str, docs: Sequence[Mapping[str, Any]]) -> list[SourceItem]:
         """The checkpoints with their writes, read in one query."""
+        for doc in docs:
+            self._refuse_our_own(doc)
         keys = [(doc["checkpoint_ns"], doc["checkpoint_id"]) for doc in docs]
         writes: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
         for write in self.writes_collection.find(_of_checkpoints(thread_id, keys)):
@@ -390,6 +392,19 @@ class OfficialMongoDBSource:
         return [
             self._checkpoint(doc, writes.get(key, [])) for doc, key in zip(docs, keys, strict=True)
         ]
+
+    def _refuse_our_own(self, doc: Mapping[str, Any]) -> None:
+        """A document of this package (its ids in a composite `_id`), where the official
+        saver's are expected: both packages use the same default names, and reading it as
+        the official saver's would fail with a bare `KeyError: 'checkpoint_ns'`."""
+        if "checkpoint_ns" not in doc and isinstance(doc.get("_id"), Mapping):
+            collection = self.checkpoints_collection
+            raise ValueError(
+                f"collection {collection.database.name}.{collection.name} holds "
+                "langgraph-checkpoint-mongo's own documents, not langgraph-checkpoint-mongodb's: "
+                "copy from it with this package's saver as the source "
+                "(copy_threads(MongoDBSaver(client, db_name, ...), target))"
+            )
 
     def _write(self, doc: Mapping[str, Any]) -> SourceWrite:
         return SourceWrite(

@@ -51,9 +51,11 @@ classes, so they affect every mongomock client of the process, and nothing else)
    the server's internal limit (16 MiB + 16 KiB: a `$lookup` that joins too much) fails
    with `OperationFailure` code 4568, as mongod's classic engine answers such a `$lookup`.
    (No upstream issue: mongomock does not claim to enforce server limits.)
-7. The `listCollections` database command (`db.command("listCollections", filter=...)`),
-   which mongomock's `command` lacks (it answers `ping` only): it lists the collections
-   the filter matches, each with no options, in a first batch as a server replies.
+7. The `listCollections` and `buildInfo` database commands (`db.command("listCollections",
+   filter=...)`, `db.command("buildInfo")`), which mongomock's `command` lacks (it answers
+   `ping` only): the first lists the collections the filter matches, each with no options,
+   in a first batch as a server replies; the second answers as MongoDB 7.0 does (the
+   version the wire server reports too).
 8. BSON values stored as a server stores them, and so read back as a driver decodes them:
    mongomock keeps the Python object it was given, so a `bson.datetime_ms.DatetimeMS`
    read back as a `DatetimeMS` and a `Binary` of subtype 0 as a `Binary`, where a server
@@ -87,9 +89,20 @@ and testing only, its data in memory, not for data you keep.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import struct
 import threading
 from typing import Any
+
+# Both stand-ins come with the `testing` extra: without it, say which install brings them
+# here, at the import, rather than a bare `No module named 'mongomock'` at the first call.
+_missing = [m for m in ("mongomock", "mongomock_motor") if importlib.util.find_spec(m) is None]
+if _missing:
+    raise ImportError(
+        f"langgraph.checkpoint.mongo.testing needs {' and '.join(_missing)} (the testing "
+        'extra): pip install "langgraph-checkpoint-mongo[testing]"',
+        name=_missing[0],
+    )
 
 # mongod's maxBsonObjectSize, and the 16 KiB more it allows a document it builds itself
 # (BSONObjMaxInternalSize: an aggregation's result, for example).
@@ -274,9 +287,11 @@ def _patch_mongomock() -> None:
         with self._rwlock.reader():
             yield from dict.values(self._documents)
 
-    def list_collections_command(command: Any) -> Any:
+    def server_commands(command: Any) -> Any:
         @functools.wraps(command)
         def wrapper(self: Any, name: Any, *args: Any, **kwargs: Any) -> Any:
+            if name == "buildInfo":
+                return {"version": "7.0.0", "versionArray": [7, 0, 0, 0], "bits": 64, "ok": 1.0}
             if name != "listCollections":
                 return command(self, name, *args, **kwargs)
             selected = kwargs.get("filter") or {}
@@ -316,7 +331,7 @@ def _patch_mongomock() -> None:
     handlers["$lookup"] = concise_lookup(handlers["$lookup"])
     # setattr: these replace methods that mongomock's stubs declare (or lack).
     setattr(Collection, "options", no_options)  # noqa: B010
-    setattr(Database, "command", list_collections_command(Database.command))  # noqa: B010
+    setattr(Database, "command", server_commands(Database.command))  # noqa: B010
     setattr(Collection, "aggregate", aggregate_match_first)  # noqa: B010
     setattr(Collection, "_ensure_uniques", within_size_limit(Collection._ensure_uniques))  # noqa: B010
     setattr(Collection, "_insert", refuse_large_insert(Collection._insert))  # noqa: B010

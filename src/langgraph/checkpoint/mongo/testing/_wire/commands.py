@@ -6,7 +6,9 @@ saver and the benchmarks' bare driver calls included). Tests send a few themselv
 `buildInfo` (the gate of `support/real_server.py`, tested against this server) and
 `listDatabases` (names only). Any other command answers CommandNotFound (59), and a
 field, write statement or index option not listed here answers CommandNotSupported
-(115), so nothing is silently ignored.
+(115), so nothing is silently ignored. It also answers `ping` (PyMongo's documented
+connection check, which applications send at startup), and refuses a login (`saslStart`)
+as a server refuses an unknown user (AuthenticationFailed, 18), saying it has no users.
 
 Like mongod (and unlike bare mongomock), a collection stays once written to or indexed,
 after its last document is deleted. The hello reply has no `topologyVersion` (monitors
@@ -102,6 +104,8 @@ class Commands:
             "isMaster": (self._hello, None),
             "buildInfo": (self._build_info, frozenset()),
             "endSessions": (lambda db, cmd, conn: {}, frozenset()),
+            "ping": (lambda db, cmd, conn: {}, frozenset()),
+            "saslStart": (self._no_authentication, None),
             "find": (
                 self._find,
                 frozenset({"filter", "projection", "sort", "limit", "batchSize", "singleBatch"}),
@@ -226,6 +230,14 @@ class Commands:
             readOnly=False,
         )
         return reply
+
+    def _no_authentication(self, db: str, cmd: dict[str, Any], _conn: int) -> dict[str, Any]:
+        # A server refuses credentials of a user it does not have: this one has no users.
+        raise CommandError(
+            18,
+            "Authentication failed: the stand-in server has no users or authentication; "
+            "connect without a username and password",
+        )
 
     def _build_info(self, db: str, cmd: dict[str, Any], _conn: int) -> dict[str, Any]:
         return {"version": "7.0.0", "versionArray": [7, 0, 0, 0], "bits": 64}

@@ -12,6 +12,7 @@ _CODE_NAMES = {
     9: "FailedToParse",
     13: "Unauthorized",
     14: "TypeMismatch",
+    18: "AuthenticationFailed",
     26: "NamespaceNotFound",
     27: "IndexNotFound",
     43: "CursorNotFound",
