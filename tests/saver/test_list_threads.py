@@ -102,8 +102,8 @@ async def test_real_graphs_list_as_in_memory_saver_would(backend: Backend) -> No
                 latest.config,
                 latest.metadata,
                 latest.checkpoint["ts"],
-                False,
             )
+            assert not info.pinned
     want = await in_memory(backend.is_sync, scenario)
     assert got.log == want.log
     assert [t[0] for t in want.log["all"]] == ["asked", "chat-a", "chat-b", "sub"]

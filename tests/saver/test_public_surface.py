@@ -224,3 +224,14 @@ def test_the_package_root_and_the_saver_modules_keep_their_names() -> None:
     assert package.__all__ == ROOT_NAMES
     assert all(hasattr(package, name) for name in ROOT_NAMES)
     assert (aio.AsyncMongoDBSaver, sync.MongoDBSaver) == (AsyncMongoDBSaver, MongoDBSaver)
+
+
+def test_thread_info_unpacks_into_its_four_fields_and_carries_pinned_beside_them() -> None:
+    """0.2.0's `ThreadInfo` was a 4-tuple: `for thread_id, config, metadata, ts in
+    saver.list_threads()` keeps working; `pinned` (0.3.0) is an attribute beside them."""
+    info = package.ThreadInfo("t", {}, {}, "2026-11-29T00:00:00+00:00", pinned=True)
+    thread_id, config, metadata, ts = info
+    assert (thread_id, config, metadata, ts) == ("t", {}, {}, "2026-11-29T00:00:00+00:00")
+    assert len(info) == 4
+    assert info.pinned
+    assert not package.ThreadInfo("t", {}, {}, "").pinned

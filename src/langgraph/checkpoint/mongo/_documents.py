@@ -694,9 +694,19 @@ def stored_metadata(codec: Codec, doc: Mapping[str, Any]) -> Any:
     return from_readable(doc[Field.METADATA])
 
 
-class ThreadInfo(NamedTuple):
+class _ThreadFields(NamedTuple):
+    thread_id: str
+    config: RunnableConfig
+    metadata: CheckpointMetadata
+    ts: str
+
+
+class ThreadInfo(_ThreadFields):
     """A thread, as `list_threads` finds it: by its latest root checkpoint (the newest of
     namespace `""`, the graph's own; subgraphs write in other namespaces).
+
+    A tuple of the four fields 0.2.0 had (`thread_id, config, metadata, ts =
+    info` keeps working); `pinned` is an attribute beside them.
 
     Attributes:
         thread_id: the thread's id.
@@ -709,11 +719,22 @@ class ThreadInfo(NamedTuple):
             checkpoint is.
     """
 
-    thread_id: str
-    config: RunnableConfig
-    metadata: CheckpointMetadata
-    ts: str
     pinned: bool = False
+
+    def __new__(
+        cls,
+        thread_id: str,
+        config: RunnableConfig,
+        metadata: CheckpointMetadata,
+        ts: str,
+        pinned: bool = False,
+    ) -> ThreadInfo:
+        info = super().__new__(cls, thread_id, config, metadata, ts)
+        info.pinned = pinned
+        return info
+
+    def __repr__(self) -> str:
+        return f"{super().__repr__()[:-1]}, pinned={self.pinned!r})"
 
 
 def thread_info(codec: Codec, doc: ThreadDocument) -> ThreadInfo:
