@@ -98,7 +98,7 @@ def test_a_compatible_server_is_known_by_its_own_answer() -> None:
         "SecantusDB 0.7.0b3",
     )
     skips = found.deviation_skips()
-    assert set(skips) == {"mongodb_planner"}
+    assert set(skips) == {"mongodb_planner", "mongodb_lookup"}
     assert skips["mongodb_planner"].startswith("server deviation: SecantusDB 0.7.0b3: its planner")
     mongod = Deployment.of({"isWritablePrimary": True}, {"version": "8.0.4"})
     assert (mongod.topology, mongod.name, mongod.deviation_skips()) == (

@@ -97,7 +97,8 @@ async def test_from_conn_string_per_request_sets_up_once_per_process(
         async with opened(backend, name, ttl=3600) as saver:
             await put(saver, new_thread())
             sent.append(methods(sent_commands))
-    setup = ["command", "create_indexes", "create_indexes"]
+    # buildInfo, listCollections, then one createIndexes per collection.
+    setup = ["command", "command", "create_indexes", "create_indexes"]
     assert sent == [[*setup, "update_many", "bulk_write"]] + [["update_many", "bulk_write"]] * 2
     async with backend.client() as client:
         await maybe_await(client.drop_database(name))
