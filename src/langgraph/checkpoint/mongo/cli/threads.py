@@ -198,9 +198,17 @@ def add_parser(commands: Any) -> None:
     threads.set_defaults(handler=run)
     common = [_connection_options()]
     actions = threads.add_subparsers(dest="action", required=True, metavar="ACTION")
-    ls = actions.add_parser(
+
+    def action(name: str, help: str, description: str) -> argparse.ArgumentParser:
+        """A `threads` command, taking the connection options; its refusals name it."""
+        parser: argparse.ArgumentParser = actions.add_parser(
+            name, parents=common, help=help, description=description
+        )
+        parser.set_defaults(parser=parser)
+        return parser
+
+    ls = action(
         "ls",
-        parents=common,
         help="every thread: checkpoints and last activity",
         description="Every thread in thread id order: how many checkpoints it has (all "
         "namespaces) and when its latest root checkpoint was written.",
@@ -224,9 +232,8 @@ def add_parser(commands: Any) -> None:
         "a JSON array, one object per thread: thread_id, checkpoints, last_activity, "
         "checkpoint_id, metadata",
     )
-    show = actions.add_parser(
+    show = action(
         "show",
-        parents=common,
         help="a thread's latest state and its history",
         description="A thread's latest root checkpoint (its channels, its pending writes "
         "and the interrupt it waits on, if any) and its checkpoints newest first, every "
@@ -253,9 +260,8 @@ def add_parser(commands: Any) -> None:
         "one JSON object: thread_id, checkpoints, namespaces, latest, interrupts, "
         "history, and with --checkpoint: checkpoint",
     )
-    history = actions.add_parser(
+    history = action(
         "history",
-        parents=common,
         help="a thread's checkpoints, newest first, a page at a time",
         description="A thread's checkpoints newest first, per namespace (or the one "
         "--ns names): id, step, source, time, the nodes that run next, pending writes "
@@ -277,9 +283,8 @@ def add_parser(commands: Any) -> None:
     _add_json(
         history, "one JSON object: thread_id, namespaces (checkpoint_ns, checkpoints, history)"
     )
-    diff = actions.add_parser(
+    diff = action(
         "diff",
-        parents=common,
         help="what changed between two checkpoints",
         description="What changed between two checkpoints of a thread (forks included), "
         "per channel: added, removed or changed; lists of messages by message id (added, "
@@ -292,9 +297,8 @@ def add_parser(commands: Any) -> None:
     diff.add_argument("--to", dest="new", metavar="CHECKPOINT", help="default: the latest")
     _add_ns(diff, 'the namespace of both checkpoints (default: the root, "")')
     _add_json(diff, "one JSON object: thread_id, checkpoint_ns, from, to, channels, next")
-    prune = actions.add_parser(
+    prune = action(
         "prune",
-        parents=common,
         help="keep each thread's newest checkpoints",
         description="Keep each thread's N newest checkpoints per namespace (and the "
         "older ones a DeltaChannel rebuilds its value from); delete the rest with their "
@@ -322,9 +326,8 @@ def add_parser(commands: Any) -> None:
         "checkpoints_before, checkpoints_removed, checkpoints_kept",
     )
     add_no_progress(prune)
-    delete = actions.add_parser(
+    delete = action(
         "delete",
-        parents=common,
         help="delete whole threads",
         description="Delete these threads: every checkpoint of every namespace and every "
         "pending write. Asks first, on the terminal, unless --yes.",
@@ -332,11 +335,9 @@ def add_parser(commands: Any) -> None:
     delete.add_argument("thread_ids", nargs="+", metavar="ID")
     delete.add_argument("--yes", action="store_true", help="delete without asking")
     _add_json(delete, "one JSON object: deleted (thread_id and checkpoints of each), not_found")
-    pins = []
     for name, doing in (("pin", "Keep"), ("unpin", "Stop keeping")):
-        pin = actions.add_parser(
+        pin = action(
             name,
-            parents=common,
             help=f"{doing.lower()} threads from ttl expiry",
             description=f"{doing} these threads from the savers' ttl expiry (a pinned "
             "thread never expires, whatever is written to it, until unpinned; unpinned, "
@@ -344,9 +345,6 @@ def add_parser(commands: Any) -> None:
         )
         pin.add_argument("thread_ids", nargs="+", metavar="ID")
         _add_json(pin, f"one JSON object: {name}ned, not_found")
-        pins.append(pin)
-    for action in (ls, show, history, diff, prune, delete, *pins):
-        action.set_defaults(parser=action)
 
 
 def _add_json(parser: argparse.ArgumentParser, help: str) -> None:
