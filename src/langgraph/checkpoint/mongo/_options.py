@@ -106,15 +106,21 @@ def targeted_joins(value: Any, option: str = "targeted_joins") -> bool:
     return value
 
 
+def _int(value: Any, option: str, expected: str, minimum: int, at_least: str) -> int:
+    """`value` if it is an int (not a bool: `True` is a mistake, not 1) of at least
+    `minimum`, else the option's error, saying what it `expected` or that it must be
+    `at_least`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise OptionTypeError(option, f"must be {expected}, got {_shown(value)}")
+    if value < minimum:
+        raise OptionValueError(option, f"must be {at_least}, got {value}")
+    return value
+
+
 def cache_max_bytes(value: Any, option: str = "cache_max_bytes") -> int:
     """`cache_max_bytes`: an int of 0 (no cache) or more bytes."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise OptionTypeError(
-            option, f"must be an int (the value cache's bound in bytes), got {_shown(value)}"
-        )
-    if value < 0:
-        raise OptionValueError(option, f"must be 0 (no cache) or more bytes, got {value}")
-    return value
+    expected = "an int (the value cache's bound in bytes)"
+    return _int(value, option, expected, 0, "0 (no cache) or more bytes")
 
 
 def prune_keep_last(value: Any, option: str = "keep_last") -> int | None:
@@ -126,15 +132,12 @@ def prune_keep_last(value: Any, option: str = "keep_last") -> int | None:
     """
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise OptionTypeError(option, f"must be an int or None, got {_shown(value)}")
-    if value < 0:
-        raise OptionValueError(
-            option, f"must be 0 or more (the checkpoints kept per namespace), got {value}"
-        )
-    if value > MAX_INT64:
-        raise OptionValueError(option, f"must be at most 2**63 - 1 (a BSON int64), got {value}")
-    return value
+    count = _int(
+        value, option, "an int or None", 0, "0 or more (the checkpoints kept per namespace)"
+    )
+    if count > MAX_INT64:
+        raise OptionValueError(option, f"must be at most 2**63 - 1 (a BSON int64), got {count}")
+    return count
 
 
 def keep_last(value: Any, option: str = "keep_last") -> int | None:
@@ -170,22 +173,13 @@ def refresh_ttl_on_read(
 
 def state_max_bytes(value: Any, option: str = "state_max_bytes") -> int:
     """`state_max_bytes`: an int of at least one MongoDB document (16 MiB)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise OptionTypeError(option, f"must be an int (bytes), got {_shown(value)}")
-    if value < MAX_DOCUMENT_SIZE:
-        raise OptionValueError(
-            option, f"must be at least {MAX_DOCUMENT_SIZE} (one MongoDB document), got {value}"
-        )
-    return value
+    at_least = f"at least {MAX_DOCUMENT_SIZE} (one MongoDB document)"
+    return _int(value, option, "an int (bytes)", MAX_DOCUMENT_SIZE, at_least)
 
 
 def state_warn_bytes(value: Any, option: str = "state_warn_bytes") -> int:
     """`state_warn_bytes`: an int of 0 (no warning) or more bytes."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise OptionTypeError(option, f"must be an int (bytes), got {_shown(value)}")
-    if value < 0:
-        raise OptionValueError(option, f"must be 0 (no warning) or more bytes, got {value}")
-    return value
+    return _int(value, option, "an int (bytes)", 0, "0 (no warning) or more bytes")
 
 
 def db_name(value: Any, option: str = "db_name") -> str:
@@ -239,11 +233,7 @@ def collection_names(
 
 def batch_size(value: Any, option: str = "batch_size") -> int:
     """`copy_threads`' `batch_size`: an int of at least 1."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise OptionTypeError(option, f"must be an int of at least 1, got {_shown(value)}")
-    if value < 1:
-        raise OptionValueError(option, f"must be an int of at least 1, got {value}")
-    return value
+    return _int(value, option, "an int of at least 1", 1, "an int of at least 1")
 
 
 def allowed_msgpack_modules(

@@ -7,7 +7,8 @@ and the sync saver only run these generators against their driver (h11-style san
 so the logic of every operation is written exactly once.
 
 One module per concern, each importing only `state` and the modules listed before it:
-`state` (what every plan takes of its saver), `indexes` (`setup`), `read`, `history`,
+`state` (what every plan takes of its saver), `indexes` (`setup`), `read`, `threads`
+(`list_threads` and the `threads` CLI's reads of one thread), `history`,
 `retention` (the trim, `prune`, the deletes, orphan writes), `write` (whose `put`
 detaches the trim) and `copy` (`copy_thread`, `migrate`'s helpers). Every ttl stamp move
 is in `_ttl`. This package re-exports the names the savers, `migrate`, the CLIs, the
@@ -26,14 +27,10 @@ from langgraph.checkpoint.mongo._operations.copy import (
 from langgraph.checkpoint.mongo._operations.history import delta_history, history_page
 from langgraph.checkpoint.mongo._operations.indexes import index_names, setup
 from langgraph.checkpoint.mongo._operations.read import (
-    checkpoint_counts,
     get_tuple,
     list_checkpoints,
-    list_threads,
     read_tuple,
     refresh_on_read,
-    stored_size,
-    thread_pinned,
 )
 from langgraph.checkpoint.mongo._operations.retention import (
     checkpoint_id_time,
@@ -49,6 +46,12 @@ from langgraph.checkpoint.mongo._operations.state import (
     WritesReads,
     count_bound,
     slack,
+)
+from langgraph.checkpoint.mongo._operations.threads import (
+    checkpoint_counts,
+    list_threads,
+    stored_size,
+    thread_pinned,
 )
 from langgraph.checkpoint.mongo._operations.write import (
     pin_thread,

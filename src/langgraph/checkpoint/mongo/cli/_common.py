@@ -16,6 +16,11 @@ from pymongo import MongoClient
 from pymongo.errors import InvalidURI, OperationFailure, ServerSelectionTimeoutError
 
 from langgraph.checkpoint.mongo import _options
+from langgraph.checkpoint.mongo._base import (
+    DEFAULT_CHECKPOINT_COLLECTION,
+    DEFAULT_DB_NAME,
+    DEFAULT_WRITES_COLLECTION,
+)
 from langgraph.checkpoint.mongo._drivers import DRIVER_INFO
 from langgraph.checkpoint.mongo._options import redact_uri
 from langgraph.checkpoint.mongo.errors import AUTHENTICATION_FAILED, server_message
@@ -78,6 +83,31 @@ def flag(parse: Callable[[str, str], T], name: str) -> Callable[[str], T]:
             raise argparse.ArgumentTypeError(getattr(exc, "problem", str(exc))) from None
 
     return checked
+
+
+def add_names(group: Any, prefix: str, *helps: str) -> None:
+    """`<prefix>db`, `<prefix>checkpoints` and `<prefix>writes` (`--db`, `--to-db`, ...),
+    checked as the saver checks its `db_name` and collection names."""
+    names = [
+        ("db", DEFAULT_DB_NAME, _options.db_name),
+        ("checkpoints", DEFAULT_CHECKPOINT_COLLECTION, _options.collection_name),
+        ("writes", DEFAULT_WRITES_COLLECTION, _options.collection_name),
+    ]
+    for (suffix, default, check), help in zip(names, helps, strict=True):
+        option = prefix + suffix
+        group.add_argument(
+            option, default=default, type=flag(check, option), metavar="NAME", help=help
+        )
+
+
+def add_no_progress(group: Any) -> None:
+    """`--no-progress`, for the commands that show a progress bar."""
+    group.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (there is none anyway when stderr is not a terminal or "
+        "tqdm is not installed)",
+    )
 
 
 def add_timeout(group: Any, servers: str) -> None:

@@ -14,16 +14,14 @@ from typing import Any, TextIO
 from pymongo import MongoClient
 
 from langgraph.checkpoint.mongo import _options
-from langgraph.checkpoint.mongo._base import (
-    DEFAULT_CHECKPOINT_COLLECTION,
-    DEFAULT_DB_NAME,
-    DEFAULT_WRITES_COLLECTION,
-)
+from langgraph.checkpoint.mongo._base import DEFAULT_DB_NAME
 from langgraph.checkpoint.mongo._codec import COMPRESSIONS
 from langgraph.checkpoint.mongo.cli._common import (
     Progress,
     SetupError,
     UsageError,
+    add_names,
+    add_no_progress,
     add_timeout,
     connect,
     distinct_collections,
@@ -76,21 +74,6 @@ def _batch_size(text: str, name: str) -> int:
     return _options.batch_size(_options.parse_int(text, name), name)
 
 
-def _add_names(group: Any, side: str, *helps: str) -> None:
-    """`--<side>-db`, `--<side>-checkpoints` and `--<side>-writes`, checked as the saver
-    checks its `db_name` and collection names."""
-    names = [
-        ("db", DEFAULT_DB_NAME, _options.db_name),
-        ("checkpoints", DEFAULT_CHECKPOINT_COLLECTION, _options.collection_name),
-        ("writes", DEFAULT_WRITES_COLLECTION, _options.collection_name),
-    ]
-    for (suffix, default, check), help in zip(names, helps, strict=True):
-        option = f"--{side}-{suffix}"
-        group.add_argument(
-            option, default=default, type=flag(check, option), metavar="NAME", help=help
-        )
-
-
 def add_parser(commands: Any) -> None:
     """Add `copy-threads` to the `python -m langgraph.checkpoint.mongo` parser."""
     copy = commands.add_parser(
@@ -115,9 +98,9 @@ def add_parser(commands: Any) -> None:
         type=Path,
         help="a SqliteSaver database file, opened read-only (needs the [sqlite] extra)",
     )
-    _add_names(
+    add_names(
         source,
-        "from",
+        "--from-",
         "with --from-mongodb: the database name (default: %(default)s)",
         "with --from-mongodb: its checkpoint collection (default: %(default)s)",
         "with --from-mongodb: its writes collection (default: %(default)s)",
@@ -126,9 +109,9 @@ def add_parser(commands: Any) -> None:
     target.add_argument(
         "--to", required=True, metavar="URI", help="connection string of the target MongoDB"
     )
-    _add_names(
+    add_names(
         target,
-        "to",
+        "--to-",
         "the target database (default: %(default)s); it must not be the source's "
         "collections: both packages use the same default names",
         "the target checkpoint collection (default: %(default)s)",
@@ -180,12 +163,7 @@ def add_parser(commands: Any) -> None:
         help="checkpoints read and written per round trip; memory holds about this many "
         "(default: %(default)s)",
     )
-    what.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="no progress bar (there is none anyway when stderr is not a terminal or "
-        "tqdm is not installed)",
-    )
+    add_no_progress(what)
     copy.set_defaults(handler=run, parser=copy)
 
 

@@ -31,11 +31,6 @@ from pymongo.collection import Collection
 
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo import _options, _queries
-from langgraph.checkpoint.mongo._base import (
-    DEFAULT_CHECKPOINT_COLLECTION,
-    DEFAULT_DB_NAME,
-    DEFAULT_WRITES_COLLECTION,
-)
 from langgraph.checkpoint.mongo._documents import ThreadInfo
 from langgraph.checkpoint.mongo._keys import ref_from_config
 from langgraph.checkpoint.mongo._options import redact_uri
@@ -44,6 +39,8 @@ from langgraph.checkpoint.mongo.cli._common import (
     NotFoundError,
     Progress,
     UsageError,
+    add_names,
+    add_no_progress,
     add_timeout,
     connect,
     distinct_collections,
@@ -95,24 +92,13 @@ examples:
 """
 
 # Threads counted, pruned or shown per round trip of `ls` and `prune`.
-
-
-# Threads counted, pruned or shown per round trip of `ls` and `prune`.
 BATCH = 100
-
-# How many checkpoints `show` lists by default.
-
 
 # How many checkpoints `show` lists by default.
 DEFAULT_HISTORY = 20
 
-
 _DURATION_UNITS = {"w": 7 * 86400, "d": 86400, "h": 3600, "m": 60, "s": 1}
-
-
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([wdhms])")
-
-# Channel values in `show`: a line each.
 
 
 class Duration(timedelta):
@@ -182,26 +168,12 @@ def _connection_options() -> argparse.ArgumentParser:
         metavar="URI",
         help="connection string (default: the MONGODB_URI environment variable)",
     )
-    where.add_argument(
-        "--db",
-        default=DEFAULT_DB_NAME,
-        type=flag(_options.db_name, "--db"),
-        metavar="NAME",
-        help="the database (default: %(default)s)",
-    )
-    where.add_argument(
-        "--checkpoints",
-        default=DEFAULT_CHECKPOINT_COLLECTION,
-        type=flag(_options.collection_name, "--checkpoints"),
-        metavar="NAME",
-        help="the checkpoint collection (default: %(default)s)",
-    )
-    where.add_argument(
-        "--writes",
-        default=DEFAULT_WRITES_COLLECTION,
-        type=flag(_options.collection_name, "--writes"),
-        metavar="NAME",
-        help="the pending-writes collection (default: %(default)s)",
+    add_names(
+        where,
+        "--",
+        "the database (default: %(default)s)",
+        "the checkpoint collection (default: %(default)s)",
+        "the pending-writes collection (default: %(default)s)",
     )
     add_timeout(where, "the server")
     where.add_argument(
@@ -226,9 +198,17 @@ def add_parser(commands: Any) -> None:
     threads.set_defaults(handler=run)
     common = [_connection_options()]
     actions = threads.add_subparsers(dest="action", required=True, metavar="ACTION")
-    ls = actions.add_parser(
+
+    def action(name: str, help: str, description: str) -> argparse.ArgumentParser:
+        """A `threads` command, taking the connection options; its refusals name it."""
+        parser: argparse.ArgumentParser = actions.add_parser(
+            name, parents=common, help=help, description=description
+        )
+        parser.set_defaults(parser=parser)
+        return parser
+
+    ls = action(
         "ls",
-        parents=common,
         help="every thread: checkpoints and last activity",
         description="Every thread in thread id order: how many checkpoints it has (all "
         "namespaces) and when its latest root checkpoint was written.",
@@ -247,15 +227,13 @@ def add_parser(commands: Any) -> None:
         "--limit", type=flag(_at_least_one, "--limit"), metavar="N", help="at most N threads"
     )
     ls.add_argument("--after", metavar="ID", help="start after this thread id (the last of a page)")
-    ls.add_argument(
-        "--json",
-        action="store_true",
-        help="a JSON array, one object per thread: thread_id, checkpoints, last_activity, "
+    _add_json(
+        ls,
+        "a JSON array, one object per thread: thread_id, checkpoints, last_activity, "
         "checkpoint_id, metadata",
     )
-    show = actions.add_parser(
+    show = action(
         "show",
-        parents=common,
         help="a thread's latest state and its history",
         description="A thread's latest root checkpoint (its channels, its pending writes "
         "and the interrupt it waits on, if any) and its checkpoints newest first, every "
@@ -277,15 +255,13 @@ def add_parser(commands: Any) -> None:
         metavar="N",
         help="how many checkpoints of the history to list (default: %(default)s)",
     )
-    show.add_argument(
-        "--json",
-        action="store_true",
-        help="one JSON object: thread_id, checkpoints, namespaces, latest, interrupts, "
+    _add_json(
+        show,
+        "one JSON object: thread_id, checkpoints, namespaces, latest, interrupts, "
         "history, and with --checkpoint: checkpoint",
     )
-    history = actions.add_parser(
+    history = action(
         "history",
-        parents=common,
         help="a thread's checkpoints, newest first, a page at a time",
         description="A thread's checkpoints newest first, per namespace (or the one "
         "--ns names): id, step, source, time, the nodes that run next, pending writes "
@@ -304,14 +280,11 @@ def add_parser(commands: Any) -> None:
     history.add_argument(
         "--before", metavar="CHECKPOINT", help="only checkpoints older than this one"
     )
-    history.add_argument(
-        "--json",
-        action="store_true",
-        help="one JSON object: thread_id, namespaces (checkpoint_ns, checkpoints, history)",
+    _add_json(
+        history, "one JSON object: thread_id, namespaces (checkpoint_ns, checkpoints, history)"
     )
-    diff = actions.add_parser(
+    diff = action(
         "diff",
-        parents=common,
         help="what changed between two checkpoints",
         description="What changed between two checkpoints of a thread (forks included), "
         "per channel: added, removed or changed; lists of messages by message id (added, "
@@ -323,14 +296,9 @@ def add_parser(commands: Any) -> None:
     )
     diff.add_argument("--to", dest="new", metavar="CHECKPOINT", help="default: the latest")
     _add_ns(diff, 'the namespace of both checkpoints (default: the root, "")')
-    diff.add_argument(
-        "--json",
-        action="store_true",
-        help="one JSON object: thread_id, checkpoint_ns, from, to, channels, next",
-    )
-    prune = actions.add_parser(
+    _add_json(diff, "one JSON object: thread_id, checkpoint_ns, from, to, channels, next")
+    prune = action(
         "prune",
-        parents=common,
         help="keep each thread's newest checkpoints",
         description="Keep each thread's N newest checkpoints per namespace (and the "
         "older ones a DeltaChannel rebuilds its value from); delete the rest with their "
@@ -352,49 +320,35 @@ def add_parser(commands: Any) -> None:
         "90m, 2w, 45s)",
     )
     prune.add_argument("--dry-run", action="store_true", help="count what would go; delete nothing")
-    prune.add_argument(
-        "--json",
-        action="store_true",
-        help="one JSON object: dry_run, keep_last, idle_for, threads, left_alone, "
+    _add_json(
+        prune,
+        "one JSON object: dry_run, keep_last, idle_for, threads, left_alone, "
         "checkpoints_before, checkpoints_removed, checkpoints_kept",
     )
-    prune.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="no progress bar (there is none anyway when stderr is not a terminal or "
-        "tqdm is not installed)",
-    )
-    delete = actions.add_parser(
+    add_no_progress(prune)
+    delete = action(
         "delete",
-        parents=common,
         help="delete whole threads",
         description="Delete these threads: every checkpoint of every namespace and every "
         "pending write. Asks first, on the terminal, unless --yes.",
     )
     delete.add_argument("thread_ids", nargs="+", metavar="ID")
     delete.add_argument("--yes", action="store_true", help="delete without asking")
-    delete.add_argument(
-        "--json",
-        action="store_true",
-        help="one JSON object: deleted (thread_id and checkpoints of each), not_found",
-    )
-    pins = []
+    _add_json(delete, "one JSON object: deleted (thread_id and checkpoints of each), not_found")
     for name, doing in (("pin", "Keep"), ("unpin", "Stop keeping")):
-        pin = actions.add_parser(
+        pin = action(
             name,
-            parents=common,
             help=f"{doing.lower()} threads from ttl expiry",
             description=f"{doing} these threads from the savers' ttl expiry (a pinned "
             "thread never expires, whatever is written to it, until unpinned; unpinned, "
             "it expires ttl after the unpin or its last write). Two update_many per thread.",
         )
         pin.add_argument("thread_ids", nargs="+", metavar="ID")
-        pin.add_argument(
-            "--json", action="store_true", help=f"one JSON object: {name}ned, not_found"
-        )
-        pins.append(pin)
-    for action in (ls, show, history, diff, prune, delete, *pins):
-        action.set_defaults(parser=action)
+        _add_json(pin, f"one JSON object: {name}ned, not_found")
+
+
+def _add_json(parser: argparse.ArgumentParser, help: str) -> None:
+    parser.add_argument("--json", action="store_true", help=help)
 
 
 def _add_ns(parser: argparse.ArgumentParser, help: str) -> None:
