@@ -26,7 +26,7 @@ from langgraph.checkpoint.mongo import _options
 from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES, RecentValues
 from langgraph.checkpoint.mongo._codec import Compression, codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
-from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES, DEFAULT_STATE_WARN_BYTES
+from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES
 from langgraph.checkpoint.mongo._drivers import (
     client_options,
     deployment,
@@ -35,6 +35,7 @@ from langgraph.checkpoint.mongo._drivers import (
 )
 from langgraph.checkpoint.mongo._logging import logger
 from langgraph.checkpoint.mongo._queries import NamespaceCount, WritesJoin
+from langgraph.checkpoint.mongo._sizes import DEFAULT_STATE_WARN_BYTES
 from langgraph.checkpoint.mongo._ttl import ThreadExpiry, thread_moves
 from langgraph.checkpoint.mongo.errors import IndexCreationError
 

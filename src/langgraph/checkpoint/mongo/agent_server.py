@@ -63,9 +63,10 @@ from langgraph.checkpoint.mongo._base import (
 )
 from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES
 from langgraph.checkpoint.mongo._codec import Compression
-from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES, DEFAULT_STATE_WARN_BYTES
+from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES
 from langgraph.checkpoint.mongo._drivers import DRIVER_INFO, close_client
 from langgraph.checkpoint.mongo._options import AllowedTypes, redact_uri
+from langgraph.checkpoint.mongo._sizes import DEFAULT_STATE_WARN_BYTES
 from langgraph.checkpoint.mongo.aio import AsyncMongoDBSaver
 from langgraph.checkpoint.mongo.errors import AUTHENTICATION_FAILED, server_message
 

@@ -18,17 +18,13 @@ from langgraph.checkpoint.mongo._commands import (
     Plan,
     Target,
 )
-from langgraph.checkpoint.mongo._documents import (
-    StoredSize,
-    ThreadInfo,
-    largest_channels,
-    thread_info,
-)
+from langgraph.checkpoint.mongo._documents import ThreadInfo, thread_info
 from langgraph.checkpoint.mongo._keys import CheckpointRef, checkpoint_key, require_str, str_list
 from langgraph.checkpoint.mongo._metadata import metadata_filter
 from langgraph.checkpoint.mongo._operations.read import _check_limit
 from langgraph.checkpoint.mongo._operations.state import Storage
 from langgraph.checkpoint.mongo._schema import CheckpointDocument, CountDocument, Field, is_pinned
+from langgraph.checkpoint.mongo._sizes import StoredSize, largest_channels
 
 
 def list_threads(

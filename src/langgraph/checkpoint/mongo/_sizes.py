@@ -1,0 +1,80 @@
+"""How large a checkpoint is as stored, and the warning `put` logs before the limit.
+
+`state_warn_bytes` (default `DEFAULT_STATE_WARN_BYTES`) is the size from which a `put`
+logs one WARNING per thread and process, naming the thread's largest channels: the size is
+the one `_documents` measured to enforce `state_max_bytes`, so the warning costs no
+encoding and no command. `threads show` reports the same sizes (`StoredSize`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from langgraph.checkpoint.mongo._keys import CheckpointRef
+from langgraph.checkpoint.mongo._logging import logger
+from langgraph.checkpoint.mongo._schema import ChannelValue, Field
+
+# The size from which `put` warns (`state_warn_bytes`): half of one MongoDB document, an
+# eighth of the default bound, where LibreChat's own wrapper starts warning.
+DEFAULT_STATE_WARN_BYTES = 8 * 1024 * 1024
+
+# The threads this process warned about (`warn_if_large`), at most this many remembered:
+# past it the oldest is forgotten (and may be warned about again).
+_WARNED_THREADS_MAX = 10_000
+_warned_threads: dict[str, None] = {}
+# How many of a checkpoint's largest channels a warning names.
+_LARGEST_NAMED = 3
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1024 * 1024):.1f} MiB"
+
+
+def largest_channels(entries: Iterable[ChannelValue]) -> list[tuple[str, int]]:
+    """A checkpoint's channel entries, each with its bytes (as built, or as read with its
+    chunks put back), as `(channel, stored bytes)`, largest first."""
+    sizes = [(entry[Field.CHANNEL], len(entry.get(Field.DATA, b""))) for entry in entries]
+    return sorted(sizes, key=lambda item: (-item[1], item[0]))
+
+
+class StoredSize(NamedTuple):
+    """What a stored checkpoint takes (`threads show`).
+
+    Attributes:
+        size: its document's BSON size, its chunks' bytes included.
+        channels: `(channel, stored bytes)`, largest first (`largest_channels`).
+    """
+
+    size: int
+    channels: list[tuple[str, int]]
+
+
+def warn_if_large(
+    ref: CheckpointRef, size: int, entries: Iterable[ChannelValue], warn_bytes: int, max_bytes: int
+) -> None:
+    """Log one WARNING per thread and process when a checkpoint `put` builds is
+    `warn_bytes` or more (`state_warn_bytes`; 0: never), naming its largest channels."""
+    if not warn_bytes or size < warn_bytes or ref.thread_id in _warned_threads:
+        return
+    _warned_threads[ref.thread_id] = None
+    if len(_warned_threads) > _WARNED_THREADS_MAX:
+        del _warned_threads[next(iter(_warned_threads))]
+    largest = ", ".join(
+        f"{channel!r} {_mib(bytes_)}"
+        for channel, bytes_ in largest_channels(entries)[:_LARGEST_NAMED]
+    )
+    logger.warning(
+        "checkpoint %r of thread %r (namespace %r) is %s as stored, over state_warn_bytes "
+        "(%s), on its way to state_max_bytes (%s), where put is refused; largest channels: "
+        "%s. Keep large values out of the state (or trim it: RemoveMessage, keep_last), or "
+        "raise the limits; the put succeeded, and this thread is not warned about again "
+        "in this process",
+        str(ref.checkpoint_id),
+        ref.thread_id,
+        ref.checkpoint_ns,
+        _mib(size),
+        _mib(warn_bytes),
+        _mib(max_bytes),
+        largest or "none",
+    )
