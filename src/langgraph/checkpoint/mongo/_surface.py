@@ -48,7 +48,8 @@ class SaverSurface(MongoDBSaverBase[ClientT, OpenedT]):
         def _aiterate(self, operation: str, listing: Listing[T]) -> AsyncGenerator[T, None]: ...
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        """The checkpoint `config` names, with its pending writes, in one round trip.
+        """The checkpoint `config` names, with its pending writes, in one round trip (two on
+        a server whose `$lookup` would read every write, such as SecantusDB).
 
         That is the checkpoint of `config["configurable"]["checkpoint_id"]` or, without one, the
         thread's latest in its namespace (`checkpoint_ns`, `""` by default), as LangGraph's
