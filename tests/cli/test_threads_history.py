@@ -29,7 +29,7 @@ from langgraph.checkpoint.mongo import MongoDBSaver
 from langgraph.checkpoint.mongo._commands import Command, Method
 from langgraph.checkpoint.mongo.cli import main
 from support.backends import MONGODB_URI
-from support.graphs import chat_graph, concat, human, linear_graph
+from support.graphs import LANGGRAPH_1_2_13, chat_graph, concat, human, linear_graph
 from support.helpers import checkpoint, config
 
 COMMAND = [sys.executable, "-m", "langgraph.checkpoint.mongo", "threads"]
@@ -173,6 +173,9 @@ def forked_delta_thread(saver: MongoDBSaver) -> Any:
     return graph
 
 
+# LangGraph before 1.2.13 loads a forked `DeltaChannel` thread differently (its last node's
+# write twice, tests/support/graphs.py): these compare with `get_state`'s newer answer.
+@pytest.mark.skipif(not LANGGRAPH_1_2_13, reason="get_state's answer before LangGraph 1.2.13")
 def test_show_checkpoint_is_the_state_langgraph_loads(saver: MongoDBSaver) -> None:
     """Every checkpoint of every namespace, as `graph.get_state` gives it: its channels
     (`DeltaChannel`s rebuilt), next nodes and interrupts, on a thread with forks and a
@@ -202,6 +205,9 @@ def test_show_checkpoint_is_the_state_langgraph_loads(saver: MongoDBSaver) -> No
         assert shown["metadata"] == as_json(snapshot.metadata)
 
 
+# LangGraph before 1.2.13 loads a forked `DeltaChannel` thread differently (its last node's
+# write twice, tests/support/graphs.py): these compare with `get_state`'s newer answer.
+@pytest.mark.skipif(not LANGGRAPH_1_2_13, reason="get_state's answer before LangGraph 1.2.13")
 def test_diff_compares_two_checkpoints_by_message_id(saver: MongoDBSaver) -> None:
     """Each checkpoint against its parent (the default) and the fork against the
     checkpoint it forked beside, against what `get_state` gives for both."""
