@@ -26,7 +26,7 @@ from langgraph.checkpoint.mongo._queries import WritesJoin
 from langgraph.checkpoint.mongo._runners import run_plan
 from support.backends import Backend, CommandLog
 from support.graphs import Driver
-from support.helpers import checkpoint, config, either, methods, new_thread
+from support.helpers import checkpoint, config, either, methods, new_thread, read_commands
 
 TURNS = 4
 CONVERSATIONS = 3
@@ -179,8 +179,8 @@ async def test_a_graph_turn_sends_no_extra_read_for_parents(counting: Backend) -
         await _run_conversations(graph, [thread], counting.is_sync)
         log.reset()
         await Driver(graph, counting.is_sync).invoke({"count": 0}, config(thread))
-        assert log.names.count("aggregate") == 1  # the turn's get_tuple
-        assert "find" not in log.names
+        reads = read_commands(saver)  # the turn's get_tuple
+        assert [name for name in log.names if name in ("aggregate", "find")] == reads
 
 
 def test_put_remembers_the_versions_it_stored_not_what_the_caller_changes_meanwhile() -> None:
