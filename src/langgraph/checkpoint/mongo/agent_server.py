@@ -86,20 +86,9 @@ def _ttl_seconds(text: str, variable: str) -> float:
     return seconds
 
 
-def _keep_last(text: str, variable: str) -> int | None:
-    return _options.keep_last(_options.parse_int(text, variable), variable)
-
-
-def _state_max_bytes(text: str, variable: str) -> int:
-    return _options.state_max_bytes(_options.parse_int(text, variable), variable)
-
-
-def _state_warn_bytes(text: str, variable: str) -> int:
-    return _options.state_warn_bytes(_options.parse_int(text, variable), variable)
-
-
-def _cache_max_bytes(text: str, variable: str) -> int:
-    return _options.cache_max_bytes(_options.parse_int(text, variable), variable)
+def _int(check: Callable[[int, str], T]) -> Callable[[str, str], T]:
+    """A variable read as an integer, then checked as the saver checks that option."""
+    return lambda text, variable: check(_options.parse_int(text, variable), variable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,16 +146,25 @@ class Settings:
             allowed_msgpack_modules=_variable(
                 env, "MONGODB_ALLOWED_MSGPACK_MODULES", _options.parse_msgpack_modules, None
             ),
-            keep_last=_variable(env, "MONGODB_KEEP_LAST", _keep_last, None),
+            keep_last=_variable(env, "MONGODB_KEEP_LAST", _int(_options.keep_last), None),
             refresh_ttl_on_read=refresh_ttl_on_read,
             state_max_bytes=_variable(
-                env, "MONGODB_STATE_MAX_BYTES", _state_max_bytes, DEFAULT_STATE_MAX_BYTES
+                env,
+                "MONGODB_STATE_MAX_BYTES",
+                _int(_options.state_max_bytes),
+                DEFAULT_STATE_MAX_BYTES,
             ),
             cache_max_bytes=_variable(
-                env, "MONGODB_CACHE_MAX_BYTES", _cache_max_bytes, DEFAULT_CACHE_MAX_BYTES
+                env,
+                "MONGODB_CACHE_MAX_BYTES",
+                _int(_options.cache_max_bytes),
+                DEFAULT_CACHE_MAX_BYTES,
             ),
             state_warn_bytes=_variable(
-                env, "MONGODB_STATE_WARN_BYTES", _state_warn_bytes, DEFAULT_STATE_WARN_BYTES
+                env,
+                "MONGODB_STATE_WARN_BYTES",
+                _int(_options.state_warn_bytes),
+                DEFAULT_STATE_WARN_BYTES,
             ),
         )
 
@@ -209,25 +207,14 @@ async def checkpointer(
         client = _client(settings.uri)
     saver: AsyncMongoDBSaver | None = None
     try:
-        saver = AsyncMongoDBSaver(
-            client,
-            settings.db_name,
-            settings.checkpoint_collection_name,
-            settings.writes_collection_name,
-            compression=settings.compression,
-            ttl=settings.ttl,
-            targeted_joins=settings.targeted_joins,
-            serde=_serializer(settings),
-            keep_last=settings.keep_last,
-            refresh_ttl_on_read=settings.refresh_ttl_on_read,
-            state_max_bytes=settings.state_max_bytes,
-            cache_max_bytes=settings.cache_max_bytes,
-            state_warn_bytes=settings.state_warn_bytes,
-        )
+        # Every other setting is the saver's option of that name.
+        options = {f.name: getattr(settings, f.name) for f in fields(settings)}
+        del options["uri"], options["allowed_msgpack_modules"]
+        saver = AsyncMongoDBSaver(client, serde=_serializer(settings), **options)
+        where = f"MONGODB_URI {redact_uri(settings.uri)!r}" if settings.uri else "the client"
         try:
             await saver.setup()
         except ServerSelectionTimeoutError as error:
-            where = f"MONGODB_URI {redact_uri(settings.uri)!r}" if settings.uri else "the client"
             raise ServerSelectionTimeoutError(
                 f"no MongoDB server of {where} could be reached at startup (the URI's "
                 f"serverSelectionTimeoutMS sets how long setup() waits): {error}",
@@ -236,7 +223,6 @@ async def checkpointer(
         except OperationFailure as error:
             if error.code != AUTHENTICATION_FAILED:
                 raise
-            where = f"MONGODB_URI {redact_uri(settings.uri)!r}" if settings.uri else "the client"
             raise OperationFailure(
                 f"the server of {where} refused the login ({server_message(error)}): check "
                 "the user name, password and authSource in MONGODB_URI",

@@ -65,8 +65,7 @@ def main(
         return _pipe_closed(out)
     except KeyboardInterrupt:
         print(
-            "\ninterrupted: nothing is half-written; run the same command again to finish",
-            file=err,
+            "\ninterrupted: nothing is half-written; run the same command again to finish", file=err
         )
         return 130
     except UsageError as exc:

@@ -41,8 +41,7 @@ def counts(saver: MongoDBSaver, thread_ids: Sequence[str]) -> dict[str, dict[str
 def run_core(saver: MongoDBSaver, plan: Plan[T]) -> T:
     """A plan of the core, on the saver's collections."""
     return run_plan(
-        plan,
-        lambda command: execute_sync("threads", command_collection(saver, command), command),
+        plan, lambda command: execute_sync("threads", command_collection(saver, command), command)
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -178,10 +178,9 @@ def _check_arguments(args: argparse.Namespace) -> None:
     """What argparse cannot check, before any connection is made."""
     if args.from_mongodb is not None and _same_collections(args):
         raise UsageError(
-            "the source and the target are the same collections: both packages use "
-            "the names 'checkpoints' and 'checkpoint_writes' by default, so copy into "
-            "another database (--to-db) or other collections (--to-checkpoints, "
-            "--to-writes)"
+            "the source and the target are the same collections: both packages use the names "
+            "'checkpoints' and 'checkpoint_writes' by default, so copy into another database "
+            "(--to-db) or other collections (--to-checkpoints, --to-writes)"
         )
     if args.from_sqlite is not None and not args.from_sqlite.is_file():
         raise UsageError(f"--from-sqlite {str(args.from_sqlite)!r}: no such file")
@@ -301,30 +300,30 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 dry_run=args.dry_run,
                 batch_size=args.batch_size,
                 on_progress=lambda _thread_id, count: progress.advance(checkpoints=count),
-                on_thread=lambda result: _thread_done(progress, result),
+                on_thread=_noting(progress),
             )
         print(("dry run: " if args.dry_run else "") + report.summary(), file=out)
         if not args.verify or args.dry_run:
             return 0 if report.ok else 1
         with Progress("verify", len(threads), show, err, "checkpoints") as progress:
             verified = verify_threads(
-                source,
-                target,
-                threads,
-                batch_size=args.batch_size,
-                on_thread=lambda result: _thread_done(progress, result),
+                source, target, threads, batch_size=args.batch_size, on_thread=_noting(progress)
             )
         print("verify: " + verified.summary(), file=out)
         return 0 if report.ok and verified.ok else 1
 
 
-def _thread_done(progress: Progress, result: ThreadCopy | ThreadVerification) -> None:
-    """A thread copied or verified: its problem noted above the bar, if any."""
-    checkpoints = 0
-    if isinstance(result, ThreadVerification):
-        checkpoints = result.checkpoints
-        if result.differences:
-            progress.note(f"differs: {result.thread_id!r} ({len(result.differences)})")
-    elif result.status in (ThreadStatus.CONFLICT, ThreadStatus.FAILED, ThreadStatus.MISSING):
-        progress.note(f"{result.status.value}: {result.thread_id!r}: {result.detail}")
-    progress.advance(threads=1, checkpoints=checkpoints)
+def _noting(progress: Progress) -> Callable[[ThreadCopy | ThreadVerification], None]:
+    """Told each thread copied or verified: its problem noted above the bar, if any."""
+
+    def done(result: ThreadCopy | ThreadVerification) -> None:
+        checkpoints = 0
+        if isinstance(result, ThreadVerification):
+            checkpoints = result.checkpoints
+            if result.differences:
+                progress.note(f"differs: {result.thread_id!r} ({len(result.differences)})")
+        elif result.status in (ThreadStatus.CONFLICT, ThreadStatus.FAILED, ThreadStatus.MISSING):
+            progress.note(f"{result.status.value}: {result.thread_id!r}: {result.detail}")
+        progress.advance(threads=1, checkpoints=checkpoints)
+
+    return done

@@ -18,7 +18,7 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any, TextIO
@@ -34,19 +34,7 @@ from langgraph.checkpoint.mongo import _options, _queries
 from langgraph.checkpoint.mongo._documents import ThreadInfo
 from langgraph.checkpoint.mongo._keys import ref_from_config
 from langgraph.checkpoint.mongo._options import redact_uri
-from langgraph.checkpoint.mongo.cli import _serde, _views
-from langgraph.checkpoint.mongo.cli._common import (
-    NotFoundError,
-    Progress,
-    UsageError,
-    add_names,
-    add_no_progress,
-    add_timeout,
-    connect,
-    distinct_collections,
-    flag,
-    require_collections,
-)
+from langgraph.checkpoint.mongo.cli import _common, _serde, _views
 from langgraph.checkpoint.mongo.cli.history import show_diff, show_history
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
 
@@ -168,14 +156,14 @@ def _connection_options() -> argparse.ArgumentParser:
         metavar="URI",
         help="connection string (default: the MONGODB_URI environment variable)",
     )
-    add_names(
+    _common.add_names(
         where,
         "--",
         "the database (default: %(default)s)",
         "the checkpoint collection (default: %(default)s)",
         "the pending-writes collection (default: %(default)s)",
     )
-    add_timeout(where, "the server")
+    _common.add_timeout(where, "the server")
     where.add_argument(
         "--serde",
         metavar="MODULE:FACTORY",
@@ -184,6 +172,25 @@ def _connection_options() -> argparse.ArgumentParser:
         "default serializer)",
     )
     return common
+
+
+_Adder = Callable[[argparse.ArgumentParser], object]
+
+
+def _arg(*flags: str, **options: Any) -> _Adder:
+    return lambda parser: parser.add_argument(*flags, **options)
+
+
+def _count(name: str, help: str, **options: Any) -> _Adder:
+    return _arg(name, type=_common.flag(_at_least_one, name), metavar="N", help=help, **options)
+
+
+def _json(help: str) -> _Adder:
+    return _arg("--json", action="store_true", help=help)
+
+
+def _ns(help: str) -> _Adder:
+    return _arg("--ns", dest="checkpoint_ns", metavar="NS", help=help)
 
 
 def add_parser(commands: Any) -> None:
@@ -199,170 +206,143 @@ def add_parser(commands: Any) -> None:
     common = [_connection_options()]
     actions = threads.add_subparsers(dest="action", required=True, metavar="ACTION")
 
-    def action(name: str, help: str, description: str) -> argparse.ArgumentParser:
+    def action(name: str, help: str, description: str, *arguments: _Adder) -> None:
         """A `threads` command, taking the connection options; its refusals name it."""
-        parser: argparse.ArgumentParser = actions.add_parser(
-            name, parents=common, help=help, description=description
-        )
+        parser = actions.add_parser(name, parents=common, help=help, description=description)
         parser.set_defaults(parser=parser)
-        return parser
+        for add in arguments:
+            add(parser)
 
-    ls = action(
+    action(
         "ls",
-        help="every thread: checkpoints and last activity",
-        description="Every thread in thread id order: how many checkpoints it has (all "
+        "every thread: checkpoints and last activity",
+        "Every thread in thread id order: how many checkpoints it has (all "
         "namespaces) and when its latest root checkpoint was written.",
+        _arg(
+            "--filter",
+            action="append",
+            type=_filter_entry,
+            default=[],
+            metavar="KEY=VALUE",
+            help="only threads whose latest root checkpoint has this metadata (repeat for "
+            "more; VALUE is read as MongoDB Extended JSON when it can be: step=3, "
+            'tags=\'["a"]\', user=\'{"$oid": "65a1b2c3d4e5f60718293a4b"}\')',
+        ),
+        _count("--limit", "at most N threads"),
+        _arg("--after", metavar="ID", help="start after this thread id (the last of a page)"),
+        _json(
+            "a JSON array, one object per thread: thread_id, checkpoints, last_activity, "
+            "checkpoint_id, metadata"
+        ),
     )
-    ls.add_argument(
-        "--filter",
-        action="append",
-        type=_filter_entry,
-        default=[],
-        metavar="KEY=VALUE",
-        help="only threads whose latest root checkpoint has this metadata (repeat for "
-        "more; VALUE is read as MongoDB Extended JSON when it can be: step=3, "
-        'tags=\'["a"]\', user=\'{"$oid": "65a1b2c3d4e5f60718293a4b"}\')',
-    )
-    ls.add_argument(
-        "--limit", type=flag(_at_least_one, "--limit"), metavar="N", help="at most N threads"
-    )
-    ls.add_argument("--after", metavar="ID", help="start after this thread id (the last of a page)")
-    _add_json(
-        ls,
-        "a JSON array, one object per thread: thread_id, checkpoints, last_activity, "
-        "checkpoint_id, metadata",
-    )
-    show = action(
+    action(
         "show",
-        help="a thread's latest state and its history",
-        description="A thread's latest root checkpoint (its channels, its pending writes "
+        "a thread's latest state and its history",
+        "A thread's latest root checkpoint (its channels, its pending writes "
         "and the interrupt it waits on, if any) and its checkpoints newest first, every "
         "namespace, counted as reads see them. Reads the thread's whole history once.",
+        _arg("thread_id", metavar="ID"),
+        _arg(
+            "--checkpoint",
+            metavar="CHECKPOINT",
+            help="show this checkpoint's state instead of the latest: its channels as "
+            "LangGraph loads them (DeltaChannel values rebuilt), metadata, next nodes, "
+            "pending writes and interrupts",
+        ),
+        _ns('the namespace of --checkpoint (default: the root, "")'),
+        _count(
+            "--history",
+            "how many checkpoints of the history to list (default: %(default)s)",
+            default=DEFAULT_HISTORY,
+        ),
+        _json(
+            "one JSON object: thread_id, checkpoints, namespaces, latest, interrupts, "
+            "history, and with --checkpoint: checkpoint"
+        ),
     )
-    show.add_argument("thread_id", metavar="ID")
-    show.add_argument(
-        "--checkpoint",
-        metavar="CHECKPOINT",
-        help="show this checkpoint's state instead of the latest: its channels as LangGraph "
-        "loads them (DeltaChannel values rebuilt), metadata, next nodes, pending writes "
-        "and interrupts",
-    )
-    _add_ns(show, 'the namespace of --checkpoint (default: the root, "")')
-    show.add_argument(
-        "--history",
-        type=flag(_at_least_one, "--history"),
-        default=DEFAULT_HISTORY,
-        metavar="N",
-        help="how many checkpoints of the history to list (default: %(default)s)",
-    )
-    _add_json(
-        show,
-        "one JSON object: thread_id, checkpoints, namespaces, latest, interrupts, "
-        "history, and with --checkpoint: checkpoint",
-    )
-    history = action(
+    action(
         "history",
-        help="a thread's checkpoints, newest first, a page at a time",
-        description="A thread's checkpoints newest first, per namespace (or the one "
+        "a thread's checkpoints, newest first, a page at a time",
+        "A thread's checkpoints newest first, per namespace (or the one "
         "--ns names): id, step, source, time, the nodes that run next, pending writes "
         "and interrupts, stored size. One indexed query per page and namespace, however "
         "long the thread; the next page: --before the last id listed.",
+        _arg("thread_id", metavar="ID"),
+        _ns("only this namespace (default: every namespace, the root first)"),
+        _count(
+            "--limit", "checkpoints per namespace (default: %(default)s)", default=DEFAULT_HISTORY
+        ),
+        _arg("--before", metavar="CHECKPOINT", help="only checkpoints older than this one"),
+        _json("one JSON object: thread_id, namespaces (checkpoint_ns, checkpoints, history)"),
     )
-    history.add_argument("thread_id", metavar="ID")
-    _add_ns(history, "only this namespace (default: every namespace, the root first)")
-    history.add_argument(
-        "--limit",
-        type=flag(_at_least_one, "--limit"),
-        default=DEFAULT_HISTORY,
-        metavar="N",
-        help="checkpoints per namespace (default: %(default)s)",
-    )
-    history.add_argument(
-        "--before", metavar="CHECKPOINT", help="only checkpoints older than this one"
-    )
-    _add_json(
-        history, "one JSON object: thread_id, namespaces (checkpoint_ns, checkpoints, history)"
-    )
-    diff = action(
+    action(
         "diff",
-        help="what changed between two checkpoints",
-        description="What changed between two checkpoints of a thread (forks included), "
+        "what changed between two checkpoints",
+        "What changed between two checkpoints of a thread (forks included), "
         "per channel: added, removed or changed; lists of messages by message id (added, "
         "removed, edited). DeltaChannel values are rebuilt on both sides.",
+        _arg("thread_id", metavar="ID"),
+        _arg("--from", dest="old", metavar="CHECKPOINT", help="default: the parent of --to"),
+        _arg("--to", dest="new", metavar="CHECKPOINT", help="default: the latest"),
+        _ns('the namespace of both checkpoints (default: the root, "")'),
+        _json("one JSON object: thread_id, checkpoint_ns, from, to, channels, next"),
     )
-    diff.add_argument("thread_id", metavar="ID")
-    diff.add_argument(
-        "--from", dest="old", metavar="CHECKPOINT", help="default: the parent of --to"
-    )
-    diff.add_argument("--to", dest="new", metavar="CHECKPOINT", help="default: the latest")
-    _add_ns(diff, 'the namespace of both checkpoints (default: the root, "")')
-    _add_json(diff, "one JSON object: thread_id, checkpoint_ns, from, to, channels, next")
-    prune = action(
+    action(
         "prune",
-        help="keep each thread's newest checkpoints",
-        description="Keep each thread's N newest checkpoints per namespace (and the "
-        "older ones a DeltaChannel rebuilds its value from); delete the rest with their "
-        "pending writes, and pending writes no checkpoint owns once an hour old. Safe to "
-        "run again: an interrupted prune finishes.",
+        "keep each thread's newest checkpoints",
+        "Keep each thread's N newest checkpoints per namespace (and the older ones a DeltaChannel "
+        "rebuilds its value from); delete the rest with their pending writes, and pending writes "
+        "no checkpoint owns once an hour old. Safe to run again: an interrupted prune finishes.",
+        _arg(
+            "--keep-last",
+            type=_common.flag(_keep_last, "--keep-last"),
+            required=True,
+            metavar="N",
+            help="checkpoints to keep per namespace of each thread (0: delete them all)",
+        ),
+        _arg(
+            "--idle-for",
+            type=_duration,
+            metavar="DURATION",
+            help="only threads whose last activity is at least this long ago (7d, 12h, "
+            "1d12h, 90m, 2w, 45s)",
+        ),
+        _arg("--dry-run", action="store_true", help="count what would go; delete nothing"),
+        _json(
+            "one JSON object: dry_run, keep_last, idle_for, threads, left_alone, "
+            "checkpoints_before, checkpoints_removed, checkpoints_kept"
+        ),
+        _common.add_no_progress,
     )
-    prune.add_argument(
-        "--keep-last",
-        type=flag(_keep_last, "--keep-last"),
-        required=True,
-        metavar="N",
-        help="checkpoints to keep per namespace of each thread (0: delete them all)",
-    )
-    prune.add_argument(
-        "--idle-for",
-        type=_duration,
-        metavar="DURATION",
-        help="only threads whose last activity is at least this long ago (7d, 12h, 1d12h, "
-        "90m, 2w, 45s)",
-    )
-    prune.add_argument("--dry-run", action="store_true", help="count what would go; delete nothing")
-    _add_json(
-        prune,
-        "one JSON object: dry_run, keep_last, idle_for, threads, left_alone, "
-        "checkpoints_before, checkpoints_removed, checkpoints_kept",
-    )
-    add_no_progress(prune)
-    delete = action(
+    action(
         "delete",
-        help="delete whole threads",
-        description="Delete these threads: every checkpoint of every namespace and every "
+        "delete whole threads",
+        "Delete these threads: every checkpoint of every namespace and every "
         "pending write. Asks first, on the terminal, unless --yes.",
+        _arg("thread_ids", nargs="+", metavar="ID"),
+        _arg("--yes", action="store_true", help="delete without asking"),
+        _json("one JSON object: deleted (thread_id and checkpoints of each), not_found"),
     )
-    delete.add_argument("thread_ids", nargs="+", metavar="ID")
-    delete.add_argument("--yes", action="store_true", help="delete without asking")
-    _add_json(delete, "one JSON object: deleted (thread_id and checkpoints of each), not_found")
     for name, doing in (("pin", "Keep"), ("unpin", "Stop keeping")):
-        pin = action(
+        action(
             name,
-            help=f"{doing.lower()} threads from ttl expiry",
-            description=f"{doing} these threads from the savers' ttl expiry (a pinned "
-            "thread never expires, whatever is written to it, until unpinned; unpinned, "
-            "it expires ttl after the unpin or its last write). Two update_many per thread.",
+            f"{doing.lower()} threads from ttl expiry",
+            f"{doing} these threads from the savers' ttl expiry (a pinned thread never "
+            "expires, whatever is written to it, until unpinned; unpinned, it expires ttl "
+            "after the unpin or its last write). Two update_many per thread.",
+            _arg("thread_ids", nargs="+", metavar="ID"),
+            _json(f"one JSON object: {name}ned, not_found"),
         )
-        pin.add_argument("thread_ids", nargs="+", metavar="ID")
-        _add_json(pin, f"one JSON object: {name}ned, not_found")
-
-
-def _add_json(parser: argparse.ArgumentParser, help: str) -> None:
-    parser.add_argument("--json", action="store_true", help=help)
-
-
-def _add_ns(parser: argparse.ArgumentParser, help: str) -> None:
-    parser.add_argument("--ns", dest="checkpoint_ns", metavar="NS", help=help)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run `threads ACTION`; an error propagates to `main`, which prints it in one line."""
     # What argparse cannot check (it checked each name, and `--db`, on its own).
-    distinct_collections(args.checkpoints, args.writes, ("--checkpoints", "--writes"))
+    _common.distinct_collections(args.checkpoints, args.writes, ("--checkpoints", "--writes"))
     if not args.uri:
-        raise UsageError("no server: pass --uri or set MONGODB_URI")
+        raise _common.UsageError("no server: pass --uri or set MONGODB_URI")
     if args.action == "delete" and not args.yes and not _can_ask():
-        raise UsageError(
+        raise _common.UsageError(
             "delete asks before deleting, and stdin is not a terminal to ask on: pass "
             "--yes to delete without asking"
         )
@@ -372,10 +352,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 @contextmanager
 def _saver(args: argparse.Namespace) -> Iterator[MongoDBSaver]:
-    client = connect(args.uri, "server (--uri)", args.timeout)
+    client = _common.connect(args.uri, "server (--uri)", args.timeout)
     try:
         wanted = {"--checkpoints": args.checkpoints, "--writes": args.writes}
-        require_collections(client, args.uri, args.db, wanted, "--db")
+        _common.require_collections(client, args.uri, args.db, wanted, "--db")
         for option, name in wanted.items():
             _refuse_official_collection(client[args.db][name], option, args)
         serde = _serde.serializer(args.serde)
@@ -396,7 +376,7 @@ def _refuse_official_collection(
     if index is None:
         return
     uri = redact_uri(args.uri)
-    raise UsageError(
+    raise _common.UsageError(
         f"collection {collection.name!r} ({option}) of database {args.db!r} at {uri} holds "
         f"langgraph-checkpoint-mongodb's documents (it has that saver's index {index!r}), "
         "which this command does not read: name this package's collections with "
@@ -475,12 +455,12 @@ def _show(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextI
     # Every stored checkpoint is one reads see: counted from the index, every namespace.
     namespaces = _views.counts(saver, [thread_id]).get(thread_id, {})
     if latest is None and not namespaces:
-        raise NotFoundError(f"no thread {thread_id!r} in {_views.where(saver, args)}")
+        raise _common.NotFoundError(f"no thread {thread_id!r} in {_views.where(saver, args)}")
     asked = None
     if args.checkpoint is not None:
         asked = _views.state_at(saver, args, args.checkpoint_ns or "", args.checkpoint)
     elif args.checkpoint_ns is not None:
-        raise UsageError("--ns goes with --checkpoint: name the checkpoint to show")
+        raise _common.UsageError("--ns goes with --checkpoint: name the checkpoint to show")
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     history = list(saver.list(config, limit=args.history))
     state = None if latest is None else _views.load(saver, latest, thread_id)
@@ -588,7 +568,7 @@ def _prune(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: Text
         chosen.append(info.thread_id)
     show = not args.no_progress and err.isatty()
     before = after = 0
-    with Progress("prune", len(chosen), show, err, "checkpoints removed") as progress:
+    with _common.Progress("prune", len(chosen), show, err, "checkpoints removed") as progress:
         for batch in _batches(chosen):
             counts = _views.counts(saver, batch)
             stored = sum(sum(c.values()) for c in counts.values())
