@@ -228,33 +228,27 @@ def _patch_mongomock() -> None:
 
         return wrapper
 
-    def refuse_large_insert(method: Any) -> Any:
+    def refuse_large(method: Any, update: bool) -> Any:
+        # An upsert inserts through `_insert`: its refusal becomes the upsert's.
         @functools.wraps(method)
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
             try:
                 return method(self, *args, **kwargs)
             except TooLargeError as exc:
-                message = (
-                    f"object to insert too large. size in bytes: {exc.size}, max size: "
-                    f"{MAX_DOCUMENT_SIZE}"
+                code, message = (
+                    (17419, "Resulting document after update is larger than")
+                    if update
+                    else (2, f"object to insert too large. size in bytes: {exc.size}, max size:")
                 )
-                raise WriteError(message, 2) from None
-
-        return wrapper
-
-    def refuse_large_update(method: Any) -> Any:
-        @functools.wraps(method)
-        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-            try:
-                return method(self, *args, **kwargs)
-            except TooLargeError:
-                code, message = 17419, "Resulting document after update is larger than"
             except WriteError as exc:
-                if exc.code != 2 or not str(exc).startswith("object to insert too large"):
+                if (
+                    not update
+                    or exc.code != 2
+                    or not str(exc).startswith("object to insert too large")
+                ):
                     raise
                 code, message = 17420, "Document to upsert is larger than"
-            message = f"{message} {MAX_DOCUMENT_SIZE}"
-            raise WriteError(message, code) from None
+            raise WriteError(f"{message} {MAX_DOCUMENT_SIZE}", code) from None
 
         return wrapper
 
@@ -334,8 +328,8 @@ def _patch_mongomock() -> None:
     setattr(Database, "command", server_commands(Database.command))  # noqa: B010
     setattr(Collection, "aggregate", aggregate_match_first)  # noqa: B010
     setattr(Collection, "_ensure_uniques", within_size_limit(Collection._ensure_uniques))  # noqa: B010
-    setattr(Collection, "_insert", refuse_large_insert(Collection._insert))  # noqa: B010
-    setattr(Collection, "_update", refuse_large_update(Collection._update))  # noqa: B010
+    setattr(Collection, "_insert", refuse_large(Collection._insert, update=False))  # noqa: B010
+    setattr(Collection, "_update", refuse_large(Collection._update, update=True))  # noqa: B010
     for name in ("add_update", "add_replace"):
         setattr(BulkOperationBuilder, name, accept_sort(getattr(BulkOperationBuilder, name)))
     setattr(CollectionStore, "__delitem__", delete_by_hashable_id(CollectionStore.__delitem__))  # noqa: B010

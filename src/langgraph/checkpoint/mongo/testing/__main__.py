@@ -68,10 +68,10 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = commands.add_parser(
         "serve",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         help="serve a MongoDB stand-in on 127.0.0.1 (in memory, for trying and testing)",
         description=DESCRIPTION,
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     serve.add_argument(
         "--port",

@@ -97,38 +97,35 @@ class Commands:
         self.mock = mock
         self.lock = lock
         self.cursors = Cursors()
-        # name -> (handler, the command's own fields; None: any, for handshakes)
-        self._handlers: dict[str, tuple[Handler, frozenset[str] | None]] = {
+        # name -> (handler, the command's own fields, space-separated; None: any, for handshakes)
+        self._handlers: dict[str, tuple[Handler, str | None]] = {
             "hello": (self._hello, None),
             "ismaster": (self._hello, None),
             "isMaster": (self._hello, None),
-            "buildInfo": (self._build_info, frozenset()),
-            "endSessions": (lambda db, cmd, conn: {}, frozenset()),
-            "ping": (lambda db, cmd, conn: {}, frozenset()),
+            "buildInfo": (self._build_info, ""),
+            "endSessions": (lambda db, cmd, conn: {}, ""),
+            "ping": (lambda db, cmd, conn: {}, ""),
             "saslStart": (self._no_authentication, None),
-            "find": (
-                self._find,
-                frozenset({"filter", "projection", "sort", "limit", "batchSize", "singleBatch"}),
-            ),
-            "aggregate": (self._aggregate, frozenset({"pipeline", "cursor", "allowDiskUse"})),
+            "find": (self._find, "filter projection sort limit batchSize singleBatch"),
+            "aggregate": (self._aggregate, "pipeline cursor allowDiskUse"),
             "getMore": (
                 lambda db, cmd, conn: self.cursors.get_more(db, cmd),
-                frozenset({"collection", "batchSize"}),
+                "collection batchSize",
             ),
-            "killCursors": (lambda db, cmd, conn: self.cursors.kill(cmd), frozenset({"cursors"})),
-            "listIndexes": (self._list_indexes, frozenset({"cursor"})),
+            "killCursors": (lambda db, cmd, conn: self.cursors.kill(cmd), "cursors"),
+            "listIndexes": (self._list_indexes, "cursor"),
             "listCollections": (
                 self._list_collections,
-                frozenset({"filter", "cursor", "nameOnly", "authorizedCollections"}),
+                "filter cursor nameOnly authorizedCollections",
             ),
-            "insert": (self._insert, frozenset({"documents", "ordered"})),
-            "update": (self._update, frozenset({"updates", "ordered"})),
-            "delete": (self._delete, frozenset({"deletes", "ordered"})),
-            "createIndexes": (self._create_indexes, frozenset({"indexes"})),
-            "dropIndexes": (self._drop_indexes, frozenset({"index"})),
-            "collMod": (self._coll_mod, frozenset({"index"})),
-            "dropDatabase": (self._drop_database, frozenset()),
-            "listDatabases": (self._list_databases, frozenset({"nameOnly"})),
+            "insert": (self._insert, "documents ordered"),
+            "update": (self._update, "updates ordered"),
+            "delete": (self._delete, "deletes ordered"),
+            "createIndexes": (self._create_indexes, "indexes"),
+            "dropIndexes": (self._drop_indexes, "index"),
+            "collMod": (self._coll_mod, "index"),
+            "dropDatabase": (self._drop_database, ""),
+            "listDatabases": (self._list_databases, "nameOnly"),
         }
 
     def run(self, db: str, cmd: dict[str, Any], conn_id: int) -> dict[str, Any]:
@@ -139,7 +136,7 @@ class Commands:
                 raise CommandError(59, f"no such command: '{name}'")
             handler, fields = self._handlers[name]
             if fields is not None:
-                _only(name, cmd, {name} | fields | _GENERIC_FIELDS)
+                _only(name, cmd, {name, *fields.split()} | _GENERIC_FIELDS)
             reply = handler(db, cmd, conn_id)
         except Exception as exc:
             return error_reply(exc)
@@ -147,8 +144,6 @@ class Commands:
             reply["writeConcernError"] = UNSATISFIABLE_WRITE_CONCERN
         reply["ok"] = 1.0
         return reply
-
-    # ------------------------------------------------------------------ helpers
 
     def _coll(self, db: str, cmd: dict[str, Any]) -> Any:
         name = next(iter(cmd.values()))
@@ -211,8 +206,6 @@ class Commands:
             totals["writeErrors"] = errors
         return totals
 
-    # --------------------------------------------------------------- handshakes
-
     def _hello(self, db: str, cmd: dict[str, Any], conn_id: int) -> dict[str, Any]:
         now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
         reply: dict[str, Any] = {"helloOk": True, "isWritablePrimary": True}
@@ -241,8 +234,6 @@ class Commands:
 
     def _build_info(self, db: str, cmd: dict[str, Any], _conn: int) -> dict[str, Any]:
         return {"version": "7.0.0", "versionArray": [7, 0, 0, 0], "bits": 64}
-
-    # -------------------------------------------------------------------- reads
 
     def _find(self, db: str, cmd: dict[str, Any], _conn: int) -> dict[str, Any]:
         coll = self._coll(db, cmd)
@@ -300,8 +291,6 @@ class Commands:
         batch_size = (cmd.get("cursor") or {}).get("batchSize")
         return self.cursors.first_batch(f"{db}.{coll.name}", docs, batch_size)
 
-    # ------------------------------------------------------------------- writes
-
     def _insert(self, db: str, cmd: dict[str, Any], _conn: int) -> dict[str, Any]:
         coll = self._coll(db, cmd)
         documents = cmd.get("documents")
@@ -354,8 +343,6 @@ class Commands:
             return {"n": method(statement["q"]).deleted_count}
 
         return self._write(coll, cmd, statements, delete)
-
-    # ---------------------------------------------------------------------- DDL
 
     def _create_indexes(self, db: str, cmd: dict[str, Any], _conn: int) -> dict[str, Any]:
         coll = self._coll(db, cmd)

@@ -29,7 +29,6 @@ import selectors
 import socket
 import threading
 from collections.abc import Callable
-from types import TracebackType
 from typing import Any
 
 import bson
@@ -95,8 +94,6 @@ class WireServer:
         self._request_ids = itertools.count(1)
         self._conn_ids = itertools.count(1)
 
-    # ------------------------------------------------------------------ API
-
     def start(self) -> WireServer:
         """Bind `port` (a free one when 0) on 127.0.0.1 and start serving; returns `self`."""
         if self._listener is not None:
@@ -156,12 +153,7 @@ class WireServer:
     def __enter__(self) -> WireServer:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def reset(self) -> None:
@@ -187,8 +179,6 @@ class WireServer:
 
     def __repr__(self) -> str:
         return f"WireServer(uri={self.uri!r}, delay={self.delay!r})"
-
-    # ------------------------------------------------------------ networking
 
     def _accept_loop(self) -> None:
         assert self._listener is not None
