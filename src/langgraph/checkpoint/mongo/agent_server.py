@@ -91,6 +91,20 @@ def _int(check: Callable[[int, str], T]) -> Callable[[str, str], T]:
     return lambda text, variable: check(_options.parse_int(text, variable), variable)
 
 
+# The other settings, each read from one variable by its parser (the saver's own check),
+# in this order; unset or empty, the field's default.
+_VARIABLES: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+    "db_name": ("MONGODB_DB_NAME", _options.db_name),
+    "compression": ("MONGODB_COMPRESSION", _options.parse_compression),
+    "targeted_joins": ("MONGODB_TARGETED_JOINS", _options.parse_bool),
+    "allowed_msgpack_modules": ("MONGODB_ALLOWED_MSGPACK_MODULES", _options.parse_msgpack_modules),
+    "keep_last": ("MONGODB_KEEP_LAST", _int(_options.keep_last)),
+    "state_max_bytes": ("MONGODB_STATE_MAX_BYTES", _int(_options.state_max_bytes)),
+    "cache_max_bytes": ("MONGODB_CACHE_MAX_BYTES", _int(_options.cache_max_bytes)),
+    "state_warn_bytes": ("MONGODB_STATE_WARN_BYTES", _int(_options.state_warn_bytes)),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """What the factory builds the saver from; `from_env` reads the variables above.
@@ -135,37 +149,17 @@ class Settings:
             "MONGODB_REFRESH_TTL_ON_READ",
             "MONGODB_TTL_SECONDS",
         )
+        default = cls()
         return cls(
             uri=env.get("MONGODB_URI") or None,
-            db_name=_variable(env, "MONGODB_DB_NAME", _options.db_name, DEFAULT_DB_NAME),
             checkpoint_collection_name=checkpoints,
             writes_collection_name=writes,
             ttl=ttl,
-            compression=_variable(env, "MONGODB_COMPRESSION", _options.parse_compression, None),
-            targeted_joins=_variable(env, "MONGODB_TARGETED_JOINS", _options.parse_bool, True),
-            allowed_msgpack_modules=_variable(
-                env, "MONGODB_ALLOWED_MSGPACK_MODULES", _options.parse_msgpack_modules, None
-            ),
-            keep_last=_variable(env, "MONGODB_KEEP_LAST", _int(_options.keep_last), None),
             refresh_ttl_on_read=refresh_ttl_on_read,
-            state_max_bytes=_variable(
-                env,
-                "MONGODB_STATE_MAX_BYTES",
-                _int(_options.state_max_bytes),
-                DEFAULT_STATE_MAX_BYTES,
-            ),
-            cache_max_bytes=_variable(
-                env,
-                "MONGODB_CACHE_MAX_BYTES",
-                _int(_options.cache_max_bytes),
-                DEFAULT_CACHE_MAX_BYTES,
-            ),
-            state_warn_bytes=_variable(
-                env,
-                "MONGODB_STATE_WARN_BYTES",
-                _int(_options.state_warn_bytes),
-                DEFAULT_STATE_WARN_BYTES,
-            ),
+            **{
+                name: _variable(env, variable, parse, getattr(default, name))
+                for name, (variable, parse) in _VARIABLES.items()
+            },
         )
 
 
