@@ -9,7 +9,6 @@ import argparse
 import math
 import sys
 from collections.abc import Callable, Mapping
-from types import TracebackType
 from typing import Any, NoReturn, TextIO, TypeVar
 
 from pymongo import MongoClient
@@ -226,11 +225,6 @@ class Progress:
     def __enter__(self) -> Progress:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self.bar is not None:
             self.bar.close()

@@ -77,15 +77,13 @@ def age(ts: str, now: datetime) -> str:
     return f"{when.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} UTC ({ago})"
 
 
-def table(rows: Sequence[tuple[str, ...]], right: set[int]) -> list[str]:
+def print_table(rows: Sequence[tuple[str, ...]], right: set[int], out: TextIO) -> None:
+    """`rows` in columns (those numbered in `right` aligned right), indented two spaces."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [
-        "  ".join(
-            cell.rjust(width) if i in right else cell.ljust(width)
-            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
-        ).rstrip()
-        for row in rows
-    ]
+    for row in rows:
+        cells = zip(row, widths, strict=True)
+        line = "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(cells))
+        print(f"  {line.rstrip()}", file=out)
 
 
 def shown(thread_id: str) -> str:

@@ -192,7 +192,13 @@ def _source(args: argparse.Namespace, err: TextIO) -> Iterator[Source]:
     if args.from_mongodb is not None:
         client = connect(args.from_mongodb, "source (--from-mongodb)", args.timeout)
         try:
-            _require_official_collections(client, args)
+            # Refuse a source database without the official saver's collections.
+            wanted = {
+                "--from-checkpoints": args.from_checkpoints,
+                "--from-writes": args.from_writes,
+            }
+            check = f"--from-db (langgraph-checkpoint-mongodb's default is {DEFAULT_DB_NAME!r})"
+            require_collections(client, args.from_mongodb, args.from_db, wanted, check)
             if _holds_our_documents(client[args.from_db][args.from_checkpoints]):
                 yield _our_collections(client, args, err)
                 return
@@ -241,13 +247,6 @@ def _our_collections(client: MongoClient[Any], args: argparse.Namespace, err: Te
     saver = MongoDBSaver(client, args.from_db, args.from_checkpoints, args.from_writes)
     saver.setup(create_indexes=False)
     return saver
-
-
-def _require_official_collections(client: MongoClient[Any], args: argparse.Namespace) -> None:
-    """Refuse a source database without the official saver's collections."""
-    wanted = {"--from-checkpoints": args.from_checkpoints, "--from-writes": args.from_writes}
-    check = f"--from-db (langgraph-checkpoint-mongodb's default is {DEFAULT_DB_NAME!r})"
-    require_collections(client, args.from_mongodb, args.from_db, wanted, check)
 
 
 def _require_sqlite_saver_tables(conn: sqlite3.Connection, path: Path) -> None:

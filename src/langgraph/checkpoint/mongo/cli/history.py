@@ -61,8 +61,7 @@ def show_history(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err
                     _views.size_text(item["size"]),
                 )
             )
-        for line in _views.table(rows, right={1, 5, 6, 7}):
-            print(f"  {line}", file=out)
+        _views.print_table(rows, {1, 5, 6, 7}, out)
         if count == args.limit:
             last = page["history"][-1]["checkpoint_id"]
             ns = f" --ns {page['checkpoint_ns']!r}" if page["checkpoint_ns"] else ""

@@ -15,6 +15,7 @@ are `_common`'s, the serializer `_serde`'s, a checkpoint's state and a diff `_in
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import re
 import sys
@@ -387,13 +388,8 @@ def _refuse_official_collection(
 
 
 def _batches(items: Iterable[Any], size: int = BATCH) -> Iterator[list[Any]]:
-    batch: list[Any] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
+    iterator = iter(items)
+    while batch := list(itertools.islice(iterator, size)):
         yield batch
 
 
@@ -508,14 +504,9 @@ def _print_show(shown: dict[str, Any], out: TextIO) -> None:
     namespaces: dict[str, int] = shown["namespaces"]
     total: int = shown["checkpoints"]
     subgraphs = len(namespaces) - ("" in namespaces)
+    split = f" ({namespaces.get('', 0)} root, the rest in {subgraphs} subgraph namespace(s))"
     print(
-        f"thread {shown['thread_id']!r}: {total} checkpoints"
-        + (
-            f" ({namespaces.get('', 0)} root, the rest in {subgraphs} subgraph namespace(s))"
-            if subgraphs
-            else ""
-        ),
-        file=out,
+        f"thread {shown['thread_id']!r}: {total} checkpoints{split if subgraphs else ''}", file=out
     )
     if shown["pinned"]:
         print("pinned: kept from ttl expiry until `threads unpin`", file=out)
@@ -529,11 +520,8 @@ def _print_show(shown: dict[str, Any], out: TextIO) -> None:
             f"{item['channel']} {_views.size_text(item['bytes'])}"
             for item in stored["largest_channels"]
         )
-        print(
-            f"latest stored: {_views.size_text(stored['bytes'])}"
-            + (f"; largest channels: {largest}" if largest else ""),
-            file=out,
-        )
+        largest = f"; largest channels: {largest}" if largest else ""
+        print(f"latest stored: {_views.size_text(stored['bytes'])}{largest}", file=out)
     print(f"history (newest first, {len(shown['history'])} of {total}):", file=out)
     rows = [("CHECKPOINT", "NAMESPACE", "STEP", "SOURCE", "CREATED", "WRITES")]
     for item in shown["history"]:
@@ -547,8 +535,7 @@ def _print_show(shown: dict[str, Any], out: TextIO) -> None:
                 str(item["pending_writes"]),
             )
         )
-    for line in _views.table(rows, right={2, 5}):
-        print(f"  {line}", file=out)
+    _views.print_table(rows, {2, 5}, out)
 
 
 def _prune(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
