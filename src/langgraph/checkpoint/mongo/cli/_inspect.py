@@ -59,16 +59,13 @@ def load(saver: MongoDBSaver, item: CheckpointTuple) -> State:
     """`item` (as `get_tuple` or `list` read it) with its `DeltaChannel`s rebuilt: one
     `get_delta_channel_history` when any needs it."""
     checkpoint = item.checkpoint
-    values = {k: v for k, v in checkpoint["channel_values"].items() if _is_state(k)}
+    stored = checkpoint["channel_values"]
+    values = {k: v for k, v in stored.items() if _is_state(k)}
     for channel, value in values.items():
         if isinstance(value, DeltaSnapshot):
             values[channel] = value.value
     counted = delta_channels(item)
-    replayed = [
-        c
-        for c in counted
-        if c in checkpoint["channel_versions"] and c not in checkpoint["channel_values"]
-    ]
+    replayed = [c for c in counted if c in checkpoint["channel_versions"] and c not in stored]
     for channel in counted:
         # Never written: LangGraph reads it as its type's empty value (a list, as the
         # DeltaChannels of messages and logs are).
@@ -147,19 +144,12 @@ def interrupts(item: CheckpointTuple | None) -> list[dict[str, Any]]:
     """The interrupts raised at this checkpoint: those its pending writes hold
     (LangGraph writes a task's `interrupt()`s there, as one sequence, and resumes from
     them)."""
-    found: list[dict[str, Any]] = []
-    for task_id, channel, value in (item.pending_writes or []) if item else []:
-        if channel != INTERRUPT:
-            continue
-        for interrupt in value if isinstance(value, (list, tuple)) else [value]:
-            found.append(
-                {
-                    "value": getattr(interrupt, "value", interrupt),
-                    "id": getattr(interrupt, "id", None),
-                    "task_id": task_id,
-                }
-            )
-    return found
+    return [
+        {"value": getattr(each, "value", each), "id": getattr(each, "id", None), "task_id": task}
+        for task, channel, value in ((item.pending_writes or []) if item else [])
+        if channel == INTERRUPT
+        for each in (value if isinstance(value, (list, tuple)) else [value])
+    ]
 
 
 def diff(old: State, new: State) -> dict[str, Any]:

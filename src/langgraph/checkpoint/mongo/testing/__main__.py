@@ -13,7 +13,6 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from types import FrameType
 from typing import TextIO
 
 from langgraph.checkpoint.mongo import _options
@@ -98,11 +97,8 @@ def main(
         return 1
     stop = threading.Event()
 
-    def stopping(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, stopping)
-    signal.signal(signal.SIGTERM, stopping)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
     server = WireServer(port=args.port)
     try:
         server.start()
