@@ -100,7 +100,6 @@ def add_names(group: Any, prefix: str, *helps: str) -> None:
 
 
 def add_no_progress(group: Any) -> None:
-    """`--no-progress`, for the commands that show a progress bar."""
     group.add_argument(
         "--no-progress",
         action="store_true",

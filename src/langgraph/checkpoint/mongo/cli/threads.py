@@ -672,12 +672,10 @@ def _deleting(
 def _pin(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """`pin` and `unpin`: each thread found, as `delete` does; exit 1 if any was not."""
     found, missing = _named_threads(saver, args, err)
+    pin = saver.pin_thread if args.action == "pin" else saver.unpin_thread
     done = []
     for thread_id in found:
-        if args.action == "pin":
-            saver.pin_thread(thread_id)
-        else:
-            saver.unpin_thread(thread_id)
+        pin(thread_id)
         done.append(thread_id)
         if not args.json:
             print(f"{args.action}ned {thread_id!r}", file=out)
