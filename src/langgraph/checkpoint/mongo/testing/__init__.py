@@ -108,6 +108,7 @@ if _missing:
 # (BSONObjMaxInternalSize: an aggregation's result, for example).
 MAX_DOCUMENT_SIZE = 16 * 1024 * 1024
 MAX_INTERNAL_DOCUMENT_SIZE = MAX_DOCUMENT_SIZE + 16 * 1024
+_TOO_LARGE_TO_INSERT = "object to insert too large"
 
 __all__ = ["apply_mongomock_fixes", "async_client", "client"]
 
@@ -238,14 +239,10 @@ def _patch_mongomock() -> None:
                 code, message = (
                     (17419, "Resulting document after update is larger than")
                     if update
-                    else (2, f"object to insert too large. size in bytes: {exc.size}, max size:")
+                    else (2, f"{_TOO_LARGE_TO_INSERT}. size in bytes: {exc.size}, max size:")
                 )
             except WriteError as exc:
-                if (
-                    not update
-                    or exc.code != 2
-                    or not str(exc).startswith("object to insert too large")
-                ):
+                if not update or exc.code != 2 or not str(exc).startswith(_TOO_LARGE_TO_INSERT):
                     raise
                 code, message = 17420, "Document to upsert is larger than"
             raise WriteError(f"{message} {MAX_DOCUMENT_SIZE}", code) from None
