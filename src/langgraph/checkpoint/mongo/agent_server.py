@@ -201,10 +201,21 @@ async def checkpointer(
         client = _client(settings.uri)
     saver: AsyncMongoDBSaver | None = None
     try:
-        # Every other setting is the saver's option of that name.
-        options = {f.name: getattr(settings, f.name) for f in fields(settings)}
-        del options["uri"], options["allowed_msgpack_modules"]
-        saver = AsyncMongoDBSaver(client, serde=_serializer(settings), **options)
+        saver = AsyncMongoDBSaver(
+            client,
+            settings.db_name,
+            settings.checkpoint_collection_name,
+            settings.writes_collection_name,
+            compression=settings.compression,
+            ttl=settings.ttl,
+            targeted_joins=settings.targeted_joins,
+            serde=_serializer(settings),
+            keep_last=settings.keep_last,
+            refresh_ttl_on_read=settings.refresh_ttl_on_read,
+            state_max_bytes=settings.state_max_bytes,
+            cache_max_bytes=settings.cache_max_bytes,
+            state_warn_bytes=settings.state_warn_bytes,
+        )
         where = f"MONGODB_URI {redact_uri(settings.uri)!r}" if settings.uri else "the client"
         try:
             await saver.setup()
