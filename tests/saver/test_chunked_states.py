@@ -276,6 +276,7 @@ async def test_a_crash_between_chunks_and_document_leaves_only_harmless_chunks(
         assert len((await either(saver).get_stored(first)).checkpoint["channel_values"]["blob"])
 
 
+@pytest.mark.soak
 async def test_a_200_mib_value(backend: Backend) -> None:
     """Through one real driver only: the same code path as the 40 MiB case on every
     backend, at a size that costs seconds and hundreds of MiB of memory per backend."""
@@ -326,6 +327,7 @@ def _growing_graph() -> StateGraph[Any]:
     return builder
 
 
+@pytest.mark.soak
 async def test_a_graph_growing_1_mib_per_turn_for_60_turns(backend: Backend) -> None:
     """60 turns, an interrupt and its resume on turn 30, then a time-travel fork from
     turn 45: every state reads back whole, and the snapshots of 20 and 40 MiB (over one

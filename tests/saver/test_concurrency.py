@@ -52,6 +52,7 @@ def expected(owner: str) -> list[str]:
     return [f"{owner}:first", f"{owner}:second:1"]
 
 
+@pytest.mark.soak
 async def test_200_concurrent_runs_each_end_with_their_own_state(backend: Backend) -> None:
     async with backend.saver() as saver:
         graph = step_graph(saver)

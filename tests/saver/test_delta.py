@@ -203,6 +203,7 @@ async def states_by_id(graph: Driver, thread: str) -> dict[str, Any]:
     return found
 
 
+@pytest.mark.soak
 async def test_prune_delete_for_runs_and_copy_keep_delta_threads_whole(backend: Backend) -> None:
     async with backend.saver() as saver:
         graph = delta_chat(saver, backend.is_sync)

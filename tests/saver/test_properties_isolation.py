@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -21,6 +22,7 @@ from support.properties import (
 )
 
 
+@pytest.mark.soak
 def test_operator_looking_ids_only_see_their_own_data(backend: Backend) -> None:
     """A string id is only an id: a checkpoint, its writes and its listing are reached
     under that exact string; reads behave as in `InMemorySaver`, and `copy_thread`,

@@ -345,6 +345,7 @@ async def check_bound(
     return kept
 
 
+@pytest.mark.soak
 @pytest.mark.parametrize("channel", CHANNELS)
 @pytest.mark.parametrize("shape", SHAPES)
 async def test_keep_last_holds_however_savers_live(
@@ -375,6 +376,7 @@ async def test_keep_last_holds_however_savers_live(
         assert len(state.values["messages"]) == 48
 
 
+@pytest.mark.soak
 @pytest.mark.parametrize("channel", CHANNELS)
 async def test_two_savers_side_by_side_on_different_threads(backend: Backend, channel: str) -> None:
     """Two processes' savers (a client each), their runs at the same time on two
@@ -401,6 +403,7 @@ async def test_two_savers_side_by_side_on_different_threads(backend: Backend, ch
                 await check_bound(first, graph, memory, thread, channel)
 
 
+@pytest.mark.soak
 @pytest.mark.parametrize("channel", CHANNELS)
 async def test_a_fresh_saver_that_travels_back_in_time(backend: Backend, channel: str) -> None:
     """A thread of 30 checkpoints written without `keep_last`; a new saver with it
@@ -437,6 +440,7 @@ async def test_a_fresh_saver_that_travels_back_in_time(backend: Backend, channel
                 await check_bound(fresh, kept, memory, thread, channel)
 
 
+@pytest.mark.soak
 @pytest.mark.parametrize("shape", SHAPES)
 async def test_delta_channel_forks_keep_every_checkpoint_whole(
     backend: Backend, shape: str
@@ -684,6 +688,7 @@ _KILLED_CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.soak
 async def test_processes_killed_mid_run_then_the_next_run_trims(real_driver: Backend) -> None:
     """A chat whose process is killed (SIGKILL) mid-run, four times, a new process each
     time: every stored checkpoint reads back whole, and once the next run has trimmed,

@@ -190,6 +190,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "integration: runs only against MONGODB_URI (a real server)")
+    config.addinivalue_line(
+        "markers",
+        "soak: a long run of one behaviour at scale (many turns, runs or savers); the README's "
+        "run has them, CI's runs on other Pythons and the dependency floors deselect them",
+    )
     for marker, asserts in DEVIATION_MARKERS.items():
         config.addinivalue_line(
             "markers", f"{marker}: {asserts}; skipped on a server documented to differ"
