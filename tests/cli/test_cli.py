@@ -19,18 +19,12 @@ from pymongo import MongoClient
 
 from langgraph.checkpoint.mongo import MongoDBSaver
 from langgraph.checkpoint.mongo._options import redact_uri
-from support.backends import MONGODB_URI
 from support.cli import run_command
 from support.graphs import Run, chat_graph, human, linear_graph, run_on
 from support.helpers import config
 from support.migration_sources import official_saver_class
 
 COMMAND = [sys.executable, "-m", "langgraph.checkpoint.mongo", "copy-threads"]
-
-
-@pytest.fixture
-def uri(request: pytest.FixtureRequest) -> str:
-    return MONGODB_URI or request.getfixturevalue("wire_server").uri
 
 
 class Client(MongoClient[dict[str, Any]]):

@@ -10,7 +10,6 @@ import json
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -31,22 +30,6 @@ from support.helpers import as_metadata, checkpoint, checkpoint_id_at, config
 from support.migration_sources import official_saver_class
 
 COMMAND = [sys.executable, "-m", "langgraph.checkpoint.mongo", "threads"]
-
-
-@pytest.fixture
-def uri(request: pytest.FixtureRequest) -> str:
-    return MONGODB_URI or request.getfixturevalue("wire_server").uri
-
-
-@pytest.fixture
-def saver(uri: str) -> Iterator[MongoDBSaver]:
-    """A set-up saver on a database of its own (dropped afterwards)."""
-    name = f"threads_cli_{uuid.uuid4().hex[:12]}"
-    with MongoClient[dict[str, Any]](uri) as client:
-        saver = MongoDBSaver(client, name)
-        saver.setup()
-        yield saver
-        client.drop_database(name)
 
 
 def run(saver: MongoDBSaver, action: str, *args: str, tty: bool = False) -> Any:

@@ -10,8 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 
@@ -22,7 +20,6 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import _messages_delta_reducer
 from langgraph.types import Command as Resume
-from pymongo import MongoClient
 from typing_extensions import TypedDict
 
 from langgraph.checkpoint.mongo import MongoDBSaver
@@ -34,22 +31,6 @@ from support.helpers import checkpoint, config
 
 COMMAND = [sys.executable, "-m", "langgraph.checkpoint.mongo", "threads"]
 KEY = "0123456789abcdef0123456789abcdef"
-
-
-@pytest.fixture
-def uri(request: pytest.FixtureRequest) -> str:
-    return MONGODB_URI or request.getfixturevalue("wire_server").uri
-
-
-@pytest.fixture
-def saver(uri: str) -> Iterator[MongoDBSaver]:
-    """A set-up saver on a database of its own (dropped afterwards)."""
-    name = f"threads_history_{uuid.uuid4().hex[:12]}"
-    with MongoClient[dict[str, Any]](uri) as client:
-        saver = MongoDBSaver(client, name)
-        saver.setup()
-        yield saver
-        client.drop_database(name)
 
 
 def threads(saver: MongoDBSaver, *argv: str) -> tuple[int, str, str]:
