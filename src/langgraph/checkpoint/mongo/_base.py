@@ -27,12 +27,7 @@ from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES, 
 from langgraph.checkpoint.mongo._codec import Compression, codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES
-from langgraph.checkpoint.mongo._drivers import (
-    client_options,
-    deployment,
-    identify,
-    require_client,
-)
+from langgraph.checkpoint.mongo._drivers import client_options, deployment, identify, require_client
 from langgraph.checkpoint.mongo._logging import logger
 from langgraph.checkpoint.mongo._queries import NamespaceCount, WritesJoin
 from langgraph.checkpoint.mongo._sizes import DEFAULT_STATE_WARN_BYTES

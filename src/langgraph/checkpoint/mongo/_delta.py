@@ -191,10 +191,7 @@ def deletable(
 
 
 def assemble(
-    codec: Codec,
-    found: Walk,
-    docs: Sequence[HistoryDocument],
-    channels: Sequence[str],
+    codec: Codec, found: Walk, docs: Sequence[HistoryDocument], channels: Sequence[str]
 ) -> dict[str, DeltaChannelHistory]:
     """The base class's result shape: writes oldest first, the seed where one was found."""
     by_id = {doc[Field.ID][Field.CHECKPOINT_ID]: doc for doc in docs}

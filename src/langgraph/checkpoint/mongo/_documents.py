@@ -447,74 +447,21 @@ def write_documents(
     touched_at: datetime | None = None,
     *,
     max_bytes: int | None = None,
+    chunks: list[ChunkDocument] | None = None,
 ) -> list[tuple[bool, WriteDocument]]:
     """`(replace_on_conflict, document)` for each write, all serialized before any I/O,
-    each whole (see `stored_writes`) and refused over `max_bytes` (a saver's
-    `state_max_bytes`; None: what one document holds).
+    refused over `max_bytes` (a saver's `state_max_bytes`; None: what one document holds).
 
     Special channels (errors, interrupts, resumes) have fixed negative indexes and a
     retry replaces them; a regular write keeps its first stored value, as in
     `InMemorySaver`.
+
+    Each document is whole, unless `chunks` is given (what `put_writes` stores, `ref`
+    validated by `ref_from_config`): then a value too large for its document moves to
+    chunk documents (see `_chunks`), appended to `chunks`, and a document far below the
+    limits is sized by `_write_size_bound` instead of being encoded to be measured.
     """
-    return [
-        (replace, doc)
-        for replace, doc, _ in _write_documents(
-            codec, ref, writes, task_id, task_path, touched_at, *_limit(max_bytes)
-        )
-    ]
-
-
-def stored_writes(
-    codec: Codec,
-    ref: CheckpointRef,
-    writes: Sequence[tuple[str, Any]],
-    task_id: str,
-    task_path: str,
-    touched_at: datetime | None = None,
-    *,
-    max_bytes: int = DEFAULT_STATE_MAX_BYTES,
-) -> tuple[list[tuple[bool, WriteDocument]], list[ChunkDocument]]:
-    """What `put_writes` stores: `write_documents`, each value too large for its document
-    moved to chunk documents (see `_chunks`), and those chunks."""
-    documents: list[tuple[bool, WriteDocument]] = []
-    chunks: list[ChunkDocument] = []
-    for replace, doc, size in _write_documents(
-        codec, ref, writes, task_id, task_path, touched_at, max_bytes, STATE_MAX_BYTES, bound=True
-    ):
-        if size > MAX_DOCUMENT_SIZE:
-            doc, parts = split_write(doc, touched_at)
-            chunks += parts
-        documents.append((replace, doc))
-    return documents, chunks
-
-
-def stored_write_form(doc: WriteDocument) -> tuple[WriteDocument, list[ChunkDocument]]:
-    """A whole write document (from `write_documents` with a `max_bytes` over 16 MiB) as
-    `put_writes` would store it."""
-    if bson_size(doc) + len(bson.encode(upsert_filter(doc))) <= MAX_DOCUMENT_SIZE:
-        return doc, []
-    return split_write(doc, doc.get(Field.TOUCHED_AT))
-
-
-# What LangGraph hands `put_writes`, answered without the slower ABC checks.
-_PLAIN_SEQUENCES = frozenset({list, tuple, deque})
-
-
-def _write_documents(
-    codec: Codec,
-    ref: CheckpointRef,
-    writes: Sequence[tuple[str, Any]],
-    task_id: str,
-    task_path: str,
-    touched_at: datetime | None,
-    max_bytes: int,
-    option: str | None,
-    *,
-    bound: bool = False,
-) -> list[tuple[bool, WriteDocument, int]]:
-    """`(replace_on_conflict, document, size)` for each write. With `bound` (`ref`
-    validated by `ref_from_config`), a document far below the limits is sized by
-    `_write_size_bound` instead of being encoded to be measured."""
+    limit, option = _limit(max_bytes)
     if ref.checkpoint_id is None:
         raise ValueError(
             "put_writes needs config['configurable']['checkpoint_id']: writes belong to a "
@@ -529,7 +476,7 @@ def _write_documents(
             f"writes must be a sequence of (channel, value) pairs, got {type(writes).__name__}"
         )
     join_key = checkpoint_key(ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id)
-    documents = []
+    documents: list[tuple[bool, WriteDocument]] = []
     for position, pair in enumerate(writes):
         if (type(pair) is not tuple or len(pair) != 2) and (
             isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2
@@ -554,12 +501,27 @@ def _write_documents(
         }
         if touched_at is not None:
             document[Field.TOUCHED_AT] = touched_at
-        size = _write_size_bound(stored) if bound else None
-        if size is None or size > min(max_bytes, MAX_DOCUMENT_SIZE // 2):
+        size = _write_size_bound(stored) if chunks is not None else None
+        if size is None or size > min(limit, MAX_DOCUMENT_SIZE // 2):
             what = Label("Write {} (channel {}, task {})", (position, channel, task_id))
-            size = _measured(document, what, ref, max_bytes, option, codec.compression)
-        documents.append((idx < 0, document, size))
+            size = _measured(document, what, ref, limit, option, codec.compression)
+        if chunks is not None and size > MAX_DOCUMENT_SIZE:
+            document, parts = split_write(document, touched_at)
+            chunks += parts
+        documents.append((idx < 0, document))
     return documents
+
+
+def stored_write_form(doc: WriteDocument) -> tuple[WriteDocument, list[ChunkDocument]]:
+    """A whole write document (from `write_documents` with a `max_bytes` over 16 MiB) as
+    `put_writes` would store it."""
+    if bson_size(doc) + len(bson.encode(upsert_filter(doc))) <= MAX_DOCUMENT_SIZE:
+        return doc, []
+    return split_write(doc, doc.get(Field.TOUCHED_AT))
+
+
+# What LangGraph hands `put_writes`, answered without the slower ABC checks.
+_PLAIN_SEQUENCES = frozenset({list, tuple, deque})
 
 
 # What a write document of `put_writes` holds besides its value, at most: seven

@@ -175,11 +175,7 @@ def encoder(hook: Callable[[Any], ormsgpack.Ext | None]) -> Encoder:
 
 def _with_globals(function: Any, namespace: dict[str, Any]) -> Any:
     return types.FunctionType(
-        function.__code__,
-        namespace,
-        function.__name__,
-        function.__defaults__,
-        function.__closure__,
+        function.__code__, namespace, function.__name__, function.__defaults__, function.__closure__
     )
 
 

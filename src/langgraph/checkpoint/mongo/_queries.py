@@ -147,9 +147,7 @@ def checkpoint_chunk_refs_of_threads(
     return {**of_threads(thread_ids), path: {"$exists": True}}, {Field.ID: 0, path: 1}
 
 
-def write_chunk_refs_of_threads(
-    thread_ids: Sequence[str],
-) -> tuple[dict[str, Any], dict[str, Any]]:
+def write_chunk_refs_of_threads(thread_ids: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """`find` filter and projection: the chunk references of these threads' writes."""
     path = f"{Field.VALUE}.{Field.CHUNKS}"
     return {**of_threads(thread_ids), path: {"$exists": True}}, {Field.ID: 0, path: 1}
@@ -291,9 +289,7 @@ def get_tuple_pipeline(
     return pipeline
 
 
-def newest_stamp(
-    thread_id: str,
-) -> tuple[tuple[dict[str, Any], dict[str, Any]], dict[str, Any]]:
+def newest_stamp(thread_id: str) -> tuple[tuple[dict[str, Any], dict[str, Any]], dict[str, Any]]:
     """`find` arguments of the stamp of a thread's newest root checkpoint (in the index's
     order: one key and one document read)."""
     match = {Field.THREAD_ID: thread_id, Field.ID_CHECKPOINT_NS: ""}

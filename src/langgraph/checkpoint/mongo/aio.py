@@ -101,16 +101,15 @@ class AsyncMongoDBSaver(
         build: Callable[[AsyncMongoClient[dict[str, Any]]], AsyncMongoDBSaver],
     ) -> AsyncIterator[AsyncMongoDBSaver]:
         client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(conn_string, **client_kwargs)
-        saver: AsyncMongoDBSaver | None = None
         try:
             saver = build(client)
-            saver._owned_client = client
+        except BaseException:
+            await close_client(client)
+            raise
+        saver._owned_client = client
+        async with saver:  # `aclose()`: its background work (which uses the client) first
             await saver._set_up_first()
             yield saver
-        finally:
-            if saver is not None:  # its background work uses the client: let it finish
-                await saver.settle()
-            await close_client(client)
 
     async def aclose(self) -> None:
         """`MongoDBSaver.close`, asynchronously: after `settle()`, it closes the client

@@ -57,16 +57,15 @@ class MongoDBSaver(SaverSurface[MongoClient[Any], AbstractContextManager["MongoD
         build: Callable[[MongoClient[dict[str, Any]]], MongoDBSaver],
     ) -> Iterator[MongoDBSaver]:
         client: MongoClient[dict[str, Any]] = MongoClient(conn_string, **client_kwargs)
-        saver: MongoDBSaver | None = None
         try:
             saver = build(client)
-            saver._owned_client = client
+        except BaseException:
+            client.close()
+            raise
+        saver._owned_client = client
+        with saver:  # `close()`: its background work (which uses the client) first
             saver._set_up_first()
             yield saver
-        finally:
-            if saver is not None:  # its background work uses the client: let it finish
-                saver.settle()
-            client.close()
 
     def close(self) -> None:
         """Close the client `from_conn_string` opened for this saver; a client you passed

@@ -42,9 +42,7 @@ DELTA_READ_ATTEMPTS = 3
 
 
 def delta_history(
-    storage: Storage,
-    config: RunnableConfig,
-    channels: Sequence[str],
+    storage: Storage, config: RunnableConfig, channels: Sequence[str]
 ) -> Plan[dict[str, DeltaChannelHistory]]:
     """`get_delta_channel_history` in two round trips (see `_delta`).
 

@@ -25,9 +25,7 @@ from langgraph.checkpoint.mongo._commands import (
     SaverPlan,
     Target,
 )
-from langgraph.checkpoint.mongo._documents import (
-    checkpoint_tuple,
-)
+from langgraph.checkpoint.mongo._documents import checkpoint_tuple
 from langgraph.checkpoint.mongo._keys import (
     CheckpointRef,
     KeyFields,

@@ -18,12 +18,12 @@ from langgraph.checkpoint.mongo._documents import (
     NewCheckpoint,
     build_checkpoint,
     new_checkpoint,
-    stored_writes,
+    write_documents,
 )
 from langgraph.checkpoint.mongo._keys import checkpoint_key, ref_from_config, require_str
 from langgraph.checkpoint.mongo._operations.retention import trim_after_put
 from langgraph.checkpoint.mongo._operations.state import Storage
-from langgraph.checkpoint.mongo._schema import CheckpointDocument, Field
+from langgraph.checkpoint.mongo._schema import CheckpointDocument, ChunkDocument, Field
 from langgraph.checkpoint.mongo._ttl import stamped_write
 
 
@@ -147,8 +147,16 @@ def put_writes(
     write = expiry.start_write(ref.thread_id) if expiry else None
     try:
         stamp = write.stamp if write else None
-        documents, chunks = stored_writes(
-            storage.codec, ref, writes, task_id, task_path, stamp, max_bytes=storage.max_bytes
+        chunks: list[ChunkDocument] = []
+        documents = write_documents(
+            storage.codec,
+            ref,
+            writes,
+            task_id,
+            task_path,
+            stamp,
+            max_bytes=storage.max_bytes,
+            chunks=chunks,
         )
         if documents:
             # A regular write keeps its first stored value, a special one is replaced; a

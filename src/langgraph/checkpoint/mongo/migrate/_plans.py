@@ -29,12 +29,7 @@ from enum import Enum
 from typing import Any, TypeVar
 
 import bson
-from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
-    CheckpointTuple,
-    PendingWrite,
-    writes_sort_key,
-)
+from langgraph.checkpoint.base import WRITES_IDX_MAP, CheckpointTuple, PendingWrite, writes_sort_key
 
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo import _ttl
@@ -561,10 +556,7 @@ def copy_thread(
     if held != (0, 0):
         if check.identical:
             return ThreadCopy(
-                thread_id,
-                ThreadStatus.UNCHANGED,
-                check.matched_checkpoints,
-                check.matched_writes,
+                thread_id, ThreadStatus.UNCHANGED, check.matched_checkpoints, check.matched_writes
             )
         if check.difference is None:
             status = ThreadStatus.COMPLETED
@@ -621,9 +613,7 @@ def _write_thread(
 
 
 def copy_threads(
-    target: ops.Storage,
-    thread_ids: Iterable[str] | None,
-    options: CopyOptions,
+    target: ops.Storage, thread_ids: Iterable[str] | None, options: CopyOptions
 ) -> MigrationPlan[CopyReport]:
     """Copy these threads, or (`None`) every thread of the source."""
     report = CopyReport(dry_run=options.dry_run)
