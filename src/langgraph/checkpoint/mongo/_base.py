@@ -172,8 +172,6 @@ class _SaverContextManagerBase:
 
 
 class SaverContextManager(_SaverContextManagerBase, AbstractContextManager[Any]):
-    """`MongoDBSaver.from_conn_string`'s (see `_SaverContextManagerBase`)."""
-
     def __enter__(self) -> Any:
         return self._opened.__enter__()
 
@@ -182,8 +180,6 @@ class SaverContextManager(_SaverContextManagerBase, AbstractContextManager[Any])
 
 
 class AsyncSaverContextManager(_SaverContextManagerBase, AbstractAsyncContextManager[Any]):
-    """`AsyncMongoDBSaver.from_conn_string`'s (see `_SaverContextManagerBase`)."""
-
     async def __aenter__(self) -> Any:
         return await self._opened.__aenter__()
 

@@ -42,12 +42,10 @@ class _OptionError(Exception):
         self.problem = problem
 
 
-class OptionTypeError(_OptionError, TypeError):
-    """An option of the wrong type."""
+class OptionTypeError(_OptionError, TypeError): ...
 
 
-class OptionValueError(_OptionError, ValueError):
-    """An option of the right type and a wrong value."""
+class OptionValueError(_OptionError, ValueError): ...
 
 
 def _shown(value: Any) -> str:
@@ -73,7 +71,6 @@ def ttl(value: Any, option: str = "ttl") -> timedelta | None:
 
 
 def compression(value: Any, option: str = "compression") -> Compression | None:
-    """`compression`: `"zstd"`, `"zlib"` or `None`."""
     if value is not None and value not in COMPRESSIONS:
         raise OptionValueError(
             option, f"must be one of {', '.join(COMPRESSIONS)} or None, got {value!r}"
@@ -100,7 +97,6 @@ def serde(value: Any, option: str = "serde") -> Any:
 
 
 def targeted_joins(value: Any, option: str = "targeted_joins") -> bool:
-    """`targeted_joins`: a bool."""
     if not isinstance(value, bool):
         raise OptionTypeError(option, f"must be a bool, got {_shown(value)}")
     return value
@@ -118,7 +114,6 @@ def _int(value: Any, option: str, expected: str, minimum: int, at_least: str) ->
 
 
 def cache_max_bytes(value: Any, option: str = "cache_max_bytes") -> int:
-    """`cache_max_bytes`: an int of 0 (no cache) or more bytes."""
     expected = "an int (the value cache's bound in bytes)"
     return _int(value, option, expected, 0, "0 (no cache) or more bytes")
 
@@ -172,13 +167,11 @@ def refresh_ttl_on_read(
 
 
 def state_max_bytes(value: Any, option: str = "state_max_bytes") -> int:
-    """`state_max_bytes`: an int of at least one MongoDB document (16 MiB)."""
     at_least = f"at least {MAX_DOCUMENT_SIZE} (one MongoDB document)"
     return _int(value, option, "an int (bytes)", MAX_DOCUMENT_SIZE, at_least)
 
 
 def state_warn_bytes(value: Any, option: str = "state_warn_bytes") -> int:
-    """`state_warn_bytes`: an int of 0 (no warning) or more bytes."""
     return _int(value, option, "an int (bytes)", 0, "0 (no warning) or more bytes")
 
 
@@ -220,7 +213,6 @@ def collection_names(
     writes: Any,
     options: tuple[str, str] = ("checkpoint_collection_name", "writes_collection_name"),
 ) -> tuple[str, str]:
-    """The checkpoint and writes collection names: two different collection names."""
     checkpoints = collection_name(checkpoints, options[0])
     writes = collection_name(writes, options[1])
     if checkpoints == writes:
@@ -232,7 +224,6 @@ def collection_names(
 
 
 def batch_size(value: Any, option: str = "batch_size") -> int:
-    """`copy_threads`' `batch_size`: an int of at least 1."""
     return _int(value, option, "an int of at least 1", 1, "an int of at least 1")
 
 
@@ -265,7 +256,6 @@ def parse_seconds(text: str, option: str) -> float:
 
 
 def parse_int(text: str, option: str) -> int:
-    """A whole number given as text."""
     try:
         return int(text)
     except ValueError:

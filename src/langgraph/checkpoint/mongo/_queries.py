@@ -59,7 +59,6 @@ UPSERT = {"upsert": True}
 
 
 def upsert_request(doc: Mapping[str, Any], *, keep_existing: bool = False) -> UpdateOne:
-    """`upsert` as a request of a bulk write."""
     return UpdateOne(*upsert(doc, keep_existing=keep_existing), upsert=True)
 
 
@@ -73,12 +72,10 @@ ORDERED = {"ordered": True}
 
 
 def of_thread(thread_id: str) -> dict[str, Any]:
-    """Every document of a thread (both collections)."""
     return {Field.THREAD_ID: thread_id}
 
 
 def of_threads(thread_ids: Sequence[str]) -> dict[str, Any]:
-    """Every document of these threads (both collections)."""
     return {Field.THREAD_ID: {"$in": list(thread_ids)}}
 
 

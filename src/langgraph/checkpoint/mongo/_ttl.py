@@ -131,7 +131,6 @@ class ThreadMoves:
             return write
 
     def end_write(self, write: StampedWrite) -> None:
-        """`write.end()`."""
         with self._lock:
             writes = self._writing.get(write.thread_id)
             if writes is not None and write in writes:
@@ -218,21 +217,9 @@ class ThreadExpiry:
         """A write of the thread and its stamp, in flight until its `end()`."""
         return self.moves.start_write(thread_id, self.stamp)
 
-    def needs_move(self, thread_id: str, stamp: datetime) -> bool:
-        return self.moves.needs_move(thread_id, stamp)
-
     def stamp_of(self, thread_id: str) -> datetime:
         """The stamp a write of the thread would take now (`PINNED`, or `stamp()`)."""
         return PINNED if self.moves.pinned(thread_id) else self.stamp()
-
-    def claim(self, thread_id: str, stamp: datetime) -> bool:
-        return self.moves.claim(thread_id, stamp, self.bucket)
-
-    def release(self, thread_id: str, stamp: datetime) -> None:
-        self.moves.release(thread_id, stamp)
-
-    def moved(self, thread_id: str, stamp: datetime) -> None:
-        self.moves.moved(thread_id, stamp)
 
 
 class Ride(NamedTuple):
@@ -255,12 +242,12 @@ def move_thread(
     per collection, the pending writes' before the checkpoints'. With `ride`, the move of
     the write's collection rides in the write's command.
 
-    `claim`: once per bucket and process (`ThreadExpiry.claim`), claimed when the plan
+    `claim`: once per bucket and process (`ThreadMoves.claim`), claimed when the plan
     runs, not when it is made (a run that fails before the plan starts, such as a failed
     `setup()`, holds no claim); unclaimed, only the riding write is sent. A failed move
     releases its claim, so the next write or read of the bucket moves the thread.
     """
-    if claim and not expiry.claim(thread_id, stamp):
+    if claim and not expiry.moves.claim(thread_id, stamp, expiry.bucket):
         if ride is not None:
             yield ride.send(())
         return
@@ -275,9 +262,9 @@ def move_thread(
                 yield Command(target, Method.UPDATE_MANY, touch)
     except BaseException:
         if claim:
-            expiry.release(thread_id, stamp)
+            expiry.moves.release(thread_id, stamp)
         raise
-    expiry.moved(thread_id, stamp)
+    expiry.moves.moved(thread_id, stamp)
 
 
 def stamped_write(
@@ -346,6 +333,6 @@ def move_after_copy(
     if expiry is None or written is None:
         return
     now = expiry.stamp()
-    if now == written and not expiry.needs_move(thread_id, now):
+    if now == written and not expiry.moves.needs_move(thread_id, now):
         return
     yield from move_thread(expiry, thread_id, now, claim=False)

@@ -184,7 +184,7 @@ def refresh_on_read(
         return
     thread_id = list_scope(config)[0]
     stamp = expiry.stamp_of(thread_id)
-    if expiry.needs_move(thread_id, stamp):
+    if expiry.moves.needs_move(thread_id, stamp):
         yield Detach("refresh_ttl_on_read", move_thread(expiry, thread_id, stamp))
 
 
