@@ -437,10 +437,8 @@ class _Check:
 
     @property
     def identical(self) -> bool:
-        return self.difference is None and (self.checkpoints, self.writes) == (
-            self.matched_checkpoints,
-            self.matched_writes,
-        )
+        matched = (self.matched_checkpoints, self.matched_writes)
+        return self.difference is None and (self.checkpoints, self.writes) == matched
 
 
 def _parents_first(checkpoints: list[tuple[str, str, str | None]]) -> list[SourceKey]:

@@ -33,7 +33,7 @@ from langgraph.checkpoint.mongo._keys import checkpoint_label
 from langgraph.checkpoint.mongo._runners import arun_plan, run_plan
 from langgraph.checkpoint.mongo.migrate._decoding import ExactSerializer, UnrestorableValueError
 from langgraph.checkpoint.mongo.migrate._plans import (
-    ReadCheckpointsByKey,
+    ReadCheckpoints,
     ReadLatest,
     ReadThreadIds,
     SourceCheckpoint,
@@ -54,13 +54,8 @@ def _thread_config(thread_id: str, root_only: bool = False) -> Any:
 
 def _checkpoint_config(thread_id: str, key: tuple[str, str]) -> Any:
     ns, checkpoint_id = key
-    return {
-        "configurable": {
-            "thread_id": thread_id,
-            "checkpoint_ns": ns,
-            "checkpoint_id": checkpoint_id,
-        }
-    }
+    configurable = {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
+    return {"configurable": configurable}
 
 
 def _listed_after(last: CheckpointTuple | None) -> str:
@@ -519,14 +514,12 @@ class Requests:
         self._stream: Listed | None = None  # None: read to the end
 
     def answer(self, request: SourceRead) -> SourceIO[Any]:
-        if isinstance(request, ReadThreadIds):
+        if not isinstance(request, ReadCheckpoints):  # each closes the stream
             yield from self.close()
-            return (yield from self.reader.thread_ids())
-        if isinstance(request, ReadLatest):
-            yield from self.close()
-            return (yield from self.reader.latest(request.thread_id))
-        if isinstance(request, ReadCheckpointsByKey):
-            yield from self.close()
+            if isinstance(request, ReadThreadIds):
+                return (yield from self.reader.thread_ids())
+            if isinstance(request, ReadLatest):
+                return (yield from self.reader.latest(request.thread_id))
             return (yield from self.reader.checkpoints_by_key(request.thread_id, request.keys))
         if request.from_start or request.thread_id != self._thread:
             yield from self.close()
