@@ -196,15 +196,19 @@ def resolve_entries(owner: CheckpointKey, entries: Iterable[Mapping[str, Any]]) 
         yield from _fill(wanted, [])
 
 
-def _fill(wanted: _Wanted, joined: list[ChunkDocument]) -> Plan[None]:
-    available = {
+def _by_key(chunks: Iterable[ChunkDocument]) -> dict[tuple[KeyFields, str, int], bytes]:
+    return {
         (
             key_fields(c[Field.ID][Field.CHECKPOINT]),
             c[Field.ID][Field.CHUNK],
             c[Field.ID][Field.PART],
         ): c[Field.DATA]
-        for c in joined
+        for c in chunks
     }
+
+
+def _fill(wanted: _Wanted, joined: list[ChunkDocument]) -> Plan[None]:
+    available = _by_key(joined)
     missing = [
         chunk_key(owner, value[Field.CHUNKS][Field.REF_ID], part)
         for owner, value in wanted
@@ -215,11 +219,7 @@ def _fill(wanted: _Wanted, joined: list[ChunkDocument]) -> Plan[None]:
         found: list[ChunkDocument] = yield Command(
             Target.WRITES, Method.FIND, (_queries.chunks_of(missing),)
         )
-        for chunk in found:
-            key = chunk[Field.ID]
-            available[key_fields(key[Field.CHECKPOINT]), key[Field.CHUNK], key[Field.PART]] = chunk[
-                Field.DATA
-            ]
+        available.update(_by_key(found))
     for owner, value in wanted:
         ref = value[Field.CHUNKS]
         parts = [
@@ -237,27 +237,31 @@ def _fill(wanted: _Wanted, joined: list[ChunkDocument]) -> Plan[None]:
         del value[Field.CHUNKS]
 
 
+def _chunk_refs(
+    checkpoints: Iterable[Mapping[str, Any]], writes: Iterable[Mapping[str, Any]]
+) -> Iterator[tuple[CheckpointKey, ChunkRef]]:
+    """The owner and `ChunkRef` of each chunked value these documents (as stored) refer to."""
+    for checkpoint in checkpoints:
+        for entry in checkpoint.get(Field.CHANNEL_VALUES) or ():
+            if Field.CHUNKS in entry:
+                yield checkpoint[Field.ID], entry[Field.CHUNKS]
+    for write in writes:
+        value = write[Field.VALUE]
+        if isinstance(value, Mapping) and Field.CHUNKS in value:
+            yield write[Field.ID][Field.CHECKPOINT], value[Field.CHUNKS]
+
+
 def referenced_chunks(
     checkpoints: Iterable[Mapping[str, Any]], writes: Iterable[Mapping[str, Any]]
 ) -> Iterator[Command]:
     """For each checkpoint that owns chunks these documents (as stored) refer to, the
     `find` of those chunks: a copy reads and writes one checkpoint's at a time."""
     wanted: dict[KeyFields, list[ChunkKey]] = {}
-    for checkpoint in checkpoints:
-        for entry in checkpoint.get(Field.CHANNEL_VALUES) or ():
-            if Field.CHUNKS in entry:
-                _want(wanted, checkpoint[Field.ID], entry[Field.CHUNKS])
-    for write in writes:
-        value = write[Field.VALUE]
-        if isinstance(value, Mapping) and Field.CHUNKS in value:
-            _want(wanted, write[Field.ID][Field.CHECKPOINT], value[Field.CHUNKS])
+    for owner, ref in _chunk_refs(checkpoints, writes):
+        keys = wanted.setdefault(key_fields(owner), [])
+        keys += [chunk_key(owner, ref[Field.REF_ID], part) for part in range(ref[Field.PARTS])]
     for keys in wanted.values():
         yield Command(Target.WRITES, Method.FIND, (_queries.chunks_of(keys),))
-
-
-def _want(wanted: dict[KeyFields, list[ChunkKey]], owner: CheckpointKey, ref: ChunkRef) -> None:
-    keys = wanted.setdefault(key_fields(owner), [])
-    keys += [chunk_key(owner, ref[Field.REF_ID], part) for part in range(ref[Field.PARTS])]
 
 
 def fresh_value_ids(
@@ -267,16 +271,7 @@ def fresh_value_ids(
     stores its chunks under new ids, so that they are dated by the copy: under the source's
     ids, a copy of a thread older than `ORPHAN_GRACE` would have chunks that a `prune` of
     the target, run before the copy's documents land, takes for old orphans."""
-    ids: dict[str, str] = {}
-    for checkpoint in checkpoints:
-        for entry in checkpoint.get(Field.CHANNEL_VALUES) or ():
-            if Field.CHUNKS in entry:
-                ids[entry[Field.CHUNKS][Field.REF_ID]] = str(ObjectId())
-    for write in writes:
-        value = write[Field.VALUE]
-        if isinstance(value, Mapping) and Field.CHUNKS in value:
-            ids[value[Field.CHUNKS][Field.REF_ID]] = str(ObjectId())
-    return ids
+    return {ref[Field.REF_ID]: str(ObjectId()) for _, ref in _chunk_refs(checkpoints, writes)}
 
 
 def with_value_ids(doc: Any, ids: Mapping[str, str]) -> Any:
