@@ -63,14 +63,13 @@ class SetupState(Generic[LockT]):
     to exist, and does the missing part otherwise: one saver's `setup(create_indexes=False)`
     or `skip_indexes` never leaves another with less than its options ask for.
 
-    What the application declined (`create_indexes=False`, `skip_indexes`) is remembered
-    too, by `collections`: a deployment that cannot create those indexes (Azure Cosmos DB,
-    a user without the privilege) refuses them when a later setup asks, and such a
-    refusal is then logged once and remembered, instead of failing every request. Many
-    first calls at once run one `setup()` (the others wait on `lock`: an `asyncio.Lock`
-    for the async saver, a `threading.Lock` for the sync one); a `setup()` that fails or
-    is cancelled leaves `done` false, so the next call tries again. `with_allowlist`
-    copies share the object, as they share the collections.
+    What the application declined (`create_indexes=False`, `skip_indexes`) is remembered too, by
+    `collections`: a deployment that cannot create those indexes (Azure Cosmos DB, a user without
+    the privilege) refuses them when a later setup asks, and such a refusal is then logged once and
+    remembered, instead of failing every request. Many first calls at once run one `setup()` (the
+    others wait on `lock`: an `asyncio.Lock` for the async saver, a `threading.Lock` for the sync
+    one); a `setup()` that fails or is cancelled leaves `done` false, so the next call tries again.
+    `with_allowlist` copies share the object, as they share the collections.
 
     What `setup()` learnt of the server goes with it: how reads get pending writes there
     (`reads`, the saver's `Storage.reads`), so a saver whose setup the process remembers
@@ -123,10 +122,9 @@ class SetupState(Generic[LockT]):
         self.done = True
 
 
-# What the setups of this process left (`SetupState.key` -> index names the collections
-# have, or whose refusal the application declared, and how reads get pending writes
-# there), least recently set up forgotten first; and the indexes the application
-# declined per pair of collections.
+# What the setups of this process left (`SetupState.key` -> index names the collections have, or
+# whose refusal the application declared, and how reads get pending writes there), least recently
+# set up forgotten first; and the indexes the application declined per pair of collections.
 _set_up: OrderedDict[Hashable, tuple[frozenset[str], ops.WritesReads]] = OrderedDict()
 _declined: dict[Hashable, frozenset[str]] = {}
 _set_up_lock = threading.Lock()
@@ -376,11 +374,10 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         """A saver on a client of its own: `with MongoDBSaver.from_conn_string(...) as
         saver:` or `async with AsyncMongoDBSaver.from_conn_string(...) as saver:`.
 
-        On entry it opens a `pymongo.MongoClient` (`AsyncMongoClient` for
-        `AsyncMongoDBSaver`), builds the saver on it and runs `setup()` unless this
-        process set the same collections up before; on exit it closes that client.
-        The saver's parameters come in the official `langgraph-checkpoint-mongodb`
-        saver's positional order.
+        On entry it opens a `pymongo.MongoClient` (`AsyncMongoClient` for `AsyncMongoDBSaver`),
+        builds the saver on it and runs `setup()` unless this process set the same collections up
+        before; on exit it closes that client. The saver's parameters come in the official
+        `langgraph-checkpoint-mongodb` saver's positional order.
 
         Args:
             conn_string: a MongoDB connection string (`mongodb://...` or

@@ -1,11 +1,10 @@
 """Values too large for one document: stored in chunk documents, read back whole.
 
-MongoDB refuses a document over 16 MiB. A checkpoint (or a pending write) whose document
-would exceed it keeps its largest values' bytes in chunk documents instead, `CHUNK_SIZE`
-bytes each (after compression, when the saver compresses), largest values first until the
-document fits; such a value keeps its `type` and `compression` in the document, no
-`data`, and a `ChunkRef` (`{"id", "parts"}`) in `chunks`. A state that fits one document is
-stored exactly as before this module existed.
+MongoDB refuses a document over 16 MiB. A checkpoint (or a pending write) whose document would
+exceed it keeps its largest values' bytes in chunk documents instead, `CHUNK_SIZE` bytes each (after
+compression, when the saver compresses), largest values first until the document fits; such a value
+keeps its `type` and `compression` in the document, no `data`, and a `ChunkRef` (`{"id", "parts"}`)
+in `chunks`. A state that fits one document is stored exactly as before this module existed.
 
 Where chunks live: in the writes collection, under an `_id` that starts with the key of
 the checkpoint that owns them, as a pending write's does (`{checkpoint, chunk, part}`). So
@@ -18,30 +17,26 @@ without a new collection, option, index or `setup()` step:
 - each delete of a checkpoint's writes (`delete_thread`, `delete_for_runs`, `prune`)
   deletes its chunks in the same command, and `copy_thread` copies them with the writes.
 
-The reads' targeted join of pending writes leaves chunks out (`_id.chunk` unset), so a
-checkpoint with chunks comes back with its writes and its chunks follow in one `find`
-(`resolve`); the plain join (`targeted_joins=False`) takes them in, and a join over 16 MiB
-is read apart, as any other.
+The reads' targeted join of pending writes leaves chunks out (`_id.chunk` unset), so a checkpoint
+with chunks comes back with its writes and its chunks follow in one `find` (`resolve`); the plain
+join (`targeted_joins=False`) takes them in, and a join over 16 MiB is read apart, as any other.
 
-A collection of its own would need all of that again: a third name to configure, an
-operator to shard it (unsharded, it lives on one shard), its own TTL index, its own
-delete in every operation, and a `setup()` that users who change only an import line
-never call.
+A collection of its own would need all of that again: a third name to configure, an operator to
+shard it (unsharded, it lives on one shard), its own TTL index, its own delete in every operation,
+and a `setup()` that users who change only an import line never call.
 
-Chunks are owned, not shared: a later checkpoint whose large channel did not change stores
-its bytes again under its own key (from the value cache, or read back), as every checkpoint
-document holds every channel. Sharing by channel and version, as `PostgresSaver`'s blobs
-do, saves that upload but makes every delete count references across checkpoints, and a
-`prune` racing a `put` that refers to a chunk being deleted would leave a reference to
-nothing. State that grows turn by turn is better kept in a `DeltaChannel`, which stores
-only each turn's writes.
+Chunks are owned, not shared: a later checkpoint whose large channel did not change stores its bytes
+again under its own key (from the value cache, or read back), as every checkpoint document holds
+every channel. Sharing by channel and version, as `PostgresSaver`'s blobs do, saves that upload but
+makes every delete count references across checkpoints, and a `prune` racing a `put` that refers to
+a chunk being deleted would leave a reference to nothing. State that grows turn by turn is better
+kept in a `DeltaChannel`, which stores only each turn's writes.
 
-Order: chunks are written before the document that refers to them, so no reader ever
-meets a reference to a missing chunk. A crash in between leaves chunks no document refers
-to: readers never see them (a chunk is only read through a reference), and they go with
-their checkpoint's writes, with the thread (`delete_thread`, TTL), or through
-`remove_unreferenced_chunks` (which `prune` runs) once older than
-`ORPHAN_GRACE`.
+Order: chunks are written before the document that refers to them, so no reader ever meets a
+reference to a missing chunk. A crash in between leaves chunks no document refers to: readers never
+see them (a chunk is only read through a reference), and they go with their checkpoint's writes,
+with the thread (`delete_thread`, TTL), or through `remove_unreferenced_chunks` (which `prune` runs)
+once older than `ORPHAN_GRACE`.
 """
 
 from __future__ import annotations
@@ -275,9 +270,8 @@ def fresh_value_ids(
 
 
 def with_value_ids(doc: Any, ids: Mapping[str, str]) -> Any:
-    """`doc` (a checkpoint, pending-write or chunk document, as stored) referring to its
-    chunked values by the ids `ids` maps them to (`fresh_value_ids`); a copy when any
-    changes."""
+    """`doc` (a checkpoint, pending-write or chunk document, as stored) referring to its chunked
+    values by the ids `ids` maps them to (`fresh_value_ids`); a copy when any changes."""
     if not ids:
         return doc
     key = doc[Field.ID]

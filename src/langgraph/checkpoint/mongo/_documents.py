@@ -130,12 +130,11 @@ def _measured(
     option: str | None = None,
     compression: str | None = None,
 ) -> int:
-    """The size of the upsert that stores `doc`, refused over `limit` before anything is
-    sent (`option` names the saver option the limit is, if any; `compression`, the
-    saver's, decides the error's advice): the upsert repeats the
-    document's key in its filter, so that counts too. The filter holds fields of the
-    document, so it is never the larger: a document of at most half of 16 MiB is
-    measured without the filter being encoded."""
+    """The size of the upsert that stores `doc`, refused over `limit` before anything is sent
+    (`option` names the saver option the limit is, if any; `compression`, the saver's, decides the
+    error's advice): the upsert repeats the document's key in its filter, so that counts too. The
+    filter holds fields of the document, so it is never the larger: a document of at most half of 16
+    MiB is measured without the filter being encoded."""
     size = bson_size(doc)
     if size > MAX_DOCUMENT_SIZE // 2:
         size += len(bson.encode(upsert_filter(doc)))
@@ -421,10 +420,9 @@ def checkpoint_document(
     *,
     max_bytes: int | None = None,
 ) -> CheckpointDocument:
-    """The document of a checkpoint with every value serialized and in it (copying
-    threads in: `stored_form` splits it as `put` does), refused over `max_bytes` (a
-    saver's `state_max_bytes`; None: what one document holds); `ref.checkpoint_id` is
-    the parent, if any."""
+    """The document of a checkpoint with every value serialized and in it (copying threads in:
+    `stored_form` splits it as `put` does), refused over `max_bytes` (a saver's `state_max_bytes`;
+    None: what one document holds); `ref.checkpoint_id` is the parent, if any."""
     new = new_checkpoint(ref, checkpoint, metadata, config, {})
     # No parent entries to keep: every value is serialized.
     doc, _ = _build_document(codec, new, None, touched_at)
@@ -452,9 +450,8 @@ def write_documents(
     """`(replace_on_conflict, document)` for each write, all serialized before any I/O,
     refused over `max_bytes` (a saver's `state_max_bytes`; None: what one document holds).
 
-    Special channels (errors, interrupts, resumes) have fixed negative indexes and a
-    retry replaces them; a regular write keeps its first stored value, as in
-    `InMemorySaver`.
+    Special channels (errors, interrupts, resumes) have fixed negative indexes and a retry replaces
+    them; a regular write keeps its first stored value, as in `InMemorySaver`.
 
     Each document is whole, unless `chunks` is given (what `put_writes` stores, `ref`
     validated by `ref_from_config`): then a value too large for its document moves to
@@ -532,13 +529,12 @@ _WRITE_OVERHEAD_BOUND = 7 * (MAX_ID_BYTES + 64) + 1024
 
 
 def _write_size_bound(stored: StoredField) -> int | None:
-    """At least the BSON size of a write document of `put_writes` whose value is stored
-    as `stored`, without encoding it: its bytes, the stored value's ASCII strings (the
-    type as the serializer names it, the compression) and `_WRITE_OVERHEAD_BOUND`. None
-    when the serializer gave other types than `bytes` and ASCII `str`: such a document is
-    measured, as is one whose bound is over its limit or over
-    half of 16 MiB (where the upsert's filter counts), so that BSON refuses what it cannot
-    encode before anything is sent."""
+    """At least the BSON size of a write document of `put_writes` whose value is stored as `stored`,
+    without encoding it: its bytes, the stored value's ASCII strings (the type as the serializer
+    names it, the compression) and `_WRITE_OVERHEAD_BOUND`. None when the serializer gave other
+    types than `bytes` and ASCII `str`: such a document is measured, as is one whose bound is over
+    its limit or over half of 16 MiB (where the upsert's filter counts), so that BSON refuses what
+    it cannot encode before anything is sent."""
     if stored is None:
         return _WRITE_OVERHEAD_BOUND
     if type(stored) is bytes:

@@ -3,14 +3,13 @@ that names `JsonPlusSerializer`'s private parts, so that a LangGraph release mov
 breaks here and nowhere else, and `tests/migration/test_langgraph_serde.py` (which checks every name
 below against the installed LangGraph) says what moved.
 
-`copy-threads` decodes a source's values exactly (`migrate/_decoding.py`): it wraps the
-serializer's msgpack extension hook to see which type each stored value names, and asks
-the serializer's allow-lists whether it would rebuild it, without importing what they
-block. None of that is public: the hook and the allow-list are attributes
-(`_unpack_ext_hook`, `_allowed_msgpack_modules`), the safe types live in
-`langgraph.checkpoint.serde._msgpack`, and the extension codes are constants of
-`jsonplus` that stored checkpoints carry (so LangGraph cannot renumber them; a new one is
-what the test watches for). The `threads` command unwraps a `DeltaChannel` snapshot
+`copy-threads` decodes a source's values exactly (`migrate/_decoding.py`): it wraps the serializer's
+msgpack extension hook to see which type each stored value names, and asks the serializer's
+allow-lists whether it would rebuild it, without importing what they block. None of that is public:
+the hook and the allow-list are attributes (`_unpack_ext_hook`, `_allowed_msgpack_modules`), the
+safe types live in `langgraph.checkpoint.serde._msgpack`, and the extension codes are constants of
+`jsonplus` that stored checkpoints carry (so LangGraph cannot renumber them; a new one is what the
+test watches for). The `threads` command unwraps a `DeltaChannel` snapshot
 (`serde.types._DeltaSnapshot`) to show its value.
 
 To store BSON's own values (`_bson_values`), the serializer's msgpack encoder is rebuilt
@@ -180,9 +179,8 @@ def _with_globals(function: Any, namespace: dict[str, Any]) -> Any:
 
 
 def quiet_unregistered(names: Iterable[tuple[str, str]]) -> None:
-    """Mark `names` as already warned about in LangGraph's permissive mode, whose warning
-    ("will be blocked in a future version") is not true of types a saver allow-lists in
-    strict mode."""
+    """Mark `names` as already warned about in LangGraph's permissive mode, whose warning ("will be
+    blocked in a future version") is not true of types a saver allow-lists in strict mode."""
     warned = getattr(jsonplus, WARNED_ATTRIBUTE, None)
     if isinstance(warned, set):
         warned.update(names)

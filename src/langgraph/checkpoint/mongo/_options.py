@@ -1,9 +1,8 @@
-"""One validator per option, shared by every way of giving it: the savers' arguments, the
-Agent Server's environment variables (`agent_server.py`) and the command line's flags
-(`cli/`). Those two only turn a string into a value (`parse_*`), then call the
-same validator as the saver, so a value is accepted or refused, with the same words,
-wherever it is given; each error names the option as the user spelt it (`ttl`,
-`MONGODB_TTL_SECONDS`, `--ttl`).
+"""One validator per option, shared by every way of giving it: the savers' arguments, the Agent
+Server's environment variables (`agent_server.py`) and the command line's flags (`cli/`). Those two
+only turn a string into a value (`parse_*`), then call the same validator as the saver, so a value
+is accepted or refused, with the same words, wherever it is given; each error names the option as
+the user spelt it (`ttl`, `MONGODB_TTL_SECONDS`, `--ttl`).
 
 The URI is shown the same way everywhere too: `redact_uri`.
 """
@@ -103,9 +102,8 @@ def targeted_joins(value: Any, option: str = "targeted_joins") -> bool:
 
 
 def _int(value: Any, option: str, expected: str, minimum: int, at_least: str) -> int:
-    """`value` if it is an int (not a bool: `True` is a mistake, not 1) of at least
-    `minimum`, else the option's error, saying what it `expected` or that it must be
-    `at_least`."""
+    """`value` if it is an int (not a bool: `True` is a mistake, not 1) of at least `minimum`, else
+    the option's error, saying what it `expected` or that it must be `at_least`."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise OptionTypeError(option, f"must be {expected}, got {_shown(value)}")
     if value < minimum:
@@ -287,10 +285,9 @@ def parse_msgpack_modules(text: str, option: str) -> AllowedTypes:
 
 
 def redact_uri(uri: str) -> str:
-    """`uri` as messages, logs and `repr`s show it: its scheme, hosts and database, with
-    its credentials (`user:password@`) and its options (`?...`, where
-    `tlsCertificateKeyFilePassword` and `authMechanismProperties` carry secrets) each
-    replaced by `***`.
+    """`uri` as messages, logs and `repr`s show it: its scheme, hosts and database, with its
+    credentials (`user:password@`) and its options (`?...`, where `tlsCertificateKeyFilePassword`
+    and `authMechanismProperties` carry secrets) each replaced by `***`.
 
     A password may hold an unescaped `@` or `/`, so the credentials end at the last `@`;
     when a `?` comes before that `@`, it is not known whether the `@` belongs to the

@@ -1,11 +1,10 @@
 """Every filter, projection, pipeline, update, option and index the savers send, as
 plain data: `_operations` only decides which to send when.
 
-Reads are one aggregation each: `$match` the checkpoints, `$sort` newest first,
-`$limit`, then `$lookup` their pending writes by the composite key, so `get_tuple`
-and `list` cost one round trip (plus `getMore` batches for long lists). Every command
-of a thread's operations names `thread_id`, the shard key, so a sharded cluster sends
-it to the shards that hold the thread.
+Reads are one aggregation each: `$match` the checkpoints, `$sort` newest first, `$limit`, then
+`$lookup` their pending writes by the composite key, so `get_tuple` and `list` cost one round trip
+(plus `getMore` batches for long lists). Every command of a thread's operations names `thread_id`,
+the shard key, so a sharded cluster sends it to the shards that hold the thread.
 """
 
 from __future__ import annotations
@@ -225,12 +224,11 @@ def joins_by_index(build_info: Mapping[str, Any]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class NamespaceCount:
-    """With the saver's `keep_last`: `get_tuple` also returns how many checkpoints the
-    namespace holds, counted up to `bound` (`Field.STORED`), so that the run it starts
-    knows from the server whether the namespace needs a trim (see
-    `_operations.retention.trim_after_put`). One more `$lookup` in the same aggregation, of the
-    checkpoints collection (`collection`) into itself, in MongoDB 5.0's concise
-    correlated form (`targeted_joins`): no round trip more, and it reads the
+    """With the saver's `keep_last`: `get_tuple` also returns how many checkpoints the namespace
+    holds, counted up to `bound` (`Field.STORED`), so that the run it starts knows from the server
+    whether the namespace needs a trim (see `_operations.retention.trim_after_put`). One more
+    `$lookup` in the same aggregation, of the checkpoints collection (`collection`) into itself, in
+    MongoDB 5.0's concise correlated form (`targeted_joins`): no round trip more, and it reads the
     `thread_ns_checkpoint` index only (every field it needs is in the index)."""
 
     collection: str
@@ -469,9 +467,8 @@ WRITES_OPTIONS = {"batch_size": 100_000}
 
 
 def lineage_of(ref: CheckpointRef) -> dict[str, Any]:
-    """The lineage of `ref`'s whole namespace: the walk follows parent ids, and nothing
-    guarantees that an ancestor's id sorts before its descendant's (another writer's
-    clock, custom ids)."""
+    """The lineage of `ref`'s whole namespace: the walk follows parent ids, and nothing guarantees
+    that an ancestor's id sorts before its descendant's (another writer's clock, custom ids)."""
     return {Field.THREAD_ID: ref.thread_id, Field.ID_CHECKPOINT_NS: ref.checkpoint_ns}
 
 
@@ -591,9 +588,8 @@ def ttl_index(seconds: int) -> IndexModel:
 
 
 def collections_named(names: Sequence[str]) -> tuple[tuple[str], dict[str, Any]]:
-    """Arguments of the database command (listCollections) that describes the named
-    collections, their options included, in one round trip: a collection that does not
-    exist is not listed."""
+    """Arguments of the database command (listCollections) that describes the named collections,
+    their options included, in one round trip: a collection that does not exist is not listed."""
     return ("listCollections",), {"filter": {"name": {"$in": list(names)}}}
 
 

@@ -1,6 +1,5 @@
-"""The reads: a checkpoint with its writes (joined, or read apart when over 16 MiB),
-`get_tuple`, `list`, and the ttl refresh a read detaches; the thread-level reads are in
-`threads`."""
+"""The reads: a checkpoint with its writes (joined, or read apart when over 16 MiB), `get_tuple`,
+`list`, and the ttl refresh a read detaches; the thread-level reads are in `threads`."""
 
 from __future__ import annotations
 
@@ -50,8 +49,7 @@ from langgraph.checkpoint.mongo._ttl import move_thread
 # A joined read too large to return, by the code the server refuses it with:
 # - 10334 (BSONObjectTooLarge): the joined document, or the reply, is over 16 MiB;
 # - 4568: the classic engine's `$lookup` collected over its intermediate limit
-#   (`internalLookupStageIntermediateDocumentMaxSizeBytes`: 100 MiB, 16 MiB on some Atlas
-#   tiers);
+# (`internalLookupStageIntermediateDocumentMaxSizeBytes`: 100 MiB, 16 MiB on some Atlas tiers);
 # - 146 (ExceededMemoryLimit): the same limit where the slot-based engine runs the
 #   `$lookup` (MongoDB 6.0+; it runs the plain join of `targeted_joins=False`).
 _JOIN_TOO_LARGE = frozenset({146, 4568, 10334})

@@ -69,11 +69,10 @@ def _parent_values(storage: Storage, new: NewCheckpoint) -> Plan[StoredValues | 
 def store_checkpoint(document: CheckpointDocument, first: Sequence[UpdateMany] = ()) -> Command:
     """The one command that stores a checkpoint document: an upsert (`update_one`).
 
-    `first`: updates of the checkpoints collection the write must not land without (the
-    thread's expiry stamp moved), sent before the upsert in the same command, an ordered
-    `bulk_write` that stops at the first failure. PyMongo sends one wire command per kind
-    of request: an `UpdateMany` shares the upsert's, a `DeleteMany` would cost a round
-    trip of its own.
+    `first`: updates of the checkpoints collection the write must not land without (the thread's
+    expiry stamp moved), sent before the upsert in the same command, an ordered `bulk_write` that
+    stops at the first failure. PyMongo sends one wire command per kind of request: an `UpdateMany`
+    shares the upsert's, a `DeleteMany` would cost a round trip of its own.
     """
     if not first:
         return upsert_command(Target.CHECKPOINTS, [(False, document)])
@@ -93,12 +92,11 @@ def put(
     build the document and its cache entry in one pass (`build_checkpoint`), send it
     (`store_checkpoint`), cache its entries, move the thread's expiry stamp.
 
-    The seam for what a checkpoint write grows: commands that must land before the
-    document (the pieces of a value too large for one document) are yielded between
-    `build_checkpoint` and `store_checkpoint` (`_chunks`); updates that must ride with
-    the document in its one command (moving the thread's stamp) go in
-    `store_checkpoint(..., first=...)` (`_ttl.stamped_write`). With `keep_last`, the
-    write acknowledged, it detaches the trim the run's first reads called for
+    The seam for what a checkpoint write grows: commands that must land before the document (the
+    pieces of a value too large for one document) are yielded between `build_checkpoint` and
+    `store_checkpoint` (`_chunks`); updates that must ride with the document in its one command
+    (moving the thread's stamp) go in `store_checkpoint(..., first=...)` (`_ttl.stamped_write`).
+    With `keep_last`, the write acknowledged, it detaches the trim the run's first reads called for
     (`trim_after_put`).
     """
     new = new_checkpoint(ref_from_config(config), checkpoint, metadata, config, new_versions)

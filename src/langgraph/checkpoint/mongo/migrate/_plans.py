@@ -1,22 +1,20 @@
 """Copying threads from any saver into ours, and comparing them afterwards, without I/O.
 
-The plans here yield two kinds of request: `Command`s for the target saver, as every
-saver operation does, and `ReadCheckpoints`/`ReadCheckpointsByKey`/`ReadLatest` for the
-source, which the executors in `migrate` answer from the source (its `list`/`get_tuple`,
-or the official MongoDB saver's collections). So the copy and the verification are
-written once for the sync and the async API.
+The plans here yield two kinds of request: `Command`s for the target saver, as every saver operation
+does, and `ReadCheckpoints`/`ReadCheckpointsByKey`/`ReadLatest` for the source, which the executors
+in `migrate` answer from the source (its `list`/`get_tuple`, or the official MongoDB saver's
+collections). So the copy and the verification are written once for the sync and the async API.
 
-A thread is copied in two passes. The first reads the whole thread a batch at a time and
-turns every checkpoint into our documents, keeping only their keys: a checkpoint that
-does not decode exactly (see `_decoding`) or cannot be stored fails the thread, by name,
-before anything of it is written, and the other threads go on. It also compares them with
-what the target holds: a subset of the source (an interrupted copy, or a source that has
-grown since) is completed, an identical thread is left alone, anything else is a
-conflict, reported and left alone unless `overwrite` is set. The second pass reads the
-checkpoints again, parents first, and writes them with keyed upserts, each batch's
-pending writes before its checkpoints: a copy stopped at any point leaves an older,
-consistent history of the thread (never a checkpoint without its writes or ancestors),
-and running it again rewrites the same documents: nothing is duplicated.
+A thread is copied in two passes. The first reads the whole thread a batch at a time and turns every
+checkpoint into our documents, keeping only their keys: a checkpoint that does not decode exactly
+(see `_decoding`) or cannot be stored fails the thread, by name, before anything of it is written,
+and the other threads go on. It also compares them with what the target holds: a subset of the
+source (an interrupted copy, or a source that has grown since) is completed, an identical thread is
+left alone, anything else is a conflict, reported and left alone unless `overwrite` is set. The
+second pass reads the checkpoints again, parents first, and writes them with keyed upserts, each
+batch's pending writes before its checkpoints: a copy stopped at any point leaves an older,
+consistent history of the thread (never a checkpoint without its writes or ancestors), and running
+it again rewrites the same documents: nothing is duplicated.
 """
 
 from __future__ import annotations

@@ -2,15 +2,14 @@
 (`list`/`get_tuple`, or `alist`/`aget_tuple`), or straight from the collections of the
 official MongoDB saver, `langgraph-checkpoint-mongodb`.
 
-Reading is written once, without I/O, as the core's plans are: a `Reader` and `Requests`
-(which hands a plan a thread's checkpoints batch by batch and keeps at most one stream
-open, so reading never holds more than a batch, and a source that locks while it lists,
-`SqliteSaver`, is never asked for something else meanwhile) yield `SourceCall`s.
-`run_source` answers them with a saver's sync methods, `arun_source` with their async
-twins; a source that only reads synchronously is read by `run_source` in a worker thread
-of its own for the async API (`SourceAnswers`). Readers decode with the source's
-serializer made exact (`_decoding`): a checkpoint that does not decode exactly is answered
-as an `UnreadableCheckpoint` naming it, and the plan fails its thread.
+Reading is written once, without I/O, as the core's plans are: a `Reader` and `Requests` (which
+hands a plan a thread's checkpoints batch by batch and keeps at most one stream open, so reading
+never holds more than a batch, and a source that locks while it lists, `SqliteSaver`, is never asked
+for something else meanwhile) yield `SourceCall`s. `run_source` answers them with a saver's sync
+methods, `arun_source` with their async twins; a source that only reads synchronously is read by
+`run_source` in a worker thread of its own for the async API (`SourceAnswers`). Readers decode with
+the source's serializer made exact (`_decoding`): a checkpoint that does not decode exactly is
+answered as an `UnreadableCheckpoint` naming it, and the plan fails its thread.
 """
 
 from __future__ import annotations
@@ -545,10 +544,9 @@ class Requests:
 
 
 class SourceAnswers:
-    """A plan's reads answered for the async API: on the event loop by `arun_source`, or,
-    for a reader that reads only synchronously (`threaded`), by `run_source` in one worker
-    thread of its own (a sync driver's cursor, or an sqlite3 connection, stays on one
-    thread)."""
+    """A plan's reads answered for the async API: on the event loop by `arun_source`, or, for a
+    reader that reads only synchronously (`threaded`), by `run_source` in one worker thread of its
+    own (a sync driver's cursor, or an sqlite3 connection, stays on one thread)."""
 
     def __init__(self, requests: Requests, *, threaded: bool) -> None:
         self.requests = requests
