@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import timedelta
-from typing import Any, ClassVar, Generic, NoReturn, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, TypeVar, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -423,21 +423,15 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         opener = AsyncSaverContextManager if cls.asynchronous else SaverContextManager
         return cast(OpenedT, opener(opened, cls.__name__))
 
-    @classmethod
-    def _connect(
-        cls, conn_string: str, client_kwargs: dict[str, Any], build: Callable[[Any], Any]
-    ) -> OpenedT:
-        """`from_conn_string`'s context manager: open a client, `build` the saver on it
-        (and own the client), set it up, close the client on exit."""
-        raise NotImplementedError  # each saver opens its own kind of client
-
-    def close(self) -> object:
-        """Close the client `from_conn_string` opened (see each saver's `close`)."""
-        raise NotImplementedError
-
-    async def aclose(self) -> None:
-        """Close the client `from_conn_string` opened; nothing else (see `close`)."""
-        raise NotImplementedError
+    if TYPE_CHECKING:
+        # Each saver's: `from_conn_string`'s context manager (open a client, `build` the saver
+        # on it, which owns it, set it up; close it on exit), and `close`, `aclose`.
+        @classmethod
+        def _connect(
+            cls, conn_string: str, client_kwargs: dict[str, Any], build: Callable[[Any], Any]
+        ) -> OpenedT: ...
+        def close(self) -> object: ...
+        async def aclose(self) -> None: ...
 
     def _disown_client(self) -> ClientT | None:
         """The client this saver opened, once: closing twice closes it once."""
