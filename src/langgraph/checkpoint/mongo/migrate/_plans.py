@@ -24,6 +24,7 @@ from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import Enum
+from functools import partial
 from typing import Any, TypeVar
 
 import bson
@@ -57,6 +58,7 @@ from langgraph.checkpoint.mongo._schema import (
 from langgraph.checkpoint.mongo.migrate._decoding import UnrestorableValueError
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 # Requests to the source.
 
@@ -612,15 +614,26 @@ def copy_threads(
     target: ops.Storage, thread_ids: Iterable[str] | None, options: CopyOptions
 ) -> MigrationPlan[CopyReport]:
     """Copy these threads, or (`None`) every thread of the source."""
-    report = CopyReport(dry_run=options.dry_run)
+    copy = partial(copy_thread, target, options=options)
+    copies = yield from _each_thread(thread_ids, copy, options.on_thread)
+    return CopyReport(options.dry_run, copies)
+
+
+def _each_thread(
+    thread_ids: Iterable[str] | None,
+    run: Callable[[str], MigrationPlan[R]],
+    on_thread: OnThread | None,
+) -> MigrationPlan[list[R]]:
+    """`run` for each of these threads, or (`None`) every thread of the source, in order;
+    `on_thread` is called with each result."""
     if thread_ids is None:
         thread_ids = yield ReadThreadIds()
+    results = []
     for thread_id in thread_ids:
-        result = yield from copy_thread(target, thread_id, options)
-        report.threads.append(result)
-        if options.on_thread is not None:
-            options.on_thread(result)
-    return report
+        results.append((yield from run(thread_id)))
+        if on_thread is not None:
+            on_thread(results[-1])
+    return results
 
 
 # Verifying.
@@ -674,13 +687,8 @@ def tuple_differences(where: str, source: CheckpointTuple, target: CheckpointTup
     if source.checkpoint != target.checkpoint:
         s, t = source.checkpoint, target.checkpoint
         if s.get("channel_values") != t.get("channel_values"):
-            found.append(
-                _mapping_differences(
-                    f"{where}: channel values",
-                    s.get("channel_values", {}),
-                    t.get("channel_values", {}),
-                )
-            )
+            values = s.get("channel_values", {}), t.get("channel_values", {})
+            found.append(_mapping_differences(f"{where}: channel values", *values))
         others = {k: v for k, v in s.items() if k != "channel_values"}
         if others != {k: v for k, v in t.items() if k != "channel_values"}:
             found.append(_mapping_differences(f"{where}: checkpoint fields", s, t))
@@ -688,13 +696,8 @@ def tuple_differences(where: str, source: CheckpointTuple, target: CheckpointTup
         found.append(_mapping_differences(f"{where}: metadata", source.metadata, target.metadata))
     writes = _writes_by_task(source.pending_writes), _writes_by_task(target.pending_writes)
     if writes[0] != writes[1]:
-        tasks = sorted(
-            {
-                k[0]
-                for k in writes[0].keys() | writes[1].keys()
-                if writes[0].get(k) != writes[1].get(k)
-            }
-        )
+        either = writes[0].keys() | writes[1].keys()
+        tasks = sorted({k[0] for k in either if writes[0].get(k) != writes[1].get(k)})
         found.append(f"{where}: pending writes of task(s) {', '.join(map(repr, tasks))} differ")
     return found
 
@@ -774,12 +777,5 @@ def verify_threads(
     batch_size: int,
     on_thread: OnThread | None,
 ) -> MigrationPlan[VerifyReport]:
-    report = VerifyReport()
-    if thread_ids is None:
-        thread_ids = yield ReadThreadIds()
-    for thread_id in thread_ids:
-        result = yield from verify_thread(target, thread_id, batch_size)
-        report.threads.append(result)
-        if on_thread is not None:
-            on_thread(result)
-    return report
+    verify = partial(verify_thread, target, batch_size=batch_size)
+    return VerifyReport((yield from _each_thread(thread_ids, verify, on_thread)))
