@@ -44,16 +44,11 @@ EXT_CODES: dict[str, int] = {
     "EXT_NUMPY_ARRAY": 6,
     "EXT_DELTA_SNAPSHOT": 7,
 }
-# A class called with the stored arguments.
+# A class called with the stored arguments (`EXT_CONSTRUCTOR_*`, `EXT_PYDANTIC_*`).
 CONSTRUCTED = frozenset(
-    EXT_CODES[name]
-    for name in (
-        "EXT_CONSTRUCTOR_SINGLE_ARG",
-        "EXT_CONSTRUCTOR_POS_ARGS",
-        "EXT_CONSTRUCTOR_KW_ARGS",
-        "EXT_PYDANTIC_V1",
-        "EXT_PYDANTIC_V2",
-    )
+    code
+    for name, code in EXT_CODES.items()
+    if name.startswith(("EXT_CONSTRUCTOR_", "EXT_PYDANTIC_"))
 )
 # A class's method called with the stored argument (`datetime.fromisoformat`, ...).
 METHOD = EXT_CODES["EXT_METHOD_SINGLE_ARG"]
