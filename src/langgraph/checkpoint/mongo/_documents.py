@@ -677,30 +677,22 @@ def moved_checkpoint(
     doc: CheckpointDocument, thread_id: str, touched_at: datetime | None
 ) -> CheckpointDocument:
     """A copy of a checkpoint document that belongs to another thread, ids kept."""
-    moved: CheckpointDocument = {
-        **doc,
-        Field.ID: checkpoint_key(
-            thread_id, doc[Field.ID][Field.CHECKPOINT_NS], doc[Field.ID][Field.CHECKPOINT_ID]
-        ),
-        Field.THREAD_ID: thread_id,
-    }
-    if touched_at is not None:
-        moved[Field.TOUCHED_AT] = touched_at
-    return moved
+    return _moved(doc, _in_thread(doc[Field.ID], thread_id), thread_id, touched_at)
 
 
 def moved_write(doc: WriteDocument, thread_id: str, touched_at: datetime | None) -> WriteDocument:
     """A copy of a pending-write (or chunk) document that belongs to another thread: its
     key names the moved checkpoint, the rest of the key kept in its order."""
-    checkpoint = doc[Field.ID][Field.CHECKPOINT]
-    moved_key = checkpoint_key(
-        thread_id, checkpoint[Field.CHECKPOINT_NS], checkpoint[Field.CHECKPOINT_ID]
-    )
-    moved: WriteDocument = {
-        **doc,
-        Field.ID: {**doc[Field.ID], Field.CHECKPOINT: moved_key},
-        Field.THREAD_ID: thread_id,
-    }
+    checkpoint = _in_thread(doc[Field.ID][Field.CHECKPOINT], thread_id)
+    return _moved(doc, {**doc[Field.ID], Field.CHECKPOINT: checkpoint}, thread_id, touched_at)
+
+
+def _in_thread(key: CheckpointKey, thread_id: str) -> CheckpointKey:
+    return checkpoint_key(thread_id, key[Field.CHECKPOINT_NS], key[Field.CHECKPOINT_ID])
+
+
+def _moved(doc: D, key: Any, thread_id: str, touched_at: datetime | None) -> D:
+    moved: Any = {**doc, Field.ID: key, Field.THREAD_ID: thread_id}
     if touched_at is not None:
         moved[Field.TOUCHED_AT] = touched_at
-    return moved
+    return cast(D, moved)
