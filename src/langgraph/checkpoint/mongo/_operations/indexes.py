@@ -60,10 +60,8 @@ def setup(
     for target in targets:
         _refuse_collation(names[target], found.get(names[target], {}))
         # A collection that does not exist has no index (and nothing to refuse).
-        if names[target] in found:
-            existing[target] = yield Command(target, Method.INDEX_INFORMATION)
-        else:
-            existing[target] = {}
+        listed_here = names[target] in found
+        existing[target] = (yield Command(target, Method.INDEX_INFORMATION)) if listed_here else {}
         _refuse_foreign_index(names[target], existing[target])
     have = {name for target in targets for name in existing[target]} & index_names(storage)
     if not create_indexes:
