@@ -276,11 +276,8 @@ def parse_compression(text: str, option: str) -> Compression | None:
 
 def parse_msgpack_modules(text: str, option: str) -> AllowedTypes:
     """Types given as text: `module:Name` entries separated by commas (spaces ignored)."""
-    entries = [entry.strip() for entry in text.split(",") if entry.strip()]
-    pairs = []
-    for entry in entries:
-        module, _, name = entry.partition(":")
-        pairs.append((module.strip(), name.strip()))
+    entries = [entry.partition(":") for entry in text.split(",") if entry.strip()]
+    pairs = [(module.strip(), name.strip()) for module, _, name in entries]
     return allowed_msgpack_modules(pairs, option)
 
 
