@@ -484,28 +484,13 @@ def history_pipeline(
     is_seed = {"$in": [f"${Field.ID_CHECKPOINT_ID}", {"$literal": sorted(set(seeds))}]}
     wanted = {"$in": [f"$$this.{Field.CHANNEL}", {"$literal": list(channels)}]}
     seed_values = {"$filter": {"input": f"${Field.CHANNEL_VALUES}", "cond": wanted}}
+    writes = {"$filter": {"input": f"${Field.JOINED_WRITES}", "cond": wanted}}
+    values = {"$cond": [is_seed, seed_values, "$$REMOVE"]}
     return [
-        {
-            "$match": {
-                Field.THREAD_ID: ref.thread_id,
-                Field.ID_CHECKPOINT_NS: ref.checkpoint_ns,
-                Field.ID_CHECKPOINT_ID: {"$in": chain},
-            }
-        },
-        {
-            "$project": {
-                Field.ID: 1,
-                Field.CHANNEL_VALUES: {"$cond": [is_seed, seed_values, "$$REMOVE"]},
-            }
-        },
+        {"$match": {**lineage_of(ref), Field.ID_CHECKPOINT_ID: {"$in": chain}}},
+        {"$project": {Field.ID: 1, Field.CHANNEL_VALUES: values}},
         join.stage(ref.thread_id),
-        {
-            "$addFields": {
-                Field.JOINED_WRITES: {
-                    "$filter": {"input": f"${Field.JOINED_WRITES}", "cond": wanted}
-                }
-            }
-        },
+        {"$addFields": {Field.JOINED_WRITES: writes}},
     ]
 
 
@@ -517,11 +502,8 @@ def of_runs(run_ids: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """`find` filter and projection: the checkpoints these runs may have written, with
     their exact `run_id` (the index narrows; the exact metadata decides): the readable
     one, or the serializer's copy where a document keeps one."""
-    return {RUN_ID_PATH: {"$in": run_ids}}, {
-        Field.ID: 1,
-        RUN_ID_PATH: 1,
-        Field.SERIALIZED_METADATA: 1,
-    }
+    projection = {Field.ID: 1, RUN_ID_PATH: 1, Field.SERIALIZED_METADATA: 1}
+    return {RUN_ID_PATH: {"$in": run_ids}}, projection
 
 
 # Indexes.
@@ -533,14 +515,7 @@ def indexes(join: WritesJoin) -> list[tuple[Target, IndexModel]]:
         # get_tuple (latest and by id), list of a thread, delete_thread, prune, lineage.
         (
             Target.CHECKPOINTS,
-            IndexModel(
-                [
-                    (Field.THREAD_ID, ASCENDING),
-                    (Field.ID_CHECKPOINT_NS, ASCENDING),
-                    (Field.ID_CHECKPOINT_ID, DESCENDING),
-                ],
-                name="thread_ns_checkpoint",
-            ),
+            IndexModel(list(THREAD_ORDER.items()), name="thread_ns_checkpoint"),
         ),
         # delete_for_runs.
         (
