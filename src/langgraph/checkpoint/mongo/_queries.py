@@ -250,17 +250,12 @@ def namespace_count(ref: CheckpointRef, bound: int) -> list[dict[str, Any]]:
     """How many checkpoints `ref`'s namespace holds, up to `bound`, and the newest of
     them: one `{count: n, newest: id}`, or nothing for an empty namespace (in the
     index's order, so the server reads keys only)."""
+    newest = f"${Field.ID_CHECKPOINT_ID}"
     return [
         {"$match": lineage_of(ref)},
         {"$sort": {Field.ID_CHECKPOINT_ID: DESCENDING}},
         {"$limit": bound},
-        {
-            "$group": {
-                "_id": None,
-                Field.COUNT: {"$sum": 1},
-                Field.NEWEST: {"$first": f"${Field.ID_CHECKPOINT_ID}"},
-            }
-        },
+        {"$group": {"_id": None, Field.COUNT: {"$sum": 1}, Field.NEWEST: {"$first": newest}}},
     ]
 
 
@@ -429,18 +424,12 @@ _MAX_BATCH_SIZE = 2**31 - 1
 def checkpoint_counts_pipeline(thread_ids: Sequence[str]) -> list[dict[str, Any]]:
     """How many checkpoints each of these threads stores, per namespace (`CountDocument`),
     from the `thread_ns_checkpoint` index alone."""
-    return [
-        {"$match": of_threads(thread_ids)},
-        {
-            "$group": {
-                Field.ID: {
-                    Field.THREAD_ID: f"${Field.THREAD_ID}",
-                    Field.CHECKPOINT_NS: f"${Field.ID_CHECKPOINT_NS}",
-                },
-                Field.COUNT: {"$sum": 1},
-            }
-        },
-    ]
+    namespace = {
+        Field.THREAD_ID: f"${Field.THREAD_ID}",
+        Field.CHECKPOINT_NS: f"${Field.ID_CHECKPOINT_NS}",
+    }
+    group = {Field.ID: namespace, Field.COUNT: {"$sum": 1}}
+    return [{"$match": of_threads(thread_ids)}, {"$group": group}]
 
 
 # The delta-channel history (see `_delta`).
