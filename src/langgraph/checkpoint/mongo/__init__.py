@@ -1,8 +1,7 @@
 """MongoDB checkpointers for LangGraph.
 
-`AsyncMongoDBSaver` (PyMongo's `AsyncMongoClient` or Motor) for asyncio applications,
-`MongoDBSaver` (`pymongo.MongoClient`) for synchronous ones. Both store the same
-documents and behave the same.
+`AsyncMongoDBSaver` (PyMongo's `AsyncMongoClient` or Motor) for asyncio applications, `MongoDBSaver`
+(`pymongo.MongoClient`) for synchronous ones. Both store the same documents and behave the same.
 """
 
 from langgraph.checkpoint.mongo._documents import ThreadInfo

@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from datetime import timedelta
-from typing import Any, ClassVar, Generic, NoReturn, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, TypeVar, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -27,12 +27,7 @@ from langgraph.checkpoint.mongo._channel_values import DEFAULT_CACHE_MAX_BYTES, 
 from langgraph.checkpoint.mongo._codec import Compression, codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import DEFAULT_STATE_MAX_BYTES
-from langgraph.checkpoint.mongo._drivers import (
-    client_options,
-    deployment,
-    identify,
-    require_client,
-)
+from langgraph.checkpoint.mongo._drivers import client_options, deployment, identify, require_client
 from langgraph.checkpoint.mongo._logging import logger
 from langgraph.checkpoint.mongo._queries import NamespaceCount, WritesJoin
 from langgraph.checkpoint.mongo._sizes import DEFAULT_STATE_WARN_BYTES
@@ -68,14 +63,13 @@ class SetupState(Generic[LockT]):
     to exist, and does the missing part otherwise: one saver's `setup(create_indexes=False)`
     or `skip_indexes` never leaves another with less than its options ask for.
 
-    What the application declined (`create_indexes=False`, `skip_indexes`) is remembered
-    too, by `collections`: a deployment that cannot create those indexes (Azure Cosmos DB,
-    a user without the privilege) refuses them when a later setup asks, and such a
-    refusal is then logged once and remembered, instead of failing every request. Many
-    first calls at once run one `setup()` (the others wait on `lock`: an `asyncio.Lock`
-    for the async saver, a `threading.Lock` for the sync one); a `setup()` that fails or
-    is cancelled leaves `done` false, so the next call tries again. `with_allowlist`
-    copies share the object, as they share the collections.
+    What the application declined (`create_indexes=False`, `skip_indexes`) is remembered too, by
+    `collections`: a deployment that cannot create those indexes (Azure Cosmos DB, a user without
+    the privilege) refuses them when a later setup asks, and such a refusal is then logged once and
+    remembered, instead of failing every request. Many first calls at once run one `setup()` (the
+    others wait on `lock`: an `asyncio.Lock` for the async saver, a `threading.Lock` for the sync
+    one); a `setup()` that fails or is cancelled leaves `done` false, so the next call tries again.
+    `with_allowlist` copies share the object, as they share the collections.
 
     What `setup()` learnt of the server goes with it: how reads get pending writes there
     (`reads`, the saver's `Storage.reads`), so a saver whose setup the process remembers
@@ -128,10 +122,9 @@ class SetupState(Generic[LockT]):
         self.done = True
 
 
-# What the setups of this process left (`SetupState.key` -> index names the collections
-# have, or whose refusal the application declared, and how reads get pending writes
-# there), least recently set up forgotten first; and the indexes the application
-# declined per pair of collections.
+# What the setups of this process left (`SetupState.key` -> index names the collections have, or
+# whose refusal the application declared, and how reads get pending writes there), least recently
+# set up forgotten first; and the indexes the application declined per pair of collections.
 _set_up: OrderedDict[Hashable, tuple[frozenset[str], ops.WritesReads]] = OrderedDict()
 _declined: dict[Hashable, frozenset[str]] = {}
 _set_up_lock = threading.Lock()
@@ -177,8 +170,6 @@ class _SaverContextManagerBase:
 
 
 class SaverContextManager(_SaverContextManagerBase, AbstractContextManager[Any]):
-    """`MongoDBSaver.from_conn_string`'s (see `_SaverContextManagerBase`)."""
-
     def __enter__(self) -> Any:
         return self._opened.__enter__()
 
@@ -187,8 +178,6 @@ class SaverContextManager(_SaverContextManagerBase, AbstractContextManager[Any])
 
 
 class AsyncSaverContextManager(_SaverContextManagerBase, AbstractAsyncContextManager[Any]):
-    """`AsyncMongoDBSaver.from_conn_string`'s (see `_SaverContextManagerBase`)."""
-
     async def __aenter__(self) -> Any:
         return await self._opened.__aenter__()
 
@@ -385,11 +374,10 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         """A saver on a client of its own: `with MongoDBSaver.from_conn_string(...) as
         saver:` or `async with AsyncMongoDBSaver.from_conn_string(...) as saver:`.
 
-        On entry it opens a `pymongo.MongoClient` (`AsyncMongoClient` for
-        `AsyncMongoDBSaver`), builds the saver on it and runs `setup()` unless this
-        process set the same collections up before; on exit it closes that client.
-        The saver's parameters come in the official `langgraph-checkpoint-mongodb`
-        saver's positional order.
+        On entry it opens a `pymongo.MongoClient` (`AsyncMongoClient` for `AsyncMongoDBSaver`),
+        builds the saver on it and runs `setup()` unless this process set the same collections up
+        before; on exit it closes that client. The saver's parameters come in the official
+        `langgraph-checkpoint-mongodb` saver's positional order.
 
         Args:
             conn_string: a MongoDB connection string (`mongodb://...` or
@@ -421,46 +409,29 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             pymongo.errors.PyMongoError: on entry, the server could not be reached or
                 refused `setup()`.
         """
+        given = locals()  # the saver's arguments, passed on as the constructor takes them
+        positional = [given[name] for name in _POSITIONAL[1:]]  # after `client`
+        keywords = {name: given[name] for name in _KEYWORD_ONLY}
         unknown = [name for name in client_kwargs if name.lower() not in _CLIENT_KEYWORDS]
         if unknown:
             raise _unknown_options(cls, unknown)
         opened = cls._connect(
             conn_string,
             client_options(client_kwargs),
-            lambda client: cls(
-                client,
-                db_name,
-                checkpoint_collection_name,
-                writes_collection_name,
-                ttl,
-                serde=serde,
-                compression=compression,
-                targeted_joins=targeted_joins,
-                cache_max_bytes=cache_max_bytes,
-                keep_last=keep_last,
-                refresh_ttl_on_read=refresh_ttl_on_read,
-                state_max_bytes=state_max_bytes,
-                state_warn_bytes=state_warn_bytes,
-            ),
+            lambda client: cls(client, *positional, **keywords),
         )
         opener = AsyncSaverContextManager if cls.asynchronous else SaverContextManager
         return cast(OpenedT, opener(opened, cls.__name__))
 
-    @classmethod
-    def _connect(
-        cls, conn_string: str, client_kwargs: dict[str, Any], build: Callable[[Any], Any]
-    ) -> OpenedT:
-        """`from_conn_string`'s context manager: open a client, `build` the saver on it
-        (and own the client), set it up, close the client on exit."""
-        raise NotImplementedError  # each saver opens its own kind of client
-
-    def close(self) -> object:
-        """Close the client `from_conn_string` opened (see each saver's `close`)."""
-        raise NotImplementedError
-
-    async def aclose(self) -> None:
-        """Close the client `from_conn_string` opened; nothing else (see `close`)."""
-        raise NotImplementedError
+    if TYPE_CHECKING:
+        # Each saver's: `from_conn_string`'s context manager (open a client, `build` the saver
+        # on it, which owns it, set it up; close it on exit), and `close`, `aclose`.
+        @classmethod
+        def _connect(
+            cls, conn_string: str, client_kwargs: dict[str, Any], build: Callable[[Any], Any]
+        ) -> OpenedT: ...
+        def close(self) -> object: ...
+        async def aclose(self) -> None: ...
 
     def _disown_client(self) -> ClientT | None:
         """The client this saver opened, once: closing twice closes it once."""

@@ -1,11 +1,10 @@
 """BSON's own values (`ObjectId`, `Decimal128`, `Binary`, ...) in states and writes.
 
-LangGraph's `JsonPlusSerializer` refuses them (or, for `Binary`, drops the subtype), so
-the saver's codec serializes with `BsonSerializer` (for a subclass of `JsonPlusSerializer`,
-a class deriving from `StoresBson` and it), a `JsonPlusSerializer` that stores
-every value it can pack exactly as LangGraph does (type ``msgpack``, same bytes, same
-cost) and only a value LangGraph refuses, or a `Binary`, as type ``msgpack-bson``: msgpack
-in which each BSON value is an extension of its own:
+LangGraph's `JsonPlusSerializer` refuses them (or, for `Binary`, drops the subtype), so the saver's
+codec serializes with `BsonSerializer` (for a subclass of `JsonPlusSerializer`, a class deriving
+from `StoresBson` and it), a `JsonPlusSerializer` that stores every value it can pack exactly as
+LangGraph does (type ``msgpack``, same bytes, same cost) and only a value LangGraph refuses, or a
+`Binary`, as type ``msgpack-bson``: msgpack in which each BSON value is an extension of its own:
 
 - where msgpack itself holds it (the value itself, or an item of a dict, list or tuple
   reached from it through those only): extension `BSON_CODES[type]`, whose data is the
@@ -160,10 +159,9 @@ def _storing_bson(kind: type[JsonPlusSerializer]) -> type[StoresBson]:
 
 
 def with_bson_values(serde: SerializerProtocol) -> SerializerProtocol:
-    """`serde` storing BSON values too: a `JsonPlusSerializer`, or one of its subclasses
-    (with its options and allow-list, plus `ALLOWED`), also inside an
-    `EncryptedSerializer`. Any other serializer is returned as it is: it gets BSON values
-    to serialize itself."""
+    """`serde` storing BSON values too: a `JsonPlusSerializer`, or one of its subclasses (with its
+    options and allow-list, plus `ALLOWED`), also inside an `EncryptedSerializer`. Any other
+    serializer is returned as it is: it gets BSON values to serialize itself."""
     if isinstance(serde, StoresBson):
         return serde
     if isinstance(serde, JsonPlusSerializer):

@@ -25,11 +25,10 @@ def cancel_requests() -> int:
 
 
 def raise_if_cancelled_since(requested: int) -> None:
-    """Raise the `CancelledError` a read swallowed: before Python 3.12, `asyncio.wait_for`
-    (which PyMongo's async network layer awaits through) returns the result of what it
-    waits for when that completes as the task is cancelled, and the call would go on
-    (a graph run would keep running) as if no one had cancelled it. `requested`: the
-    `cancel_requests()` before the read."""
+    """Raise the `CancelledError` a read swallowed: before Python 3.12, `asyncio.wait_for` (which
+    PyMongo's async network layer awaits through) returns the result of what it waits for when that
+    completes as the task is cancelled, and the call would go on (a graph run would keep running) as
+    if no one had cancelled it. `requested`: the `cancel_requests()` before the read."""
     if cancel_requests() > requested:
         raise asyncio.CancelledError
 
@@ -47,17 +46,15 @@ async def finished_before_cancelling(pending: Awaitable[T]) -> T:
     """Await a write to its end even when the awaiting task is cancelled meanwhile, and
     only then let the cancellation propagate.
 
-    Cancelling the await of a command already handed to the driver stops only the
-    waiting: the server still runs the command, and the write would land after the
-    caller saw `CancelledError`. `InMemorySaver` promises that once a method raised
-    `CancelledError` none of its writes is still in flight, and so do we: the cancelled
-    task waits for the command (as long as the client's `timeoutMS` and socket timeouts
-    let it run), and its plan stops before the next command. A cancellation that reaches
-    the task before the command is handed over still cancels at once.
+    Cancelling the await of a command already handed to the driver stops only the waiting: the
+    server still runs the command, and the write would land after the caller saw `CancelledError`.
+    `InMemorySaver` promises that once a method raised `CancelledError` none of its writes is still
+    in flight, and so do we: the cancelled task waits for the command (as long as the client's
+    `timeoutMS` and socket timeouts let it run), and its plan stops before the next command. A
+    cancellation that reaches the task before the command is handed over still cancels at once.
 
-    The command runs in a task of its own that hands its outcome straight to the future
-    the caller awaits (`_settle`): what `asyncio.shield` does, with one pass of the event
-    loop fewer per write.
+    The command runs in a task of its own that hands its outcome straight to the future the caller
+    awaits (`_settle`): what `asyncio.shield` does, with one pass of the event loop fewer per write.
     """
     loop = asyncio.get_running_loop()
     outcome: asyncio.Future[T] = loop.create_future()
@@ -69,11 +66,10 @@ async def finished_before_cancelling(pending: Awaitable[T]) -> T:
 
 
 async def _settle(pending: Awaitable[T], outcome: asyncio.Future[T]) -> None:
-    """Await `pending` and set `outcome` to its result or failure; once the caller has
-    stopped waiting (`outcome` cancelled), a failure is raised instead, for `_outlive`
-    to chain. A cancellation of this task itself (the event loop is closing) cancels
-    `outcome` too; a `KeyboardInterrupt` or `SystemExit` also stops the event loop, as
-    asyncio's tasks let them."""
+    """Await `pending` and set `outcome` to its result or failure; once the caller has stopped
+    waiting (`outcome` cancelled), a failure is raised instead, for `_outlive` to chain. A
+    cancellation of this task itself (the event loop is closing) cancels `outcome` too; a
+    `KeyboardInterrupt` or `SystemExit` also stops the event loop, as asyncio's tasks let them."""
     try:
         result = await pending
     except asyncio.CancelledError:
@@ -137,9 +133,8 @@ class WorkerCall:
             return self.writing
 
 
-# The call the current worker thread runs for a cancellable async caller, if any; read
-# by `_executors.execute_sync` (asyncio.to_thread runs the function in a copy of our
-# context).
+# The call the current worker thread runs for a cancellable async caller, if any; read by
+# `_executors.execute_sync` (asyncio.to_thread runs the function in a copy of our context).
 current_worker_call: ContextVar[WorkerCall | None] = ContextVar("current_worker_call", default=None)
 
 

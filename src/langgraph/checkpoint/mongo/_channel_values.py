@@ -30,10 +30,9 @@ from langgraph.checkpoint.mongo._schema import ChannelValue, CheckpointKey, Fiel
 
 @dataclass(frozen=True, slots=True)
 class StoredValues:
-    """A checkpoint's stored channel entries by channel name, and the channel versions
-    they hold (its `channel_versions`: an entry does not repeat its version). The entries
-    are shared, not copied: nothing mutates a stored entry, and consecutive checkpoints
-    reuse them."""
+    """A checkpoint's stored channel entries by channel name, and the channel versions they hold
+    (its `channel_versions`: an entry does not repeat its version). The entries are shared, not
+    copied: nothing mutates a stored entry, and consecutive checkpoints reuse them."""
 
     entries: dict[str, ChannelValue]
     versions: Mapping[str, Any]
@@ -84,15 +83,14 @@ def _per_key_dict_bytes() -> int:
 
 
 def _layout_overheads() -> tuple[int, int]:
-    """What a cached checkpoint takes besides its values' bytes, per checkpoint and per
-    channel, as the running CPython lays the objects out (its dicts, for one, are larger
-    before 3.11, so constants right for one version let the cache outgrow its bound on
-    another). Per checkpoint: its key (a tuple, the thread and checkpoint ids), the cache's
-    slot (an ordered-dict key and list node, the `(values, size)` tuple), the `StoredValues`
-    and its two dicts. Per channel: its entry dict, the `bytes` object around its data, its
-    slot in those two dicts and its version. Ids and versions are sized as LangGraph makes
-    them (36- and 49-character strings). Values alone would count a small checkpoint at a
-    few bytes of the ~1 KB it occupies."""
+    """What a cached checkpoint takes besides its values' bytes, per checkpoint and per channel, as
+    the running CPython lays the objects out (its dicts, for one, are larger before 3.11, so
+    constants right for one version let the cache outgrow its bound on another). Per checkpoint: its
+    key (a tuple, the thread and checkpoint ids), the cache's slot (an ordered-dict key and list
+    node, the `(values, size)` tuple), the `StoredValues` and its two dicts. Per channel: its entry
+    dict, the `bytes` object around its data, its slot in those two dicts and its version. Ids and
+    versions are sized as LangGraph makes them (36- and 49-character strings). Values alone would
+    count a small checkpoint at a few bytes of the ~1 KB it occupies."""
     an_id = "0" * 36
     version = "0" * 49
     entry: ChannelValue = {Field.CHANNEL: "channel", Field.DATA: b""}

@@ -1,11 +1,10 @@
 """Values too large for one document: stored in chunk documents, read back whole.
 
-MongoDB refuses a document over 16 MiB. A checkpoint (or a pending write) whose document
-would exceed it keeps its largest values' bytes in chunk documents instead, `CHUNK_SIZE`
-bytes each (after compression, when the saver compresses), largest values first until the
-document fits; such a value keeps its `type` and `compression` in the document, no
-`data`, and a `ChunkRef` (`{"id", "parts"}`) in `chunks`. A state that fits one document is
-stored exactly as before this module existed.
+MongoDB refuses a document over 16 MiB. A checkpoint (or a pending write) whose document would
+exceed it keeps its largest values' bytes in chunk documents instead, `CHUNK_SIZE` bytes each (after
+compression, when the saver compresses), largest values first until the document fits; such a value
+keeps its `type` and `compression` in the document, no `data`, and a `ChunkRef` (`{"id", "parts"}`)
+in `chunks`. A state that fits one document is stored exactly as before this module existed.
 
 Where chunks live: in the writes collection, under an `_id` that starts with the key of
 the checkpoint that owns them, as a pending write's does (`{checkpoint, chunk, part}`). So
@@ -18,30 +17,26 @@ without a new collection, option, index or `setup()` step:
 - each delete of a checkpoint's writes (`delete_thread`, `delete_for_runs`, `prune`)
   deletes its chunks in the same command, and `copy_thread` copies them with the writes.
 
-The reads' targeted join of pending writes leaves chunks out (`_id.chunk` unset), so a
-checkpoint with chunks comes back with its writes and its chunks follow in one `find`
-(`resolve`); the plain join (`targeted_joins=False`) takes them in, and a join over 16 MiB
-is read apart, as any other.
+The reads' targeted join of pending writes leaves chunks out (`_id.chunk` unset), so a checkpoint
+with chunks comes back with its writes and its chunks follow in one `find` (`resolve`); the plain
+join (`targeted_joins=False`) takes them in, and a join over 16 MiB is read apart, as any other.
 
-A collection of its own would need all of that again: a third name to configure, an
-operator to shard it (unsharded, it lives on one shard), its own TTL index, its own
-delete in every operation, and a `setup()` that users who change only an import line
-never call.
+A collection of its own would need all of that again: a third name to configure, an operator to
+shard it (unsharded, it lives on one shard), its own TTL index, its own delete in every operation,
+and a `setup()` that users who change only an import line never call.
 
-Chunks are owned, not shared: a later checkpoint whose large channel did not change stores
-its bytes again under its own key (from the value cache, or read back), as every checkpoint
-document holds every channel. Sharing by channel and version, as `PostgresSaver`'s blobs
-do, saves that upload but makes every delete count references across checkpoints, and a
-`prune` racing a `put` that refers to a chunk being deleted would leave a reference to
-nothing. State that grows turn by turn is better kept in a `DeltaChannel`, which stores
-only each turn's writes.
+Chunks are owned, not shared: a later checkpoint whose large channel did not change stores its bytes
+again under its own key (from the value cache, or read back), as every checkpoint document holds
+every channel. Sharing by channel and version, as `PostgresSaver`'s blobs do, saves that upload but
+makes every delete count references across checkpoints, and a `prune` racing a `put` that refers to
+a chunk being deleted would leave a reference to nothing. State that grows turn by turn is better
+kept in a `DeltaChannel`, which stores only each turn's writes.
 
-Order: chunks are written before the document that refers to them, so no reader ever
-meets a reference to a missing chunk. A crash in between leaves chunks no document refers
-to: readers never see them (a chunk is only read through a reference), and they go with
-their checkpoint's writes, with the thread (`delete_thread`, TTL), or through
-`remove_unreferenced_chunks` (which `prune` runs) once older than
-`ORPHAN_GRACE`.
+Order: chunks are written before the document that refers to them, so no reader ever meets a
+reference to a missing chunk. A crash in between leaves chunks no document refers to: readers never
+see them (a chunk is only read through a reference), and they go with their checkpoint's writes,
+with the thread (`delete_thread`, TTL), or through `remove_unreferenced_chunks` (which `prune` runs)
+once older than `ORPHAN_GRACE`.
 """
 
 from __future__ import annotations
@@ -196,15 +191,19 @@ def resolve_entries(owner: CheckpointKey, entries: Iterable[Mapping[str, Any]]) 
         yield from _fill(wanted, [])
 
 
-def _fill(wanted: _Wanted, joined: list[ChunkDocument]) -> Plan[None]:
-    available = {
+def _by_key(chunks: Iterable[ChunkDocument]) -> dict[tuple[KeyFields, str, int], bytes]:
+    return {
         (
             key_fields(c[Field.ID][Field.CHECKPOINT]),
             c[Field.ID][Field.CHUNK],
             c[Field.ID][Field.PART],
         ): c[Field.DATA]
-        for c in joined
+        for c in chunks
     }
+
+
+def _fill(wanted: _Wanted, joined: list[ChunkDocument]) -> Plan[None]:
+    available = _by_key(joined)
     missing = [
         chunk_key(owner, value[Field.CHUNKS][Field.REF_ID], part)
         for owner, value in wanted
@@ -215,11 +214,7 @@ def _fill(wanted: _Wanted, joined: list[ChunkDocument]) -> Plan[None]:
         found: list[ChunkDocument] = yield Command(
             Target.WRITES, Method.FIND, (_queries.chunks_of(missing),)
         )
-        for chunk in found:
-            key = chunk[Field.ID]
-            available[key_fields(key[Field.CHECKPOINT]), key[Field.CHUNK], key[Field.PART]] = chunk[
-                Field.DATA
-            ]
+        available.update(_by_key(found))
     for owner, value in wanted:
         ref = value[Field.CHUNKS]
         parts = [
@@ -237,27 +232,31 @@ def _fill(wanted: _Wanted, joined: list[ChunkDocument]) -> Plan[None]:
         del value[Field.CHUNKS]
 
 
+def _chunk_refs(
+    checkpoints: Iterable[Mapping[str, Any]], writes: Iterable[Mapping[str, Any]]
+) -> Iterator[tuple[CheckpointKey, ChunkRef]]:
+    """The owner and `ChunkRef` of each chunked value these documents (as stored) refer to."""
+    for checkpoint in checkpoints:
+        for entry in checkpoint.get(Field.CHANNEL_VALUES) or ():
+            if Field.CHUNKS in entry:
+                yield checkpoint[Field.ID], entry[Field.CHUNKS]
+    for write in writes:
+        value = write[Field.VALUE]
+        if isinstance(value, Mapping) and Field.CHUNKS in value:
+            yield write[Field.ID][Field.CHECKPOINT], value[Field.CHUNKS]
+
+
 def referenced_chunks(
     checkpoints: Iterable[Mapping[str, Any]], writes: Iterable[Mapping[str, Any]]
 ) -> Iterator[Command]:
     """For each checkpoint that owns chunks these documents (as stored) refer to, the
     `find` of those chunks: a copy reads and writes one checkpoint's at a time."""
     wanted: dict[KeyFields, list[ChunkKey]] = {}
-    for checkpoint in checkpoints:
-        for entry in checkpoint.get(Field.CHANNEL_VALUES) or ():
-            if Field.CHUNKS in entry:
-                _want(wanted, checkpoint[Field.ID], entry[Field.CHUNKS])
-    for write in writes:
-        value = write[Field.VALUE]
-        if isinstance(value, Mapping) and Field.CHUNKS in value:
-            _want(wanted, write[Field.ID][Field.CHECKPOINT], value[Field.CHUNKS])
+    for owner, ref in _chunk_refs(checkpoints, writes):
+        keys = wanted.setdefault(key_fields(owner), [])
+        keys += [chunk_key(owner, ref[Field.REF_ID], part) for part in range(ref[Field.PARTS])]
     for keys in wanted.values():
         yield Command(Target.WRITES, Method.FIND, (_queries.chunks_of(keys),))
-
-
-def _want(wanted: dict[KeyFields, list[ChunkKey]], owner: CheckpointKey, ref: ChunkRef) -> None:
-    keys = wanted.setdefault(key_fields(owner), [])
-    keys += [chunk_key(owner, ref[Field.REF_ID], part) for part in range(ref[Field.PARTS])]
 
 
 def fresh_value_ids(
@@ -267,22 +266,12 @@ def fresh_value_ids(
     stores its chunks under new ids, so that they are dated by the copy: under the source's
     ids, a copy of a thread older than `ORPHAN_GRACE` would have chunks that a `prune` of
     the target, run before the copy's documents land, takes for old orphans."""
-    ids: dict[str, str] = {}
-    for checkpoint in checkpoints:
-        for entry in checkpoint.get(Field.CHANNEL_VALUES) or ():
-            if Field.CHUNKS in entry:
-                ids[entry[Field.CHUNKS][Field.REF_ID]] = str(ObjectId())
-    for write in writes:
-        value = write[Field.VALUE]
-        if isinstance(value, Mapping) and Field.CHUNKS in value:
-            ids[value[Field.CHUNKS][Field.REF_ID]] = str(ObjectId())
-    return ids
+    return {ref[Field.REF_ID]: str(ObjectId()) for _, ref in _chunk_refs(checkpoints, writes)}
 
 
 def with_value_ids(doc: Any, ids: Mapping[str, str]) -> Any:
-    """`doc` (a checkpoint, pending-write or chunk document, as stored) referring to its
-    chunked values by the ids `ids` maps them to (`fresh_value_ids`); a copy when any
-    changes."""
+    """`doc` (a checkpoint, pending-write or chunk document, as stored) referring to its chunked
+    values by the ids `ids` maps them to (`fresh_value_ids`); a copy when any changes."""
     if not ids:
         return doc
     key = doc[Field.ID]

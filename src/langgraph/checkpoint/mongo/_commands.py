@@ -108,13 +108,8 @@ ListStep = Request | CheckpointTuple
 Listing = Generator[Request | T, Any, None]
 
 Plan = Generator[Command, Any, T]
-"""What each saver method sends, step by step, without doing any I/O.
-
-Each operation is a generator that yields `Command`s and receives their results; its
-return value is the method's result. The async and the sync saver only run these
-generators against their driver (h11-style sans-I/O), so the logic of every
-operation is written exactly once.
-"""
+"""An operation, without I/O: it yields `Command`s, receives their results and returns the
+method's result (see `_operations`)."""
 
 SaverPlan = Generator[Command | Detach, Any, T]
 """A saver method's plan: a `Plan` that may also hand follow-ups to the background

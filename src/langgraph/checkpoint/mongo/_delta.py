@@ -1,12 +1,11 @@
 """`DeltaChannel` support: the history walk in two round trips, and what deletes must keep.
 
-A `DeltaChannel` stores its value only in snapshot checkpoints; any other checkpoint
-rebuilds it from the nearest ancestor snapshot plus the writes stored along the parent
-chain. The base class walks that chain with one `get_tuple` per ancestor. Here one read
-fetches the *lineage* (ids, parent ids, and the names of the channels each checkpoint
-stores or replays: a few hundred bytes per checkpoint) and the chain is walked in memory;
-a second read fetches the writes of the chain and the serialized seed checkpoints
-(both queries are in `_queries`).
+A `DeltaChannel` stores its value only in snapshot checkpoints; any other checkpoint rebuilds it
+from the nearest ancestor snapshot plus the writes stored along the parent chain. The base class
+walks that chain with one `get_tuple` per ancestor. Here one read fetches the *lineage* (ids, parent
+ids, and the names of the channels each checkpoint stores or replays: a few hundred bytes per
+checkpoint) and the chain is walked in memory; a second read fetches the writes of the chain and the
+serialized seed checkpoints (both queries are in `_queries`).
 
 The same walk tells `prune` and `delete_for_runs` which ancestors a surviving
 checkpoint still needs, so they never leave a thread that rebuilds to a wrong state.
@@ -103,11 +102,10 @@ def walk(lineage: Lineage, target_id: str | None, channels: Iterable[str]) -> Wa
 
 
 def refuse_undeclared_gap(lineage: Lineage, target_id: str, found: Walk, label: str) -> None:
-    """A walk that met a missing ancestor (`found.missing`) for channels the target does
-    not declare as `DeltaChannel`s: `prune` and the `keep_last` trim keep only the
-    ancestors a checkpoint's own `DeltaChannel`s rebuild from, so that gap is no concurrent
-    delete, and reading again cannot close it. (For declared channels it is one: the caller
-    reads again.)"""
+    """A walk that met a missing ancestor (`found.missing`) for channels the target does not declare
+    as `DeltaChannel`s: `prune` and the `keep_last` trim keep only the ancestors a checkpoint's own
+    `DeltaChannel`s rebuild from, so that gap is no concurrent delete, and reading again cannot
+    close it. (For declared channels it is one: the caller reads again.)"""
     undeclared = sorted(found.unseeded - set(replayed_channels(lineage[target_id])))
     if undeclared:
         raise ValueError(
@@ -191,10 +189,7 @@ def deletable(
 
 
 def assemble(
-    codec: Codec,
-    found: Walk,
-    docs: Sequence[HistoryDocument],
-    channels: Sequence[str],
+    codec: Codec, found: Walk, docs: Sequence[HistoryDocument], channels: Sequence[str]
 ) -> dict[str, DeltaChannelHistory]:
     """The base class's result shape: writes oldest first, the seed where one was found."""
     by_id = {doc[Field.ID][Field.CHECKPOINT_ID]: doc for doc in docs}

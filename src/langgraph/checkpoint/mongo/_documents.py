@@ -130,12 +130,11 @@ def _measured(
     option: str | None = None,
     compression: str | None = None,
 ) -> int:
-    """The size of the upsert that stores `doc`, refused over `limit` before anything is
-    sent (`option` names the saver option the limit is, if any; `compression`, the
-    saver's, decides the error's advice): the upsert repeats the
-    document's key in its filter, so that counts too. The filter holds fields of the
-    document, so it is never the larger: a document of at most half of 16 MiB is
-    measured without the filter being encoded."""
+    """The size of the upsert that stores `doc`, refused over `limit` before anything is sent
+    (`option` names the saver option the limit is, if any; `compression`, the saver's, decides the
+    error's advice): the upsert repeats the document's key in its filter, so that counts too. The
+    filter holds fields of the document, so it is never the larger: a document of at most half of 16
+    MiB is measured without the filter being encoded."""
     size = bson_size(doc)
     if size > MAX_DOCUMENT_SIZE // 2:
         size += len(bson.encode(upsert_filter(doc)))
@@ -421,10 +420,9 @@ def checkpoint_document(
     *,
     max_bytes: int | None = None,
 ) -> CheckpointDocument:
-    """The document of a checkpoint with every value serialized and in it (copying
-    threads in: `stored_form` splits it as `put` does), refused over `max_bytes` (a
-    saver's `state_max_bytes`; None: what one document holds); `ref.checkpoint_id` is
-    the parent, if any."""
+    """The document of a checkpoint with every value serialized and in it (copying threads in:
+    `stored_form` splits it as `put` does), refused over `max_bytes` (a saver's `state_max_bytes`;
+    None: what one document holds); `ref.checkpoint_id` is the parent, if any."""
     new = new_checkpoint(ref, checkpoint, metadata, config, {})
     # No parent entries to keep: every value is serialized.
     doc, _ = _build_document(codec, new, None, touched_at)
@@ -447,74 +445,20 @@ def write_documents(
     touched_at: datetime | None = None,
     *,
     max_bytes: int | None = None,
+    chunks: list[ChunkDocument] | None = None,
 ) -> list[tuple[bool, WriteDocument]]:
     """`(replace_on_conflict, document)` for each write, all serialized before any I/O,
-    each whole (see `stored_writes`) and refused over `max_bytes` (a saver's
-    `state_max_bytes`; None: what one document holds).
+    refused over `max_bytes` (a saver's `state_max_bytes`; None: what one document holds).
 
-    Special channels (errors, interrupts, resumes) have fixed negative indexes and a
-    retry replaces them; a regular write keeps its first stored value, as in
-    `InMemorySaver`.
+    Special channels (errors, interrupts, resumes) have fixed negative indexes and a retry replaces
+    them; a regular write keeps its first stored value, as in `InMemorySaver`.
+
+    Each document is whole, unless `chunks` is given (what `put_writes` stores, `ref`
+    validated by `ref_from_config`): then a value too large for its document moves to
+    chunk documents (see `_chunks`), appended to `chunks`, and a document far below the
+    limits is sized by `_write_size_bound` instead of being encoded to be measured.
     """
-    return [
-        (replace, doc)
-        for replace, doc, _ in _write_documents(
-            codec, ref, writes, task_id, task_path, touched_at, *_limit(max_bytes)
-        )
-    ]
-
-
-def stored_writes(
-    codec: Codec,
-    ref: CheckpointRef,
-    writes: Sequence[tuple[str, Any]],
-    task_id: str,
-    task_path: str,
-    touched_at: datetime | None = None,
-    *,
-    max_bytes: int = DEFAULT_STATE_MAX_BYTES,
-) -> tuple[list[tuple[bool, WriteDocument]], list[ChunkDocument]]:
-    """What `put_writes` stores: `write_documents`, each value too large for its document
-    moved to chunk documents (see `_chunks`), and those chunks."""
-    documents: list[tuple[bool, WriteDocument]] = []
-    chunks: list[ChunkDocument] = []
-    for replace, doc, size in _write_documents(
-        codec, ref, writes, task_id, task_path, touched_at, max_bytes, STATE_MAX_BYTES, bound=True
-    ):
-        if size > MAX_DOCUMENT_SIZE:
-            doc, parts = split_write(doc, touched_at)
-            chunks += parts
-        documents.append((replace, doc))
-    return documents, chunks
-
-
-def stored_write_form(doc: WriteDocument) -> tuple[WriteDocument, list[ChunkDocument]]:
-    """A whole write document (from `write_documents` with a `max_bytes` over 16 MiB) as
-    `put_writes` would store it."""
-    if bson_size(doc) + len(bson.encode(upsert_filter(doc))) <= MAX_DOCUMENT_SIZE:
-        return doc, []
-    return split_write(doc, doc.get(Field.TOUCHED_AT))
-
-
-# What LangGraph hands `put_writes`, answered without the slower ABC checks.
-_PLAIN_SEQUENCES = frozenset({list, tuple, deque})
-
-
-def _write_documents(
-    codec: Codec,
-    ref: CheckpointRef,
-    writes: Sequence[tuple[str, Any]],
-    task_id: str,
-    task_path: str,
-    touched_at: datetime | None,
-    max_bytes: int,
-    option: str | None,
-    *,
-    bound: bool = False,
-) -> list[tuple[bool, WriteDocument, int]]:
-    """`(replace_on_conflict, document, size)` for each write. With `bound` (`ref`
-    validated by `ref_from_config`), a document far below the limits is sized by
-    `_write_size_bound` instead of being encoded to be measured."""
+    limit, option = _limit(max_bytes)
     if ref.checkpoint_id is None:
         raise ValueError(
             "put_writes needs config['configurable']['checkpoint_id']: writes belong to a "
@@ -529,7 +473,7 @@ def _write_documents(
             f"writes must be a sequence of (channel, value) pairs, got {type(writes).__name__}"
         )
     join_key = checkpoint_key(ref.thread_id, ref.checkpoint_ns, ref.checkpoint_id)
-    documents = []
+    documents: list[tuple[bool, WriteDocument]] = []
     for position, pair in enumerate(writes):
         if (type(pair) is not tuple or len(pair) != 2) and (
             isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2
@@ -554,12 +498,27 @@ def _write_documents(
         }
         if touched_at is not None:
             document[Field.TOUCHED_AT] = touched_at
-        size = _write_size_bound(stored) if bound else None
-        if size is None or size > min(max_bytes, MAX_DOCUMENT_SIZE // 2):
+        size = _write_size_bound(stored) if chunks is not None else None
+        if size is None or size > min(limit, MAX_DOCUMENT_SIZE // 2):
             what = Label("Write {} (channel {}, task {})", (position, channel, task_id))
-            size = _measured(document, what, ref, max_bytes, option, codec.compression)
-        documents.append((idx < 0, document, size))
+            size = _measured(document, what, ref, limit, option, codec.compression)
+        if chunks is not None and size > MAX_DOCUMENT_SIZE:
+            document, parts = split_write(document, touched_at)
+            chunks += parts
+        documents.append((idx < 0, document))
     return documents
+
+
+def stored_write_form(doc: WriteDocument) -> tuple[WriteDocument, list[ChunkDocument]]:
+    """A whole write document (from `write_documents` with a `max_bytes` over 16 MiB) as
+    `put_writes` would store it."""
+    if bson_size(doc) + len(bson.encode(upsert_filter(doc))) <= MAX_DOCUMENT_SIZE:
+        return doc, []
+    return split_write(doc, doc.get(Field.TOUCHED_AT))
+
+
+# What LangGraph hands `put_writes`, answered without the slower ABC checks.
+_PLAIN_SEQUENCES = frozenset({list, tuple, deque})
 
 
 # What a write document of `put_writes` holds besides its value, at most: seven
@@ -570,13 +529,12 @@ _WRITE_OVERHEAD_BOUND = 7 * (MAX_ID_BYTES + 64) + 1024
 
 
 def _write_size_bound(stored: StoredField) -> int | None:
-    """At least the BSON size of a write document of `put_writes` whose value is stored
-    as `stored`, without encoding it: its bytes, the stored value's ASCII strings (the
-    type as the serializer names it, the compression) and `_WRITE_OVERHEAD_BOUND`. None
-    when the serializer gave other types than `bytes` and ASCII `str`: such a document is
-    measured, as is one whose bound is over its limit or over
-    half of 16 MiB (where the upsert's filter counts), so that BSON refuses what it cannot
-    encode before anything is sent."""
+    """At least the BSON size of a write document of `put_writes` whose value is stored as `stored`,
+    without encoding it: its bytes, the stored value's ASCII strings (the type as the serializer
+    names it, the compression) and `_WRITE_OVERHEAD_BOUND`. None when the serializer gave other
+    types than `bytes` and ASCII `str`: such a document is measured, as is one whose bound is over
+    its limit or over half of 16 MiB (where the upsert's filter counts), so that BSON refuses what
+    it cannot encode before anything is sent."""
     if stored is None:
         return _WRITE_OVERHEAD_BOUND
     if type(stored) is bytes:
@@ -719,30 +677,22 @@ def moved_checkpoint(
     doc: CheckpointDocument, thread_id: str, touched_at: datetime | None
 ) -> CheckpointDocument:
     """A copy of a checkpoint document that belongs to another thread, ids kept."""
-    moved: CheckpointDocument = {
-        **doc,
-        Field.ID: checkpoint_key(
-            thread_id, doc[Field.ID][Field.CHECKPOINT_NS], doc[Field.ID][Field.CHECKPOINT_ID]
-        ),
-        Field.THREAD_ID: thread_id,
-    }
-    if touched_at is not None:
-        moved[Field.TOUCHED_AT] = touched_at
-    return moved
+    return _moved(doc, _in_thread(doc[Field.ID], thread_id), thread_id, touched_at)
 
 
 def moved_write(doc: WriteDocument, thread_id: str, touched_at: datetime | None) -> WriteDocument:
     """A copy of a pending-write (or chunk) document that belongs to another thread: its
     key names the moved checkpoint, the rest of the key kept in its order."""
-    checkpoint = doc[Field.ID][Field.CHECKPOINT]
-    moved_key = checkpoint_key(
-        thread_id, checkpoint[Field.CHECKPOINT_NS], checkpoint[Field.CHECKPOINT_ID]
-    )
-    moved: WriteDocument = {
-        **doc,
-        Field.ID: {**doc[Field.ID], Field.CHECKPOINT: moved_key},
-        Field.THREAD_ID: thread_id,
-    }
+    checkpoint = _in_thread(doc[Field.ID][Field.CHECKPOINT], thread_id)
+    return _moved(doc, {**doc[Field.ID], Field.CHECKPOINT: checkpoint}, thread_id, touched_at)
+
+
+def _in_thread(key: CheckpointKey, thread_id: str) -> CheckpointKey:
+    return checkpoint_key(thread_id, key[Field.CHECKPOINT_NS], key[Field.CHECKPOINT_ID])
+
+
+def _moved(doc: D, key: Any, thread_id: str, touched_at: datetime | None) -> D:
+    moved: Any = {**doc, Field.ID: key, Field.THREAD_ID: thread_id}
     if touched_at is not None:
         moved[Field.TOUCHED_AT] = touched_at
-    return moved
+    return cast(D, moved)

@@ -53,13 +53,12 @@ def deployment(client: Any) -> Hashable | None:
     """A key naming the deployment a client talks to, for what a process remembers of it
     beyond one saver object (that setup ran, which threads' expiry stamps it moved).
 
-    PyMongo's clients are equal when they reach the same deployment (the same seeds,
-    replica set and SRV name: `eq_props`), whichever options they were built with, so
-    a client opened per request names the deployment of the one before. Motor wraps one
-    as `delegate`. An in-process stand-in is a deployment of its own, named by its store
-    (mongomock's `_store`, reached through mongomock-motor's client too) for as long as
-    that store lives. `None`: a client whose deployment cannot be named; the saver then
-    remembers only what it did itself.
+    PyMongo's clients are equal when they reach the same deployment (the same seeds, replica set and
+    SRV name: `eq_props`), whichever options they were built with, so a client opened per request
+    names the deployment of the one before. Motor wraps one as `delegate`. An in-process stand-in is
+    a deployment of its own, named by its store (mongomock's `_store`, reached through
+    mongomock-motor's client too) for as long as that store lives. `None`: a client whose deployment
+    cannot be named; the saver then remembers only what it did itself.
     """
     target = getattr(client, "__dict__", {}).get("delegate", client)
     eq_props = getattr(type(target), "eq_props", None)
@@ -83,10 +82,9 @@ _store_numbers = itertools.count()
 _stores_lock = threading.Lock()
 
 
-# The clients each saver takes, as (module, class): PyMongo's, and those of the in-process
-# stand-ins tests use (mongomock's, mongomock-motor's). Looked up among imported modules
-# only: a client of a class whose module was never imported cannot exist, so Motor and
-# the mocks stay optional.
+# The clients each saver takes, as (module, class): PyMongo's, and those of the in-process stand-ins
+# tests use (mongomock's, mongomock-motor's). Looked up among imported modules only: a client of a
+# class whose module was never imported cannot exist, so Motor and the mocks stay optional.
 SYNC_CLIENTS = (("pymongo", "MongoClient"), ("mongomock", "MongoClient"))
 ASYNC_CLIENTS = (
     ("pymongo", "AsyncMongoClient"),

@@ -75,12 +75,11 @@ async def open_cursor(
             first = await anext(cursor, None)
 
         async def documents() -> AsyncIterator[Any]:
-            if first is None:
-                return
-            yield first
-            with failures_logged(operation, command):
-                async for doc in cursor:
-                    yield doc
+            if first is not None:
+                yield first
+                with failures_logged(operation, command):
+                    async for doc in cursor:
+                        yield doc
 
         yield documents()
     finally:
@@ -98,11 +97,10 @@ def open_cursor_sync(operation: str, collection: Any, command: Command) -> Itera
             first = next(cursor, None)
 
         def documents() -> Iterator[Any]:
-            if first is None:
-                return
-            yield first
-            with failures_logged(operation, command):
-                yield from cursor
+            if first is not None:
+                yield first
+                with failures_logged(operation, command):
+                    yield from cursor
 
         yield documents()
     finally:

@@ -144,11 +144,8 @@ def list_scope(config: Any) -> tuple[str, str | None, str | None]:
     thread_id, checkpoint_ns, checkpoint_id = _ids(config, "config")
     if "checkpoint_ns" not in config["configurable"] or checkpoint_ns is None:
         return thread_id, None, checkpoint_id
-    return (
-        thread_id,
-        require_str(checkpoint_ns, "config['configurable']['checkpoint_ns']"),
-        checkpoint_id,
-    )
+    ns = require_str(checkpoint_ns, "config['configurable']['checkpoint_ns']")
+    return thread_id, ns, checkpoint_id
 
 
 def before_id_from_config(before: Any) -> str | None:

@@ -3,14 +3,13 @@ that names `JsonPlusSerializer`'s private parts, so that a LangGraph release mov
 breaks here and nowhere else, and `tests/migration/test_langgraph_serde.py` (which checks every name
 below against the installed LangGraph) says what moved.
 
-`copy-threads` decodes a source's values exactly (`migrate/_decoding.py`): it wraps the
-serializer's msgpack extension hook to see which type each stored value names, and asks
-the serializer's allow-lists whether it would rebuild it, without importing what they
-block. None of that is public: the hook and the allow-list are attributes
-(`_unpack_ext_hook`, `_allowed_msgpack_modules`), the safe types live in
-`langgraph.checkpoint.serde._msgpack`, and the extension codes are constants of
-`jsonplus` that stored checkpoints carry (so LangGraph cannot renumber them; a new one is
-what the test watches for). The `threads` command unwraps a `DeltaChannel` snapshot
+`copy-threads` decodes a source's values exactly (`migrate/_decoding.py`): it wraps the serializer's
+msgpack extension hook to see which type each stored value names, and asks the serializer's
+allow-lists whether it would rebuild it, without importing what they block. None of that is public:
+the hook and the allow-list are attributes (`_unpack_ext_hook`, `_allowed_msgpack_modules`), the
+safe types live in `langgraph.checkpoint.serde._msgpack`, and the extension codes are constants of
+`jsonplus` that stored checkpoints carry (so LangGraph cannot renumber them; a new one is what the
+test watches for). The `threads` command unwraps a `DeltaChannel` snapshot
 (`serde.types._DeltaSnapshot`) to show its value.
 
 To store BSON's own values (`_bson_values`), the serializer's msgpack encoder is rebuilt
@@ -45,16 +44,11 @@ EXT_CODES: dict[str, int] = {
     "EXT_NUMPY_ARRAY": 6,
     "EXT_DELTA_SNAPSHOT": 7,
 }
-# A class called with the stored arguments.
+# A class called with the stored arguments (`EXT_CONSTRUCTOR_*`, `EXT_PYDANTIC_*`).
 CONSTRUCTED = frozenset(
-    EXT_CODES[name]
-    for name in (
-        "EXT_CONSTRUCTOR_SINGLE_ARG",
-        "EXT_CONSTRUCTOR_POS_ARGS",
-        "EXT_CONSTRUCTOR_KW_ARGS",
-        "EXT_PYDANTIC_V1",
-        "EXT_PYDANTIC_V2",
-    )
+    code
+    for name, code in EXT_CODES.items()
+    if name.startswith(("EXT_CONSTRUCTOR_", "EXT_PYDANTIC_"))
 )
 # A class's method called with the stored argument (`datetime.fromisoformat`, ...).
 METHOD = EXT_CODES["EXT_METHOD_SINGLE_ARG"]
@@ -175,18 +169,13 @@ def encoder(hook: Callable[[Any], ormsgpack.Ext | None]) -> Encoder:
 
 def _with_globals(function: Any, namespace: dict[str, Any]) -> Any:
     return types.FunctionType(
-        function.__code__,
-        namespace,
-        function.__name__,
-        function.__defaults__,
-        function.__closure__,
+        function.__code__, namespace, function.__name__, function.__defaults__, function.__closure__
     )
 
 
 def quiet_unregistered(names: Iterable[tuple[str, str]]) -> None:
-    """Mark `names` as already warned about in LangGraph's permissive mode, whose warning
-    ("will be blocked in a future version") is not true of types a saver allow-lists in
-    strict mode."""
+    """Mark `names` as already warned about in LangGraph's permissive mode, whose warning ("will be
+    blocked in a future version") is not true of types a saver allow-lists in strict mode."""
     warned = getattr(jsonplus, WARNED_ATTRIBUTE, None)
     if isinstance(warned, set):
         warned.update(names)

@@ -26,10 +26,9 @@ element, so arrays are excluded):
   nothing else is), a `Binary` of a subtype other than 0, a `DBRef` to an `ObjectId` or str
   id without extra fields: ``$eq: value``, the server's equality being Python's.
 
-A `Decimal128` (the server compares it as a number, Python bit for bit), a `Binary` of
-subtype 0 (equal to bytes on the server only), a `Regex` (flags Python keeps and BSON
-does not) and another `DBRef` get ``$eq: value`` (``$exists`` for that `DBRef`), which
-only narrows.
+A `Decimal128` (the server compares it as a number, Python bit for bit), a `Binary` of subtype 0
+(equal to bytes on the server only), a `Regex` (flags Python keeps and BSON does not) and another
+`DBRef` get ``$eq: value`` (``$exists`` for that `DBRef`), which only narrows.
 
 Anything else (lists, tuples, dicts, other types, NaN, huge ints, keys a query cannot
 read) is never sent: the server only narrows (an array, a subdocument, or a present key;

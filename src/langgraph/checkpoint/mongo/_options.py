@@ -1,9 +1,8 @@
-"""One validator per option, shared by every way of giving it: the savers' arguments, the
-Agent Server's environment variables (`agent_server.py`) and the command line's flags
-(`cli/`). Those two only turn a string into a value (`parse_*`), then call the
-same validator as the saver, so a value is accepted or refused, with the same words,
-wherever it is given; each error names the option as the user spelt it (`ttl`,
-`MONGODB_TTL_SECONDS`, `--ttl`).
+"""One validator per option, shared by every way of giving it: the savers' arguments, the Agent
+Server's environment variables (`agent_server.py`) and the command line's flags (`cli/`). Those two
+only turn a string into a value (`parse_*`), then call the same validator as the saver, so a value
+is accepted or refused, with the same words, wherever it is given; each error names the option as
+the user spelt it (`ttl`, `MONGODB_TTL_SECONDS`, `--ttl`).
 
 The URI is shown the same way everywhere too: `redact_uri`.
 """
@@ -42,12 +41,10 @@ class _OptionError(Exception):
         self.problem = problem
 
 
-class OptionTypeError(_OptionError, TypeError):
-    """An option of the wrong type."""
+class OptionTypeError(_OptionError, TypeError): ...
 
 
-class OptionValueError(_OptionError, ValueError):
-    """An option of the right type and a wrong value."""
+class OptionValueError(_OptionError, ValueError): ...
 
 
 def _shown(value: Any) -> str:
@@ -73,7 +70,6 @@ def ttl(value: Any, option: str = "ttl") -> timedelta | None:
 
 
 def compression(value: Any, option: str = "compression") -> Compression | None:
-    """`compression`: `"zstd"`, `"zlib"` or `None`."""
     if value is not None and value not in COMPRESSIONS:
         raise OptionValueError(
             option, f"must be one of {', '.join(COMPRESSIONS)} or None, got {value!r}"
@@ -100,16 +96,14 @@ def serde(value: Any, option: str = "serde") -> Any:
 
 
 def targeted_joins(value: Any, option: str = "targeted_joins") -> bool:
-    """`targeted_joins`: a bool."""
     if not isinstance(value, bool):
         raise OptionTypeError(option, f"must be a bool, got {_shown(value)}")
     return value
 
 
 def _int(value: Any, option: str, expected: str, minimum: int, at_least: str) -> int:
-    """`value` if it is an int (not a bool: `True` is a mistake, not 1) of at least
-    `minimum`, else the option's error, saying what it `expected` or that it must be
-    `at_least`."""
+    """`value` if it is an int (not a bool: `True` is a mistake, not 1) of at least `minimum`, else
+    the option's error, saying what it `expected` or that it must be `at_least`."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise OptionTypeError(option, f"must be {expected}, got {_shown(value)}")
     if value < minimum:
@@ -118,7 +112,6 @@ def _int(value: Any, option: str, expected: str, minimum: int, at_least: str) ->
 
 
 def cache_max_bytes(value: Any, option: str = "cache_max_bytes") -> int:
-    """`cache_max_bytes`: an int of 0 (no cache) or more bytes."""
     expected = "an int (the value cache's bound in bytes)"
     return _int(value, option, expected, 0, "0 (no cache) or more bytes")
 
@@ -172,13 +165,11 @@ def refresh_ttl_on_read(
 
 
 def state_max_bytes(value: Any, option: str = "state_max_bytes") -> int:
-    """`state_max_bytes`: an int of at least one MongoDB document (16 MiB)."""
     at_least = f"at least {MAX_DOCUMENT_SIZE} (one MongoDB document)"
     return _int(value, option, "an int (bytes)", MAX_DOCUMENT_SIZE, at_least)
 
 
 def state_warn_bytes(value: Any, option: str = "state_warn_bytes") -> int:
-    """`state_warn_bytes`: an int of 0 (no warning) or more bytes."""
     return _int(value, option, "an int (bytes)", 0, "0 (no warning) or more bytes")
 
 
@@ -220,7 +211,6 @@ def collection_names(
     writes: Any,
     options: tuple[str, str] = ("checkpoint_collection_name", "writes_collection_name"),
 ) -> tuple[str, str]:
-    """The checkpoint and writes collection names: two different collection names."""
     checkpoints = collection_name(checkpoints, options[0])
     writes = collection_name(writes, options[1])
     if checkpoints == writes:
@@ -232,7 +222,6 @@ def collection_names(
 
 
 def batch_size(value: Any, option: str = "batch_size") -> int:
-    """`copy_threads`' `batch_size`: an int of at least 1."""
     return _int(value, option, "an int of at least 1", 1, "an int of at least 1")
 
 
@@ -265,7 +254,6 @@ def parse_seconds(text: str, option: str) -> float:
 
 
 def parse_int(text: str, option: str) -> int:
-    """A whole number given as text."""
     try:
         return int(text)
     except ValueError:
@@ -288,19 +276,15 @@ def parse_compression(text: str, option: str) -> Compression | None:
 
 def parse_msgpack_modules(text: str, option: str) -> AllowedTypes:
     """Types given as text: `module:Name` entries separated by commas (spaces ignored)."""
-    entries = [entry.strip() for entry in text.split(",") if entry.strip()]
-    pairs = []
-    for entry in entries:
-        module, _, name = entry.partition(":")
-        pairs.append((module.strip(), name.strip()))
+    entries = [entry.partition(":") for entry in text.split(",") if entry.strip()]
+    pairs = [(module.strip(), name.strip()) for module, _, name in entries]
     return allowed_msgpack_modules(pairs, option)
 
 
 def redact_uri(uri: str) -> str:
-    """`uri` as messages, logs and `repr`s show it: its scheme, hosts and database, with
-    its credentials (`user:password@`) and its options (`?...`, where
-    `tlsCertificateKeyFilePassword` and `authMechanismProperties` carry secrets) each
-    replaced by `***`.
+    """`uri` as messages, logs and `repr`s show it: its scheme, hosts and database, with its
+    credentials (`user:password@`) and its options (`?...`, where `tlsCertificateKeyFilePassword`
+    and `authMechanismProperties` carry secrets) each replaced by `***`.
 
     A password may hold an unescaped `@` or `/`, so the credentials end at the last `@`;
     when a `?` comes before that `@`, it is not known whether the `@` belongs to the

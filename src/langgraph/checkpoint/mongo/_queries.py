@@ -1,11 +1,10 @@
 """Every filter, projection, pipeline, update, option and index the savers send, as
 plain data: `_operations` only decides which to send when.
 
-Reads are one aggregation each: `$match` the checkpoints, `$sort` newest first,
-`$limit`, then `$lookup` their pending writes by the composite key, so `get_tuple`
-and `list` cost one round trip (plus `getMore` batches for long lists). Every command
-of a thread's operations names `thread_id`, the shard key, so a sharded cluster sends
-it to the shards that hold the thread.
+Reads are one aggregation each: `$match` the checkpoints, `$sort` newest first, `$limit`, then
+`$lookup` their pending writes by the composite key, so `get_tuple` and `list` cost one round trip
+(plus `getMore` batches for long lists). Every command of a thread's operations names `thread_id`,
+the shard key, so a sharded cluster sends it to the shards that hold the thread.
 """
 
 from __future__ import annotations
@@ -59,7 +58,6 @@ UPSERT = {"upsert": True}
 
 
 def upsert_request(doc: Mapping[str, Any], *, keep_existing: bool = False) -> UpdateOne:
-    """`upsert` as a request of a bulk write."""
     return UpdateOne(*upsert(doc, keep_existing=keep_existing), upsert=True)
 
 
@@ -73,12 +71,10 @@ ORDERED = {"ordered": True}
 
 
 def of_thread(thread_id: str) -> dict[str, Any]:
-    """Every document of a thread (both collections)."""
     return {Field.THREAD_ID: thread_id}
 
 
 def of_threads(thread_ids: Sequence[str]) -> dict[str, Any]:
-    """Every document of these threads (both collections)."""
     return {Field.THREAD_ID: {"$in": list(thread_ids)}}
 
 
@@ -147,9 +143,7 @@ def checkpoint_chunk_refs_of_threads(
     return {**of_threads(thread_ids), path: {"$exists": True}}, {Field.ID: 0, path: 1}
 
 
-def write_chunk_refs_of_threads(
-    thread_ids: Sequence[str],
-) -> tuple[dict[str, Any], dict[str, Any]]:
+def write_chunk_refs_of_threads(thread_ids: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """`find` filter and projection: the chunk references of these threads' writes."""
     path = f"{Field.VALUE}.{Field.CHUNKS}"
     return {**of_threads(thread_ids), path: {"$exists": True}}, {Field.ID: 0, path: 1}
@@ -230,12 +224,11 @@ def joins_by_index(build_info: Mapping[str, Any]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class NamespaceCount:
-    """With the saver's `keep_last`: `get_tuple` also returns how many checkpoints the
-    namespace holds, counted up to `bound` (`Field.STORED`), so that the run it starts
-    knows from the server whether the namespace needs a trim (see
-    `_operations.retention.trim_after_put`). One more `$lookup` in the same aggregation, of the
-    checkpoints collection (`collection`) into itself, in MongoDB 5.0's concise
-    correlated form (`targeted_joins`): no round trip more, and it reads the
+    """With the saver's `keep_last`: `get_tuple` also returns how many checkpoints the namespace
+    holds, counted up to `bound` (`Field.STORED`), so that the run it starts knows from the server
+    whether the namespace needs a trim (see `_operations.retention.trim_after_put`). One more
+    `$lookup` in the same aggregation, of the checkpoints collection (`collection`) into itself, in
+    MongoDB 5.0's concise correlated form (`targeted_joins`): no round trip more, and it reads the
     `thread_ns_checkpoint` index only (every field it needs is in the index)."""
 
     collection: str
@@ -257,17 +250,12 @@ def namespace_count(ref: CheckpointRef, bound: int) -> list[dict[str, Any]]:
     """How many checkpoints `ref`'s namespace holds, up to `bound`, and the newest of
     them: one `{count: n, newest: id}`, or nothing for an empty namespace (in the
     index's order, so the server reads keys only)."""
+    newest = f"${Field.ID_CHECKPOINT_ID}"
     return [
         {"$match": lineage_of(ref)},
         {"$sort": {Field.ID_CHECKPOINT_ID: DESCENDING}},
         {"$limit": bound},
-        {
-            "$group": {
-                "_id": None,
-                Field.COUNT: {"$sum": 1},
-                Field.NEWEST: {"$first": f"${Field.ID_CHECKPOINT_ID}"},
-            }
-        },
+        {"$group": {"_id": None, Field.COUNT: {"$sum": 1}, Field.NEWEST: {"$first": newest}}},
     ]
 
 
@@ -291,9 +279,7 @@ def get_tuple_pipeline(
     return pipeline
 
 
-def newest_stamp(
-    thread_id: str,
-) -> tuple[tuple[dict[str, Any], dict[str, Any]], dict[str, Any]]:
+def newest_stamp(thread_id: str) -> tuple[tuple[dict[str, Any], dict[str, Any]], dict[str, Any]]:
     """`find` arguments of the stamp of a thread's newest root checkpoint (in the index's
     order: one key and one document read)."""
     match = {Field.THREAD_ID: thread_id, Field.ID_CHECKPOINT_NS: ""}
@@ -438,18 +424,12 @@ _MAX_BATCH_SIZE = 2**31 - 1
 def checkpoint_counts_pipeline(thread_ids: Sequence[str]) -> list[dict[str, Any]]:
     """How many checkpoints each of these threads stores, per namespace (`CountDocument`),
     from the `thread_ns_checkpoint` index alone."""
-    return [
-        {"$match": of_threads(thread_ids)},
-        {
-            "$group": {
-                Field.ID: {
-                    Field.THREAD_ID: f"${Field.THREAD_ID}",
-                    Field.CHECKPOINT_NS: f"${Field.ID_CHECKPOINT_NS}",
-                },
-                Field.COUNT: {"$sum": 1},
-            }
-        },
-    ]
+    namespace = {
+        Field.THREAD_ID: f"${Field.THREAD_ID}",
+        Field.CHECKPOINT_NS: f"${Field.ID_CHECKPOINT_NS}",
+    }
+    group = {Field.ID: namespace, Field.COUNT: {"$sum": 1}}
+    return [{"$match": of_threads(thread_ids)}, {"$group": group}]
 
 
 # The delta-channel history (see `_delta`).
@@ -476,9 +456,8 @@ WRITES_OPTIONS = {"batch_size": 100_000}
 
 
 def lineage_of(ref: CheckpointRef) -> dict[str, Any]:
-    """The lineage of `ref`'s whole namespace: the walk follows parent ids, and nothing
-    guarantees that an ancestor's id sorts before its descendant's (another writer's
-    clock, custom ids)."""
+    """The lineage of `ref`'s whole namespace: the walk follows parent ids, and nothing guarantees
+    that an ancestor's id sorts before its descendant's (another writer's clock, custom ids)."""
     return {Field.THREAD_ID: ref.thread_id, Field.ID_CHECKPOINT_NS: ref.checkpoint_ns}
 
 
@@ -494,28 +473,13 @@ def history_pipeline(
     is_seed = {"$in": [f"${Field.ID_CHECKPOINT_ID}", {"$literal": sorted(set(seeds))}]}
     wanted = {"$in": [f"$$this.{Field.CHANNEL}", {"$literal": list(channels)}]}
     seed_values = {"$filter": {"input": f"${Field.CHANNEL_VALUES}", "cond": wanted}}
+    writes = {"$filter": {"input": f"${Field.JOINED_WRITES}", "cond": wanted}}
+    values = {"$cond": [is_seed, seed_values, "$$REMOVE"]}
     return [
-        {
-            "$match": {
-                Field.THREAD_ID: ref.thread_id,
-                Field.ID_CHECKPOINT_NS: ref.checkpoint_ns,
-                Field.ID_CHECKPOINT_ID: {"$in": chain},
-            }
-        },
-        {
-            "$project": {
-                Field.ID: 1,
-                Field.CHANNEL_VALUES: {"$cond": [is_seed, seed_values, "$$REMOVE"]},
-            }
-        },
+        {"$match": {**lineage_of(ref), Field.ID_CHECKPOINT_ID: {"$in": chain}}},
+        {"$project": {Field.ID: 1, Field.CHANNEL_VALUES: values}},
         join.stage(ref.thread_id),
-        {
-            "$addFields": {
-                Field.JOINED_WRITES: {
-                    "$filter": {"input": f"${Field.JOINED_WRITES}", "cond": wanted}
-                }
-            }
-        },
+        {"$addFields": {Field.JOINED_WRITES: writes}},
     ]
 
 
@@ -527,11 +491,8 @@ def of_runs(run_ids: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """`find` filter and projection: the checkpoints these runs may have written, with
     their exact `run_id` (the index narrows; the exact metadata decides): the readable
     one, or the serializer's copy where a document keeps one."""
-    return {RUN_ID_PATH: {"$in": run_ids}}, {
-        Field.ID: 1,
-        RUN_ID_PATH: 1,
-        Field.SERIALIZED_METADATA: 1,
-    }
+    projection = {Field.ID: 1, RUN_ID_PATH: 1, Field.SERIALIZED_METADATA: 1}
+    return {RUN_ID_PATH: {"$in": run_ids}}, projection
 
 
 # Indexes.
@@ -543,14 +504,7 @@ def indexes(join: WritesJoin) -> list[tuple[Target, IndexModel]]:
         # get_tuple (latest and by id), list of a thread, delete_thread, prune, lineage.
         (
             Target.CHECKPOINTS,
-            IndexModel(
-                [
-                    (Field.THREAD_ID, ASCENDING),
-                    (Field.ID_CHECKPOINT_NS, ASCENDING),
-                    (Field.ID_CHECKPOINT_ID, DESCENDING),
-                ],
-                name="thread_ns_checkpoint",
-            ),
+            IndexModel(list(THREAD_ORDER.items()), name="thread_ns_checkpoint"),
         ),
         # delete_for_runs.
         (
@@ -598,9 +552,8 @@ def ttl_index(seconds: int) -> IndexModel:
 
 
 def collections_named(names: Sequence[str]) -> tuple[tuple[str], dict[str, Any]]:
-    """Arguments of the database command (listCollections) that describes the named
-    collections, their options included, in one round trip: a collection that does not
-    exist is not listed."""
+    """Arguments of the database command (listCollections) that describes the named collections,
+    their options included, in one round trip: a collection that does not exist is not listed."""
     return ("listCollections",), {"filter": {"name": {"$in": list(names)}}}
 
 

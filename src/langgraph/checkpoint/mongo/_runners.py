@@ -11,6 +11,8 @@ from langgraph.checkpoint.mongo._commands import Command, Detach, Listing, NextD
 
 T = TypeVar("T")
 Y = TypeVar("Y")
+# A request's answer: `(result, None)`, or `(None, error)` for the plan to handle.
+Outcome = tuple[Any, Exception | None]
 
 
 def step_plan(
@@ -24,17 +26,26 @@ def step_plan(
         return None, done.value
 
 
+def _answered(answer: Callable[[Y], Any], request: Y) -> Outcome:
+    try:
+        return answer(request), None
+    except Exception as error:
+        return None, error
+
+
+async def _aanswered(answer: Callable[[Y], Awaitable[Any]], request: Y) -> Outcome:
+    try:
+        return await answer(request), None
+    except Exception as error:
+        return None, error
+
+
 def run_plan(plan: Generator[Y, Any, T], execute: Callable[[Y], Any]) -> T:
     """Run a plan to its end, each request answered by `execute`; an error it raises
     goes back into the plan, which handles it or lets it propagate."""
     request, value = step_plan(plan)
     while request is not None:
-        try:
-            result = execute(request)
-        except Exception as error:
-            request, value = step_plan(plan, error=error)
-        else:
-            request, value = step_plan(plan, result)
+        request, value = step_plan(plan, *_answered(execute, request))
     return value  # type: ignore[return-value]
 
 
@@ -42,44 +53,33 @@ async def arun_plan(plan: Generator[Y, Any, T], execute: Callable[[Y], Awaitable
     """`run_plan` with an async `execute`."""
     request, value = step_plan(plan)
     while request is not None:
-        try:
-            result = await execute(request)
-        except Exception as error:
-            request, value = step_plan(plan, error=error)
-        else:
-            request, value = step_plan(plan, result)
+        request, value = step_plan(plan, *await _aanswered(execute, request))
     return value  # type: ignore[return-value]
 
 
 def run_listing(listing: Listing[T], answer: Callable[[Any], Any]) -> Iterator[T]:
     """Run a listing (`_operations.read.list_checkpoints`, `list_threads`): yield its
     items, answer its requests with `answer`; an error `answer` raises goes back into it."""
-    outcome: tuple[Any, Exception | None] = (None, None)
+    outcome: Outcome = (None, None)
     while (request := step_plan(listing, *outcome)[0]) is not None:
-        if not isinstance(request, _REQUESTS):
+        if isinstance(request, _REQUESTS):
+            outcome = _answered(answer, request)
+        else:
             yield request
             outcome = (None, None)
-            continue
-        try:
-            outcome = (answer(request), None)
-        except Exception as error:
-            outcome = (None, error)
 
 
 async def arun_listing(
     listing: Listing[T], answer: Callable[[Any], Awaitable[Any]]
 ) -> AsyncIterator[T]:
     """`run_listing` with an async `answer`."""
-    outcome: tuple[Any, Exception | None] = (None, None)
+    outcome: Outcome = (None, None)
     while (request := step_plan(listing, *outcome)[0]) is not None:
-        if not isinstance(request, _REQUESTS):
+        if isinstance(request, _REQUESTS):
+            outcome = await _aanswered(answer, request)
+        else:
             yield request
             outcome = (None, None)
-            continue
-        try:
-            outcome = (await answer(request), None)
-        except Exception as error:
-            outcome = (None, error)
 
 
 # What a listing yields for its runner to answer; anything else goes to the caller.

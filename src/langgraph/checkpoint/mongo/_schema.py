@@ -78,9 +78,8 @@ class Field:
     COUNT: Final = "count"
     # Not stored: the newest checkpoint id a namespace count met (`_queries.namespace_count`).
     NEWEST: Final = "newest"
-    # Not stored: how many checkpoints the namespace holds, up to a bound, which
-    # `get_tuple` returns beside the checkpoint for the saver's `keep_last` (see
-    # `_queries.NamespaceCount`).
+    # Not stored: how many checkpoints the namespace holds, up to a bound, which `get_tuple` returns
+    # beside the checkpoint for the saver's `keep_last` (see `_queries.NamespaceCount`).
     STORED: Final = "stored"
 
 
@@ -124,16 +123,14 @@ class _Chunked(TypedDict, total=False):
 
 
 class StoredValue(_TypedCompressed, _Chunked):
-    """A serialized value: the serializer's type and bytes, maybe compressed; with
-    `chunks` (as stored, never once read), the bytes are in chunk documents and `data`
-    is absent."""
+    """A serialized value: the serializer's type and bytes, maybe compressed; with `chunks` (as
+    stored, never once read), the bytes are in chunk documents and `data` is absent."""
 
     data: bytes
 
 
-# A value stored as a field of its own (a checkpoint, a write's value): plain bytes when
-# they are uncompressed msgpack, null for the serializer's empty "null", else a
-# `StoredValue` (see `_codec`).
+# A value stored as a field of its own (a checkpoint, a write's value): plain bytes when they are
+# uncompressed msgpack, null for the serializer's empty "null", else a `StoredValue` (see `_codec`).
 StoredField = StoredValue | bytes | None
 
 

@@ -315,11 +315,10 @@ class SaverSurface(MongoDBSaverBase[ClientT, OpenedT]):
     def pin_thread(self, thread_id: str) -> None:
         """Keep a thread from `ttl` expiry, whatever is written to it, until `unpin_thread`.
 
-        Every document of the thread gets a stamp no TTL pass reaches: one `update_many`
-        per collection, as a stamp move costs. A run learns the pin from its first read
-        and its writes keep it. A run that read the thread before the pin and writes
-        after it wins: the thread then reads as unpinned (`ThreadInfo.pinned`) and
-        expires whole; pin it again.
+        Every document of the thread gets a stamp no TTL pass reaches: one `update_many` per
+        collection, as a stamp move costs. A run learns the pin from its first read and its writes
+        keep it. A run that read the thread before the pin and writes after it wins: the thread then
+        reads as unpinned (`ThreadInfo.pinned`) and expires whole; pin it again.
 
         Args:
             thread_id: the thread; one that has nothing stored is no error.

@@ -9,39 +9,35 @@ the thread's older documents to the new value: one `update_many` per collection,
 them in the write's own command, so that write costs one round trip more; the other
 writes of the bucket (those in flight meanwhile included) cost nothing extra.
 
-The pending writes move first, the checkpoints after: a crash in between leaves writes
-stamped later than their checkpoints, which only outlive them (reads reach writes through
-their checkpoint), never checkpoints that expire before their writes or before the
-thread's newest checkpoint.
+The pending writes move first, the checkpoints after: a crash in between leaves writes stamped later
+than their checkpoints, which only outlive them (reads reach writes through their checkpoint), never
+checkpoints that expire before their writes or before the thread's newest checkpoint.
 
-A write stamped in one bucket may land after the next bucket began. No write of this
-process moves the thread past a write of the thread that is still in flight from the
-bucket before (`ThreadMoves.claim`): that write lands on the thread's current stamp and
-moves the thread itself after it landed, and if it is cancelled or its process dies
-first, the thread simply stays on the older stamp, whole. So a thread's newest
-checkpoint is never on an earlier stamp than its older documents, whichever writes were
-cancelled or crashed, unless another process (or a write in flight for more than a
-bucket) moved the thread meanwhile: the window docs/operations.md states.
+A write stamped in one bucket may land after the next bucket began. No write of this process moves
+the thread past a write of the thread that is still in flight from the bucket before
+(`ThreadMoves.claim`): that write lands on the thread's current stamp and moves the thread itself
+after it landed, and if it is cancelled or its process dies first, the thread simply stays on the
+older stamp, whole. So a thread's newest checkpoint is never on an earlier stamp than its older
+documents, whichever writes were cancelled or crashed, unless another process (or a write in flight
+for more than a bucket) moved the thread meanwhile: the window docs/operations.md states.
 
-What a process remembers (which threads it moved to which stamp, the moves and writes
-in flight) is shared by every saver of the process on the same collections
-(`thread_moves`), so a saver built per request moves a thread once per bucket too. It
-only saves commands: a process that forgets it (a restart, an eviction) moves the
-thread again, which changes nothing stored.
+What a process remembers (which threads it moved to which stamp, the moves and writes in flight) is
+shared by every saver of the process on the same collections (`thread_moves`), so a saver built per
+request moves a thread once per bucket too. It only saves commands: a process that forgets it (a
+restart, an eviction) moves the thread again, which changes nothing stored.
 
 Changing `ttl` changes the index's `expireAfterSeconds` at `setup()` (collMod), which
 applies at once to every thread, idle ones included.
 
-Pinning (`pin`): a pinned thread's documents carry `PINNED`, a date the TTL index never
-reaches and that no move to a bucket touches (`$not: {$gte: now}`). A thread is pinned
-when its newest checkpoint is: a run learns it from its first read (`get_tuple` returns
-that document, stamp included: `learn`), and its writes stamp `PINNED` and move the rest
-of the thread there too (once per process). A write of a run that read the thread
-unpinned moves the thread's pinned documents down with its older ones, so every move
-brings the whole thread into line with its newest checkpoint: a run that read the thread
-before a pin (or an unpin) and writes after it wins, and the thread is whole again at its
-next move. A pin or unpin through this process's savers also tells the writes of the
-process at once, and a write of the process in flight meanwhile lands and then moves
+Pinning (`pin`): a pinned thread's documents carry `PINNED`, a date the TTL index never reaches and
+that no move to a bucket touches (`$not: {$gte: now}`). A thread is pinned when its newest
+checkpoint is: a run learns it from its first read (`get_tuple` returns that document, stamp
+included: `learn`), and its writes stamp `PINNED` and move the rest of the thread there too (once
+per process). A write of a run that read the thread unpinned moves the thread's pinned documents
+down with its older ones, so every move brings the whole thread into line with its newest
+checkpoint: a run that read the thread before a pin (or an unpin) and writes after it wins, and the
+thread is whole again at its next move. A pin or unpin through this process's savers also tells the
+writes of the process at once, and a write of the process in flight meanwhile lands and then moves
 the thread to the new stamp.
 """
 
@@ -131,7 +127,6 @@ class ThreadMoves:
             return write
 
     def end_write(self, write: StampedWrite) -> None:
-        """`write.end()`."""
         with self._lock:
             writes = self._writing.get(write.thread_id)
             if writes is not None and write in writes:
@@ -218,21 +213,9 @@ class ThreadExpiry:
         """A write of the thread and its stamp, in flight until its `end()`."""
         return self.moves.start_write(thread_id, self.stamp)
 
-    def needs_move(self, thread_id: str, stamp: datetime) -> bool:
-        return self.moves.needs_move(thread_id, stamp)
-
     def stamp_of(self, thread_id: str) -> datetime:
         """The stamp a write of the thread would take now (`PINNED`, or `stamp()`)."""
         return PINNED if self.moves.pinned(thread_id) else self.stamp()
-
-    def claim(self, thread_id: str, stamp: datetime) -> bool:
-        return self.moves.claim(thread_id, stamp, self.bucket)
-
-    def release(self, thread_id: str, stamp: datetime) -> None:
-        self.moves.release(thread_id, stamp)
-
-    def moved(self, thread_id: str, stamp: datetime) -> None:
-        self.moves.moved(thread_id, stamp)
 
 
 class Ride(NamedTuple):
@@ -255,12 +238,12 @@ def move_thread(
     per collection, the pending writes' before the checkpoints'. With `ride`, the move of
     the write's collection rides in the write's command.
 
-    `claim`: once per bucket and process (`ThreadExpiry.claim`), claimed when the plan
+    `claim`: once per bucket and process (`ThreadMoves.claim`), claimed when the plan
     runs, not when it is made (a run that fails before the plan starts, such as a failed
     `setup()`, holds no claim); unclaimed, only the riding write is sent. A failed move
     releases its claim, so the next write or read of the bucket moves the thread.
     """
-    if claim and not expiry.claim(thread_id, stamp):
+    if claim and not expiry.moves.claim(thread_id, stamp, expiry.bucket):
         if ride is not None:
             yield ride.send(())
         return
@@ -275,9 +258,9 @@ def move_thread(
                 yield Command(target, Method.UPDATE_MANY, touch)
     except BaseException:
         if claim:
-            expiry.release(thread_id, stamp)
+            expiry.moves.release(thread_id, stamp)
         raise
-    expiry.moved(thread_id, stamp)
+    expiry.moves.moved(thread_id, stamp)
 
 
 def stamped_write(
@@ -290,12 +273,11 @@ def stamped_write(
     builds it, with `first` sent before the write in it. The write is in flight
     (`ThreadExpiry.start_write`) until its command returned or failed.
 
-    The first write of the thread in a new bucket (per process) also moves the thread's
-    older documents, riding in the write (`move_thread`); other writes of the bucket, in
-    flight at the same time included, send nothing more. A write stamped in a bucket
-    that ended while it was in flight moves the thread to the new bucket's stamp after it
-    landed, unless this process did since (no move of this process overtook it while it
-    was in flight).
+    The first write of the thread in a new bucket (per process) also moves the thread's older
+    documents, riding in the write (`move_thread`); other writes of the bucket, in flight at the
+    same time included, send nothing more. A write stamped in a bucket that ended while it was in
+    flight moves the thread to the new bucket's stamp after it landed, unless this process did since
+    (no move of this process overtook it while it was in flight).
     """
     if expiry is None or write is None:
         yield send(())
@@ -346,6 +328,6 @@ def move_after_copy(
     if expiry is None or written is None:
         return
     now = expiry.stamp()
-    if now == written and not expiry.needs_move(thread_id, now):
+    if now == written and not expiry.moves.needs_move(thread_id, now):
         return
     yield from move_thread(expiry, thread_id, now, claim=False)

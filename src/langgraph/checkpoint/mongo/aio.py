@@ -64,12 +64,11 @@ class AsyncMongoDBSaver(
 ):
     """A LangGraph checkpointer on MongoDB for asyncio applications.
 
-    Takes a `pymongo.AsyncMongoClient` or Motor's `AsyncIOMotorClient` (arguments, and
-    the errors a failing server raises: see `MongoDBSaverBase`). It runs `setup()`
-    (the indexes, and the checks that refuse collections it cannot use) before its
-    first command, once per process; call `await saver.setup()` yourself to pass it
-    options, or to fail at start-up rather than at the first call.
-    `async with saver:` calls `aclose()` on exit and `with saver:` calls `close()`; both
+    Takes a `pymongo.AsyncMongoClient` or Motor's `AsyncIOMotorClient` (arguments, and the errors a
+    failing server raises: see `MongoDBSaverBase`). It runs `setup()` (the indexes, and the checks
+    that refuse collections it cannot use) before its first command, once per process; call
+    `await saver.setup()` yourself to pass it options, or to fail at start-up rather than at the
+    first call. `async with saver:` calls `aclose()` on exit and `with saver:` calls `close()`; both
     close only a client `from_conn_string` opened.
 
     The sync methods (`get_tuple`, `list`, `put`, ...) are for code running in *another*
@@ -101,16 +100,15 @@ class AsyncMongoDBSaver(
         build: Callable[[AsyncMongoClient[dict[str, Any]]], AsyncMongoDBSaver],
     ) -> AsyncIterator[AsyncMongoDBSaver]:
         client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(conn_string, **client_kwargs)
-        saver: AsyncMongoDBSaver | None = None
         try:
             saver = build(client)
-            saver._owned_client = client
+        except BaseException:
+            await close_client(client)
+            raise
+        saver._owned_client = client
+        async with saver:  # `aclose()`: its background work (which uses the client) first
             await saver._set_up_first()
             yield saver
-        finally:
-            if saver is not None:  # its background work uses the client: let it finish
-                await saver.settle()
-            await close_client(client)
 
     async def aclose(self) -> None:
         """`MongoDBSaver.close`, asynchronously: after `settle()`, it closes the client
@@ -123,11 +121,10 @@ class AsyncMongoDBSaver(
 
     def close(self) -> Awaitable[None]:
         """`aclose`, for code that calls `close()` (as on the official saver): await it
-        (`await saver.close()`), or call it without awaiting. On the saver's event loop
-        it starts the close and returns it as a task (awaiting it waits for the end);
-        from another thread (sync code) it returns once the client is closed, on the
-        saver's loop, which must be running. Without a client of its own to close it
-        does nothing."""
+        (`await saver.close()`), or call it without awaiting. On the saver's event loop it starts
+        the close and returns it as a task (awaiting it waits for the end); from another thread
+        (sync code) it returns once the client is closed, on the saver's loop, which must be
+        running. Without a client of its own to close it does nothing."""
         if self._owned_client is None:
             return _NOTHING_TO_AWAIT
         try:

@@ -75,10 +75,9 @@ def server_message(error: BaseException) -> str:
 class IndexCreationError(RuntimeError):
     """`setup()` could not create an index; names the index, its collection and the fix.
 
-    MongoDB-compatible services refuse some index kinds, and a user may lack the
-    `createIndex` privilege. `setup(skip_indexes=...)` or `setup(create_indexes=False)`
-    skip them; create equivalents by hand where possible. `unauthorized`: the user may
-    not create indexes at all.
+    MongoDB-compatible services refuse some index kinds, and a user may lack the `createIndex`
+    privilege. `setup(skip_indexes=...)` or `setup(create_indexes=False)` skip them; create
+    equivalents by hand where possible. `unauthorized`: the user may not create indexes at all.
     """
 
     def __init__(self, collection: str, index: Mapping[str, Any], cause: Exception) -> None:

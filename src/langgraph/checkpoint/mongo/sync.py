@@ -32,11 +32,10 @@ class MongoDBSaver(SaverSurface[MongoClient[Any], AbstractContextManager["MongoD
     """A LangGraph checkpointer on MongoDB for synchronous code (`graph.invoke`).
 
     Takes a `pymongo.MongoClient` (arguments, and the errors a failing server raises:
-    see `MongoDBSaverBase`). It runs `setup()` (the indexes, and the checks that refuse
-    collections it cannot use) before its first command, once per process; call
-    `saver.setup()` yourself to pass it options, or to fail at start-up rather than at
-    the first call.
-    `with saver:` / `async with saver:` call `close()` on exit.
+    see `MongoDBSaverBase`). It runs `setup()` (the indexes, and the checks that refuse collections
+    it cannot use) before its first command, once per process; call `saver.setup()` yourself to pass
+    it options, or to fail at start-up rather than at the first call. `with saver:` /
+    `async with saver:` call `close()` on exit.
 
     Its async methods run the sync ones in a worker thread (`asyncio.to_thread`), so a
     graph compiled with it also works under `ainvoke`; cancelled, a method that writes
@@ -57,16 +56,15 @@ class MongoDBSaver(SaverSurface[MongoClient[Any], AbstractContextManager["MongoD
         build: Callable[[MongoClient[dict[str, Any]]], MongoDBSaver],
     ) -> Iterator[MongoDBSaver]:
         client: MongoClient[dict[str, Any]] = MongoClient(conn_string, **client_kwargs)
-        saver: MongoDBSaver | None = None
         try:
             saver = build(client)
-            saver._owned_client = client
+        except BaseException:
+            client.close()
+            raise
+        saver._owned_client = client
+        with saver:  # `close()`: its background work (which uses the client) first
             saver._set_up_first()
             yield saver
-        finally:
-            if saver is not None:  # its background work uses the client: let it finish
-                saver.settle()
-            client.close()
 
     def close(self) -> None:
         """Close the client `from_conn_string` opened for this saver; a client you passed
@@ -90,9 +88,8 @@ class MongoDBSaver(SaverSurface[MongoClient[Any], AbstractContextManager["MongoD
     _call = _run
 
     async def _acall(self, operation: str, plan: SaverPlan[T]) -> T:
-        """`_run` in a worker thread: a read's (`asyncio.to_thread`, see `_read`), or a
-        write's that stops when the caller is cancelled (`in_worker_thread`), as
-        `AsyncMongoDBSaver` does."""
+        """`_run` in a worker thread: a read's (`asyncio.to_thread`, see `_read`), or a write's that
+        stops when the caller is cancelled (`in_worker_thread`), as `AsyncMongoDBSaver` does."""
         if operation in _READS:
             return await self._read(self._run, operation, plan)
         return await in_worker_thread(self._run, operation, plan)
@@ -135,9 +132,8 @@ class MongoDBSaver(SaverSurface[MongoClient[Any], AbstractContextManager["MongoD
     def setup(self, *, create_indexes: bool = True, skip_indexes: Collection[str] = ()) -> None:
         """Create the indexes every query uses and set the TTL index; idempotent.
 
-        It first checks both collections: one with a default collation other than the
-        binary one, or holding the official `langgraph-checkpoint-mongodb` saver's
-        documents, is refused.
+        It first checks both collections: one with a default collation other than the binary one, or
+        holding the official `langgraph-checkpoint-mongodb` saver's documents, is refused.
 
         The saver calls it itself before its first command unless a `setup()` of this
         process on the same collections (the same deployment, database and collection

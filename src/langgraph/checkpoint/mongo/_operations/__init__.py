@@ -7,13 +7,12 @@ and the sync saver only run these generators against their driver (h11-style san
 so the logic of every operation is written exactly once.
 
 One module per concern, each importing only `state` and the modules listed before it:
-`state` (what every plan takes of its saver), `indexes` (`setup`), `read`, `threads`
-(`list_threads` and the `threads` CLI's reads of one thread), `history`,
-`retention` (the trim, `prune`, the deletes, orphan writes), `write` (whose `put`
-detaches the trim) and `copy` (`copy_thread`, `migrate`'s helpers). Every ttl stamp move
-is in `_ttl`. This package re-exports the names the savers, `migrate`, the CLIs, the
-tests and the benchmarks use as `ops.X`; a test that patches a constant names the module
-that reads it.
+`state` (what every plan takes of its saver), `indexes` (`setup`), `read`, `threads` (`list_threads`
+and the `threads` CLI's reads of one thread), `history`, `retention` (the trim, `prune`, the
+deletes, orphan writes), `write` (whose `put` detaches the trim) and `copy` (`copy_thread`,
+`migrate`'s helpers). Every ttl stamp move is in `_ttl`. This package re-exports the names the
+savers, `migrate`, the CLIs, the tests and the benchmarks use as `ops.X`; a test that patches a
+constant names the module that reads it.
 """
 
 from langgraph.checkpoint.mongo._operations.copy import (

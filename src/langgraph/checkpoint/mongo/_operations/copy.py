@@ -1,5 +1,4 @@
-"""`copy_thread`, and what `migrate` (copying threads in from another saver) runs on the
-target."""
+"""`copy_thread`, and what `migrate` (copying threads in from another saver) runs on the target."""
 
 from __future__ import annotations
 

@@ -42,9 +42,7 @@ DELTA_READ_ATTEMPTS = 3
 
 
 def delta_history(
-    storage: Storage,
-    config: RunnableConfig,
-    channels: Sequence[str],
+    storage: Storage, config: RunnableConfig, channels: Sequence[str]
 ) -> Plan[dict[str, DeltaChannelHistory]]:
     """`get_delta_channel_history` in two round trips (see `_delta`).
 
@@ -108,11 +106,10 @@ def _judge_lineage(
 def history_page(
     storage: Storage, thread_id: str, checkpoint_ns: str, before: str | None, limit: int
 ) -> Plan[list[tuple[CheckpointTuple, int]]]:
-    """Up to `limit` checkpoints of a namespace older than `before`, newest first, each
-    with its stored size (the checkpoint and its pending writes, as BSON, chunks
-    included): one aggregation on the `thread_ns_checkpoint` index, whatever the length
-    of the thread (`threads history`); two (the writes read apart) where the server's
-    `$lookup` scans (`WritesReads`)."""
+    """Up to `limit` checkpoints of a namespace older than `before`, newest first, each with its
+    stored size (the checkpoint and its pending writes, as BSON, chunks included): one aggregation
+    on the `thread_ns_checkpoint` index, whatever the length of the thread (`threads history`); two
+    (the writes read apart) where the server's `$lookup` scans (`WritesReads`)."""
     pipeline = _queries.list_pipeline(
         thread_id=require_str(thread_id, "thread_id"),
         checkpoint_ns=require_str(checkpoint_ns, "checkpoint_ns"),

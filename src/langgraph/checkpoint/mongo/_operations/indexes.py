@@ -32,11 +32,10 @@ def setup(
     skip_indexes: Collection[str],
 ) -> Plan[frozenset[str]]:
     """Ask the server what it is (`buildInfo`: how reads get pending writes there, see
-    `WritesReads`), check both collections, then create the indexes they lack: on a new
-    database four commands (buildInfo, one listCollections, one createIndexes per
-    collection), on one set up before four reads (buildInfo, the listCollections and
-    each collection's listIndexes). Returns which of the saver's indexes (`index_names`)
-    the collections now have.
+    `WritesReads`), check both collections, then create the indexes they lack: on a new database
+    four commands (buildInfo, one listCollections, one createIndexes per collection), on one set up
+    before four reads (buildInfo, the listCollections and each collection's listIndexes). Returns
+    which of the saver's indexes (`index_names`) the collections now have.
 
     Every check reads before the first write: a collation other than the binary one,
     the official saver's indexes, an index named like the TTL index on other keys.
@@ -61,10 +60,8 @@ def setup(
     for target in targets:
         _refuse_collation(names[target], found.get(names[target], {}))
         # A collection that does not exist has no index (and nothing to refuse).
-        if names[target] in found:
-            existing[target] = yield Command(target, Method.INDEX_INFORMATION)
-        else:
-            existing[target] = {}
+        listed_here = names[target] in found
+        existing[target] = (yield Command(target, Method.INDEX_INFORMATION)) if listed_here else {}
         _refuse_foreign_index(names[target], existing[target])
     have = {name for target in targets for name in existing[target]} & index_names(storage)
     if not create_indexes:
@@ -107,12 +104,11 @@ def _refuse_collation(collection: str, options: Mapping[str, Any]) -> None:
 
 
 def _refuse_foreign_index(collection: str, existing: Mapping[str, Any]) -> None:
-    """Refuse collections that `langgraph-checkpoint-mongodb` writes to (it uses the same
-    default names, and its constructor creates these indexes; `existing` is the
-    collection's `index_information()`): reads of one namespace match `_id.checkpoint_ns`,
-    which its documents lack, so without this check such a thread would look empty, and
-    the next write would fail on that saver's unique index (E11000) or be stored among
-    its documents."""
+    """Refuse collections that `langgraph-checkpoint-mongodb` writes to (it uses the same default
+    names, and its constructor creates these indexes; `existing` is the collection's
+    `index_information()`): reads of one namespace match `_id.checkpoint_ns`, which its documents
+    lack, so without this check such a thread would look empty, and the next write would fail on
+    that saver's unique index (E11000) or be stored among its documents."""
     name = _queries.foreign_index(existing)
     if name is not None:
         raise ValueError(

@@ -1,6 +1,5 @@
-"""The reads: a checkpoint with its writes (joined, or read apart when over 16 MiB),
-`get_tuple`, `list`, and the ttl refresh a read detaches; the thread-level reads are in
-`threads`."""
+"""The reads: a checkpoint with its writes (joined, or read apart when over 16 MiB), `get_tuple`,
+`list`, and the ttl refresh a read detaches; the thread-level reads are in `threads`."""
 
 from __future__ import annotations
 
@@ -25,9 +24,7 @@ from langgraph.checkpoint.mongo._commands import (
     SaverPlan,
     Target,
 )
-from langgraph.checkpoint.mongo._documents import (
-    checkpoint_tuple,
-)
+from langgraph.checkpoint.mongo._documents import checkpoint_tuple
 from langgraph.checkpoint.mongo._keys import (
     CheckpointRef,
     KeyFields,
@@ -52,8 +49,7 @@ from langgraph.checkpoint.mongo._ttl import move_thread
 # A joined read too large to return, by the code the server refuses it with:
 # - 10334 (BSONObjectTooLarge): the joined document, or the reply, is over 16 MiB;
 # - 4568: the classic engine's `$lookup` collected over its intermediate limit
-#   (`internalLookupStageIntermediateDocumentMaxSizeBytes`: 100 MiB, 16 MiB on some Atlas
-#   tiers);
+# (`internalLookupStageIntermediateDocumentMaxSizeBytes`: 100 MiB, 16 MiB on some Atlas tiers);
 # - 146 (ExceededMemoryLimit): the same limit where the slot-based engine runs the
 #   `$lookup` (MongoDB 6.0+; it runs the plain join of `targeted_joins=False`).
 _JOIN_TOO_LARGE = frozenset({146, 4568, 10334})
@@ -186,7 +182,7 @@ def refresh_on_read(
         return
     thread_id = list_scope(config)[0]
     stamp = expiry.stamp_of(thread_id)
-    if expiry.needs_move(thread_id, stamp):
+    if expiry.moves.needs_move(thread_id, stamp):
         yield Detach("refresh_ttl_on_read", move_thread(expiry, thread_id, stamp))
 
 

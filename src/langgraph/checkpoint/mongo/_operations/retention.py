@@ -1,6 +1,5 @@
 """Deleting checkpoints: the `keep_last` trim after a `put`, `prune`, `delete_thread`,
-`delete_for_runs`; and the pending writes no stored checkpoint owns, which `prune`
-deletes too.
+`delete_for_runs`; and the pending writes no stored checkpoint owns, which `prune` deletes too.
 
 LangGraph stores a step's task writes (`put_writes` for checkpoint C) while C's own `put`
 may still be on its way (`durability="async"`, the default). A kill, cancellation or
@@ -8,12 +7,11 @@ fault in between leaves writes, and chunks, whose checkpoint never exists; so do
 `delete_thread` stopped between its two deletes. Reads never see them (a write is read
 through its checkpoint), but nothing else would ever delete them.
 
-Which are orphans is decided from what the server holds: the checkpoints the threads'
-writes refer to, read *before* `prune` reads the threads' lineage, less those the lineage
-holds. Of those, only ids that LangGraph made (a version-6 UUID, which carries its time)
-more than `ORPHAN_GRACE` ago go: LangGraph sends a checkpoint's `put` as its step starts,
-so a `put` that has not landed by then never will. Any other id (a custom one) is never
-taken for an orphan.
+Which are orphans is decided from what the server holds: the checkpoints the threads' writes refer
+to, read *before* `prune` reads the threads' lineage, less those the lineage holds. Of those, only
+ids that LangGraph made (a version-6 UUID, which carries its time) more than `ORPHAN_GRACE` ago go:
+LangGraph sends a checkpoint's `put` as its step starts, so a `put` that has not landed by then
+never will. Any other id (a custom one) is never taken for an orphan.
 
 Reading the writes first means the writes of a checkpoint stored meanwhile are never taken
 for orphans, unless the checkpoint lands after the lineage read while its writes landed
@@ -69,21 +67,19 @@ def trim_after_put(
     """With `keep_last`: after the `put(config, ..., metadata)` of `stored`, the trim its
     namespace needs, detached, so LangGraph does not wait for it (nothing: no trim).
 
-    The run's first reads decided (`get_tuple` counts the namespace in its own
-    aggregation, `delta_history` judges from the lineage it reads), and the first `put`
-    of the run sends the trim, so that a read alone never deletes. The trim is
-    `prune(keep_last=N)` of the namespace as its run found it: the `keep_last` newest up
-    to the namespace's newest when the run read it (the latest before the run, also when
-    the run travels back in time), every newer one (the run's own), the checkpoints the
-    run read, and the ancestors they all rebuild a `DeltaChannel` from stay. Nothing is
-    remembered across runs: a trim that failed or never ran (a saver dropped, a process
+    The run's first reads decided (`get_tuple` counts the namespace in its own aggregation,
+    `delta_history` judges from the lineage it reads), and the first `put` of the run sends the
+    trim, so that a read alone never deletes. The trim is `prune(keep_last=N)` of the namespace as
+    its run found it: the `keep_last` newest up to the namespace's newest when the run read it (the
+    latest before the run, also when the run travels back in time), every newer one (the run's own),
+    the checkpoints the run read, and the ancestors they all rebuild a `DeltaChannel` from stay.
+    Nothing is remembered across runs: a trim that failed or never ran (a saver dropped, a process
     killed) is decided again by the namespace's next run.
 
-    A read of a checkpoint the putting run wrote itself (`get_state` while it runs, a
-    UI polling the thread) is not where the run started: such reads set no boundary, so
-    the newest checkpoint before the run always stays, and rolling the run back
-    (`delete_for_runs`) leaves it the latest. Without such a read, nothing is trimmed
-    until the next run.
+    A read of a checkpoint the putting run wrote itself (`get_state` while it runs, a UI polling the
+    thread) is not where the run started: such reads set no boundary, so the newest checkpoint
+    before the run always stays, and rolling the run back (`delete_for_runs`) leaves it the latest.
+    Without such a read, nothing is trimmed until the next run.
     """
     keep_last = storage.keep_last
     if keep_last is None:
@@ -138,10 +134,9 @@ def delete_thread(storage: Storage, thread_id: str) -> Plan[None]:
 
 
 def delete_for_runs(storage: Storage, run_ids: Sequence[str]) -> Plan[None]:
-    """Delete the runs' checkpoints and writes, except ancestors that a surviving
-    checkpoint of the thread still rebuilds its `DeltaChannel`s from. A `keep_last`
-    trim keeps the newest checkpoint a run started on, so rolling that run back leaves
-    the thread's latest as it was before the run."""
+    """Delete the runs' checkpoints and writes, except ancestors that a surviving checkpoint of the
+    thread still rebuilds its `DeltaChannel`s from. A `keep_last` trim keeps the newest checkpoint a
+    run started on, so rolling that run back leaves the thread's latest as it was before the run."""
     runs = str_list(run_ids, "run_ids")
     if not runs:
         return
@@ -168,13 +163,12 @@ def _delete_checkpoints(
 ) -> Plan[None]:
     """Delete these checkpoints (`_id`s) and their writes, a batch of keys per command.
 
-    Per batch the writes go first. A failure in between leaves checkpoints that are
-    still doomed, which running the operation again finds and deletes, with whatever
-    writes they still have: a retry finishes the job. (The other order would leave
-    writes that no checkpoint joins and that a retry, reading the checkpoints that
-    remain, could no longer find.) A `keep_last` trim, which runs while readers may
-    read the checkpoints it deletes, takes the checkpoints first: a reader then finds
-    a checkpoint with its writes or not at all.
+    Per batch the writes go first. A failure in between leaves checkpoints that are still doomed,
+    which running the operation again finds and deletes, with whatever writes they still have: a
+    retry finishes the job. (The other order would leave writes that no checkpoint joins and that a
+    retry, reading the checkpoints that remain, could no longer find.) A `keep_last` trim, which
+    runs while readers may read the checkpoints it deletes, takes the checkpoints first: a reader
+    then finds a checkpoint with its writes or not at all.
     """
     for start in range(0, len(keys), DELETE_BATCH):
         batch = list(keys[start : start + DELETE_BATCH])
@@ -202,13 +196,12 @@ def prune(
 ) -> Plan[None]:
     """Delete old checkpoints of the threads, with their writes.
 
-    `keep_last=N` (the Redis saver's semantics) overrides `strategy`: each namespace keeps
-    its N newest checkpoints (0: none). `"keep_latest"` is `keep_last=1`; `"delete"`
-    removes the threads whole. A kept checkpoint also keeps the ancestors it rebuilds its
-    `DeltaChannel`s from (dropping those would silently empty the channels), so it reads
-    back exactly as before. Only what was read is deleted: a checkpoint written
-    meanwhile is newer, and stays. Pending writes no stored checkpoint owns go too, once
-    old enough (see this module's docstring).
+    `keep_last=N` (the Redis saver's semantics) overrides `strategy`: each namespace keeps its N
+    newest checkpoints (0: none). `"keep_latest"` is `keep_last=1`; `"delete"` removes the threads
+    whole. A kept checkpoint also keeps the ancestors it rebuilds its `DeltaChannel`s from (dropping
+    those would silently empty the channels), so it reads back exactly as before. Only what was read
+    is deleted: a checkpoint written meanwhile is newer, and stays. Pending writes no stored
+    checkpoint owns go too, once old enough (see this module's docstring).
     """
     threads = str_list(thread_ids, "thread_ids")
     keep = _options.prune_keep_last(keep_last)
@@ -250,9 +243,8 @@ def prune(
 def _remove_orphan_writes(
     written: Sequence[WrittenTo], lineage: Sequence[LineageDocument]
 ) -> Plan[None]:
-    """Delete the pending writes and chunks that no stored checkpoint owns, once their
-    checkpoint ids are older than the grace (see this module's docstring), a batch of
-    keys per command."""
+    """Delete the pending writes and chunks that no stored checkpoint owns, once their checkpoint
+    ids are older than the grace (see this module's docstring), a batch of keys per command."""
     doomed = orphaned(written, lineage, datetime.now(timezone.utc))
     for start in range(0, len(doomed), DELETE_BATCH):
         batch = doomed[start : start + DELETE_BATCH]
@@ -281,9 +273,8 @@ def checkpoint_id_time(checkpoint_id: object) -> datetime | None:
 def orphaned(
     written: Iterable[WrittenTo], lineage: Iterable[LineageDocument], now: datetime
 ) -> list[CheckpointKey]:
-    """Of the checkpoints that writes refer to (`written`, read before `lineage`), those
-    the lineage does not hold whose ids LangGraph made more than `ORPHAN_GRACE` before
-    `now`."""
+    """Of the checkpoints that writes refer to (`written`, read before `lineage`), those the lineage
+    does not hold whose ids LangGraph made more than `ORPHAN_GRACE` before `now`."""
     stored = {key_fields(doc[Field.ID]) for doc in lineage}
     cutoff = now - ORPHAN_GRACE
     doomed = []

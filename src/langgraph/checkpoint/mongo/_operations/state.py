@@ -84,9 +84,8 @@ def count_bound(keep_last: int) -> int:
 
 
 class ReadCheckpoint(NamedTuple):
-    """A checkpoint `get_tuple` returned, the run that wrote it (its metadata's `run_id`,
-    if any), and the namespace's newest checkpoint as the read counted it (`None`: not
-    counted)."""
+    """A checkpoint `get_tuple` returned, the run that wrote it (its metadata's `run_id`, if any),
+    and the namespace's newest checkpoint as the read counted it (`None`: not counted)."""
 
     checkpoint_id: str
     run_id: str | None

@@ -18,12 +18,12 @@ from langgraph.checkpoint.mongo._documents import (
     NewCheckpoint,
     build_checkpoint,
     new_checkpoint,
-    stored_writes,
+    write_documents,
 )
 from langgraph.checkpoint.mongo._keys import checkpoint_key, ref_from_config, require_str
 from langgraph.checkpoint.mongo._operations.retention import trim_after_put
 from langgraph.checkpoint.mongo._operations.state import Storage
-from langgraph.checkpoint.mongo._schema import CheckpointDocument, Field
+from langgraph.checkpoint.mongo._schema import CheckpointDocument, ChunkDocument, Field
 from langgraph.checkpoint.mongo._ttl import stamped_write
 
 
@@ -69,11 +69,10 @@ def _parent_values(storage: Storage, new: NewCheckpoint) -> Plan[StoredValues | 
 def store_checkpoint(document: CheckpointDocument, first: Sequence[UpdateMany] = ()) -> Command:
     """The one command that stores a checkpoint document: an upsert (`update_one`).
 
-    `first`: updates of the checkpoints collection the write must not land without (the
-    thread's expiry stamp moved), sent before the upsert in the same command, an ordered
-    `bulk_write` that stops at the first failure. PyMongo sends one wire command per kind
-    of request: an `UpdateMany` shares the upsert's, a `DeleteMany` would cost a round
-    trip of its own.
+    `first`: updates of the checkpoints collection the write must not land without (the thread's
+    expiry stamp moved), sent before the upsert in the same command, an ordered `bulk_write` that
+    stops at the first failure. PyMongo sends one wire command per kind of request: an `UpdateMany`
+    shares the upsert's, a `DeleteMany` would cost a round trip of its own.
     """
     if not first:
         return upsert_command(Target.CHECKPOINTS, [(False, document)])
@@ -93,12 +92,11 @@ def put(
     build the document and its cache entry in one pass (`build_checkpoint`), send it
     (`store_checkpoint`), cache its entries, move the thread's expiry stamp.
 
-    The seam for what a checkpoint write grows: commands that must land before the
-    document (the pieces of a value too large for one document) are yielded between
-    `build_checkpoint` and `store_checkpoint` (`_chunks`); updates that must ride with
-    the document in its one command (moving the thread's stamp) go in
-    `store_checkpoint(..., first=...)` (`_ttl.stamped_write`). With `keep_last`, the
-    write acknowledged, it detaches the trim the run's first reads called for
+    The seam for what a checkpoint write grows: commands that must land before the document (the
+    pieces of a value too large for one document) are yielded between `build_checkpoint` and
+    `store_checkpoint` (`_chunks`); updates that must ride with the document in its one command
+    (moving the thread's stamp) go in `store_checkpoint(..., first=...)` (`_ttl.stamped_write`).
+    With `keep_last`, the write acknowledged, it detaches the trim the run's first reads called for
     (`trim_after_put`).
     """
     new = new_checkpoint(ref_from_config(config), checkpoint, metadata, config, new_versions)
@@ -147,8 +145,16 @@ def put_writes(
     write = expiry.start_write(ref.thread_id) if expiry else None
     try:
         stamp = write.stamp if write else None
-        documents, chunks = stored_writes(
-            storage.codec, ref, writes, task_id, task_path, stamp, max_bytes=storage.max_bytes
+        chunks: list[ChunkDocument] = []
+        documents = write_documents(
+            storage.codec,
+            ref,
+            writes,
+            task_id,
+            task_path,
+            stamp,
+            max_bytes=storage.max_bytes,
+            chunks=chunks,
         )
         if documents:
             # A regular write keeps its first stored value, a special one is replaced; a

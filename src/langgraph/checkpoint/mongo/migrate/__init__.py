@@ -10,12 +10,11 @@ with MongoDBSaver.from_conn_string(uri, "langgraph_db") as target:
     print(verify_threads(source, target).summary())
 ```
 
-Every checkpoint of every namespace arrives with its id, parent, metadata, channel
-versions and pending writes; running a copy again finishes an interrupted one and
-duplicates nothing; a thread the target already holds with other data is reported as a
-conflict and left alone unless `overwrite=True`. A thread holding a value that this
-environment cannot restore exactly (a type it cannot import) fails by name and nothing of
-it is written. See docs/migrating.md.
+Every checkpoint of every namespace arrives with its id, parent, metadata, channel versions and
+pending writes; running a copy again finishes an interrupted one and duplicates nothing; a thread
+the target already holds with other data is reported as a conflict and left alone unless
+`overwrite=True`. A thread holding a value that this environment cannot restore exactly (a type it
+cannot import) fails by name and nothing of it is written. See docs/migrating.md.
 """
 
 from __future__ import annotations
@@ -96,9 +95,8 @@ def _reader(source: Source, fast_path: bool) -> Reader:
 
 
 def _async_answers(source: Source, fast_path: bool) -> SourceAnswers:
-    """The source read through its async methods, or (the official saver's collections,
-    a saver whose async methods refuse to run or read a whole list) its sync ones in a
-    worker thread."""
+    """The source read through its async methods, or (the official saver's collections, a saver
+    whose async methods refuse to run or read a whole list) its sync ones in a worker thread."""
     reader = _reader(source, fast_path)
     asynchronous = isinstance(reader, SaverReader) and not reads_in_threads(reader.source)
     return SourceAnswers(Requests(reader), threaded=not asynchronous)
@@ -246,10 +244,9 @@ def copy_threads(
         on_progress: called with `(thread_id, checkpoints)` after each batch.
         on_thread: called with each thread's `ThreadCopy` when it is done.
 
-    Conflicts and checkpoints that cannot be stored (`CheckpointTooLargeError`, a value the
-    target's serializer refuses) are reported per thread (`report.ok`, `report.problems`);
-    errors reading the source or writing the target propagate, and running the copy again
-    resumes it.
+    Conflicts and checkpoints that cannot be stored (`CheckpointTooLargeError`, a value the target's
+    serializer refuses) are reported per thread (`report.ok`, `report.problems`); errors reading the
+    source or writing the target propagate, and running the copy again resumes it.
     """
     saver = _sync_target(target, "copy_threads")
     options = CopyOptions(overwrite, dry_run, batch_size, on_progress, on_thread)

@@ -1,22 +1,20 @@
 """Copying threads from any saver into ours, and comparing them afterwards, without I/O.
 
-The plans here yield two kinds of request: `Command`s for the target saver, as every
-saver operation does, and `ReadCheckpoints`/`ReadCheckpointsByKey`/`ReadLatest` for the
-source, which the executors in `migrate` answer from the source (its `list`/`get_tuple`,
-or the official MongoDB saver's collections). So the copy and the verification are
-written once for the sync and the async API.
+The plans here yield two kinds of request: `Command`s for the target saver, as every saver operation
+does, and `ReadCheckpoints`/`ReadCheckpointsByKey`/`ReadLatest` for the source, which the executors
+in `migrate` answer from the source (its `list`/`get_tuple`, or the official MongoDB saver's
+collections). So the copy and the verification are written once for the sync and the async API.
 
-A thread is copied in two passes. The first reads the whole thread a batch at a time and
-turns every checkpoint into our documents, keeping only their keys: a checkpoint that
-does not decode exactly (see `_decoding`) or cannot be stored fails the thread, by name,
-before anything of it is written, and the other threads go on. It also compares them with
-what the target holds: a subset of the source (an interrupted copy, or a source that has
-grown since) is completed, an identical thread is left alone, anything else is a
-conflict, reported and left alone unless `overwrite` is set. The second pass reads the
-checkpoints again, parents first, and writes them with keyed upserts, each batch's
-pending writes before its checkpoints: a copy stopped at any point leaves an older,
-consistent history of the thread (never a checkpoint without its writes or ancestors),
-and running it again rewrites the same documents: nothing is duplicated.
+A thread is copied in two passes. The first reads the whole thread a batch at a time and turns every
+checkpoint into our documents, keeping only their keys: a checkpoint that does not decode exactly
+(see `_decoding`) or cannot be stored fails the thread, by name, before anything of it is written,
+and the other threads go on. It also compares them with what the target holds: a subset of the
+source (an interrupted copy, or a source that has grown since) is completed, an identical thread is
+left alone, anything else is a conflict, reported and left alone unless `overwrite` is set. The
+second pass reads the checkpoints again, parents first, and writes them with keyed upserts, each
+batch's pending writes before its checkpoints: a copy stopped at any point leaves an older,
+consistent history of the thread (never a checkpoint without its writes or ancestors), and running
+it again rewrites the same documents: nothing is duplicated.
 """
 
 from __future__ import annotations
@@ -26,15 +24,11 @@ from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import Enum
+from functools import partial
 from typing import Any, TypeVar
 
 import bson
-from langgraph.checkpoint.base import (
-    WRITES_IDX_MAP,
-    CheckpointTuple,
-    PendingWrite,
-    writes_sort_key,
-)
+from langgraph.checkpoint.base import WRITES_IDX_MAP, CheckpointTuple, PendingWrite, writes_sort_key
 
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo import _ttl
@@ -64,6 +58,7 @@ from langgraph.checkpoint.mongo._schema import (
 from langgraph.checkpoint.mongo.migrate._decoding import UnrestorableValueError
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 # Requests to the source.
 
@@ -442,10 +437,8 @@ class _Check:
 
     @property
     def identical(self) -> bool:
-        return self.difference is None and (self.checkpoints, self.writes) == (
-            self.matched_checkpoints,
-            self.matched_writes,
-        )
+        matched = (self.matched_checkpoints, self.matched_writes)
+        return self.difference is None and (self.checkpoints, self.writes) == matched
 
 
 def _parents_first(checkpoints: list[tuple[str, str, str | None]]) -> list[SourceKey]:
@@ -561,10 +554,7 @@ def copy_thread(
     if held != (0, 0):
         if check.identical:
             return ThreadCopy(
-                thread_id,
-                ThreadStatus.UNCHANGED,
-                check.matched_checkpoints,
-                check.matched_writes,
+                thread_id, ThreadStatus.UNCHANGED, check.matched_checkpoints, check.matched_writes
             )
         if check.difference is None:
             status = ThreadStatus.COMPLETED
@@ -621,20 +611,29 @@ def _write_thread(
 
 
 def copy_threads(
-    target: ops.Storage,
-    thread_ids: Iterable[str] | None,
-    options: CopyOptions,
+    target: ops.Storage, thread_ids: Iterable[str] | None, options: CopyOptions
 ) -> MigrationPlan[CopyReport]:
     """Copy these threads, or (`None`) every thread of the source."""
-    report = CopyReport(dry_run=options.dry_run)
+    copy = partial(copy_thread, target, options=options)
+    copies = yield from _each_thread(thread_ids, copy, options.on_thread)
+    return CopyReport(options.dry_run, copies)
+
+
+def _each_thread(
+    thread_ids: Iterable[str] | None,
+    run: Callable[[str], MigrationPlan[R]],
+    on_thread: OnThread | None,
+) -> MigrationPlan[list[R]]:
+    """`run` for each of these threads, or (`None`) every thread of the source, in order;
+    `on_thread` is called with each result."""
     if thread_ids is None:
         thread_ids = yield ReadThreadIds()
+    results = []
     for thread_id in thread_ids:
-        result = yield from copy_thread(target, thread_id, options)
-        report.threads.append(result)
-        if options.on_thread is not None:
-            options.on_thread(result)
-    return report
+        results.append((yield from run(thread_id)))
+        if on_thread is not None:
+            on_thread(results[-1])
+    return results
 
 
 # Verifying.
@@ -688,13 +687,8 @@ def tuple_differences(where: str, source: CheckpointTuple, target: CheckpointTup
     if source.checkpoint != target.checkpoint:
         s, t = source.checkpoint, target.checkpoint
         if s.get("channel_values") != t.get("channel_values"):
-            found.append(
-                _mapping_differences(
-                    f"{where}: channel values",
-                    s.get("channel_values", {}),
-                    t.get("channel_values", {}),
-                )
-            )
+            values = s.get("channel_values", {}), t.get("channel_values", {})
+            found.append(_mapping_differences(f"{where}: channel values", *values))
         others = {k: v for k, v in s.items() if k != "channel_values"}
         if others != {k: v for k, v in t.items() if k != "channel_values"}:
             found.append(_mapping_differences(f"{where}: checkpoint fields", s, t))
@@ -702,13 +696,8 @@ def tuple_differences(where: str, source: CheckpointTuple, target: CheckpointTup
         found.append(_mapping_differences(f"{where}: metadata", source.metadata, target.metadata))
     writes = _writes_by_task(source.pending_writes), _writes_by_task(target.pending_writes)
     if writes[0] != writes[1]:
-        tasks = sorted(
-            {
-                k[0]
-                for k in writes[0].keys() | writes[1].keys()
-                if writes[0].get(k) != writes[1].get(k)
-            }
-        )
+        either = writes[0].keys() | writes[1].keys()
+        tasks = sorted({k[0] for k in either if writes[0].get(k) != writes[1].get(k)})
         found.append(f"{where}: pending writes of task(s) {', '.join(map(repr, tasks))} differ")
     return found
 
@@ -788,12 +777,5 @@ def verify_threads(
     batch_size: int,
     on_thread: OnThread | None,
 ) -> MigrationPlan[VerifyReport]:
-    report = VerifyReport()
-    if thread_ids is None:
-        thread_ids = yield ReadThreadIds()
-    for thread_id in thread_ids:
-        result = yield from verify_thread(target, thread_id, batch_size)
-        report.threads.append(result)
-        if on_thread is not None:
-            on_thread(result)
-    return report
+    verify = partial(verify_thread, target, batch_size=batch_size)
+    return VerifyReport((yield from _each_thread(thread_ids, verify, on_thread)))

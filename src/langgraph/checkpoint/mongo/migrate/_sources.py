@@ -2,15 +2,14 @@
 (`list`/`get_tuple`, or `alist`/`aget_tuple`), or straight from the collections of the
 official MongoDB saver, `langgraph-checkpoint-mongodb`.
 
-Reading is written once, without I/O, as the core's plans are: a `Reader` and `Requests`
-(which hands a plan a thread's checkpoints batch by batch and keeps at most one stream
-open, so reading never holds more than a batch, and a source that locks while it lists,
-`SqliteSaver`, is never asked for something else meanwhile) yield `SourceCall`s.
-`run_source` answers them with a saver's sync methods, `arun_source` with their async
-twins; a source that only reads synchronously is read by `run_source` in a worker thread
-of its own for the async API (`SourceAnswers`). Readers decode with the source's
-serializer made exact (`_decoding`): a checkpoint that does not decode exactly is answered
-as an `UnreadableCheckpoint` naming it, and the plan fails its thread.
+Reading is written once, without I/O, as the core's plans are: a `Reader` and `Requests` (which
+hands a plan a thread's checkpoints batch by batch and keeps at most one stream open, so reading
+never holds more than a batch, and a source that locks while it lists, `SqliteSaver`, is never asked
+for something else meanwhile) yield `SourceCall`s. `run_source` answers them with a saver's sync
+methods, `arun_source` with their async twins; a source that only reads synchronously is read by
+`run_source` in a worker thread of its own for the async API (`SourceAnswers`). Readers decode with
+the source's serializer made exact (`_decoding`): a checkpoint that does not decode exactly is
+answered as an `UnreadableCheckpoint` naming it, and the plan fails its thread.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ from langgraph.checkpoint.mongo._keys import checkpoint_label
 from langgraph.checkpoint.mongo._runners import arun_plan, run_plan
 from langgraph.checkpoint.mongo.migrate._decoding import ExactSerializer, UnrestorableValueError
 from langgraph.checkpoint.mongo.migrate._plans import (
-    ReadCheckpointsByKey,
+    ReadCheckpoints,
     ReadLatest,
     ReadThreadIds,
     SourceCheckpoint,
@@ -54,13 +53,8 @@ def _thread_config(thread_id: str, root_only: bool = False) -> Any:
 
 def _checkpoint_config(thread_id: str, key: tuple[str, str]) -> Any:
     ns, checkpoint_id = key
-    return {
-        "configurable": {
-            "thread_id": thread_id,
-            "checkpoint_ns": ns,
-            "checkpoint_id": checkpoint_id,
-        }
-    }
+    configurable = {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
+    return {"configurable": configurable}
 
 
 def _listed_after(last: CheckpointTuple | None) -> str:
@@ -519,14 +513,12 @@ class Requests:
         self._stream: Listed | None = None  # None: read to the end
 
     def answer(self, request: SourceRead) -> SourceIO[Any]:
-        if isinstance(request, ReadThreadIds):
+        if not isinstance(request, ReadCheckpoints):  # each closes the stream
             yield from self.close()
-            return (yield from self.reader.thread_ids())
-        if isinstance(request, ReadLatest):
-            yield from self.close()
-            return (yield from self.reader.latest(request.thread_id))
-        if isinstance(request, ReadCheckpointsByKey):
-            yield from self.close()
+            if isinstance(request, ReadThreadIds):
+                return (yield from self.reader.thread_ids())
+            if isinstance(request, ReadLatest):
+                return (yield from self.reader.latest(request.thread_id))
             return (yield from self.reader.checkpoints_by_key(request.thread_id, request.keys))
         if request.from_start or request.thread_id != self._thread:
             yield from self.close()
@@ -552,10 +544,9 @@ class Requests:
 
 
 class SourceAnswers:
-    """A plan's reads answered for the async API: on the event loop by `arun_source`, or,
-    for a reader that reads only synchronously (`threaded`), by `run_source` in one worker
-    thread of its own (a sync driver's cursor, or an sqlite3 connection, stays on one
-    thread)."""
+    """A plan's reads answered for the async API: on the event loop by `arun_source`, or, for a
+    reader that reads only synchronously (`threaded`), by `run_source` in one worker thread of its
+    own (a sync driver's cursor, or an sqlite3 connection, stays on one thread)."""
 
     def __init__(self, requests: Requests, *, threaded: bool) -> None:
         self.requests = requests
