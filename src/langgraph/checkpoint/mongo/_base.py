@@ -409,16 +409,27 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
             pymongo.errors.PyMongoError: on entry, the server could not be reached or
                 refused `setup()`.
         """
-        given = locals()  # the saver's arguments, passed on as the constructor takes them
-        positional = [given[name] for name in _POSITIONAL[1:]]  # after `client`
-        keywords = {name: given[name] for name in _KEYWORD_ONLY}
         unknown = [name for name in client_kwargs if name.lower() not in _CLIENT_KEYWORDS]
         if unknown:
             raise _unknown_options(cls, unknown)
         opened = cls._connect(
             conn_string,
             client_options(client_kwargs),
-            lambda client: cls(client, *positional, **keywords),
+            lambda client: cls(
+                client,
+                db_name,
+                checkpoint_collection_name,
+                writes_collection_name,
+                ttl,
+                serde=serde,
+                compression=compression,
+                targeted_joins=targeted_joins,
+                cache_max_bytes=cache_max_bytes,
+                keep_last=keep_last,
+                refresh_ttl_on_read=refresh_ttl_on_read,
+                state_max_bytes=state_max_bytes,
+                state_warn_bytes=state_warn_bytes,
+            ),
         )
         opener = AsyncSaverContextManager if cls.asynchronous else SaverContextManager
         return cast(OpenedT, opener(opened, cls.__name__))
