@@ -14,14 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from langgraph.checkpoint.mongo._codec import Codec
+from langgraph.checkpoint.mongo._codec import Codec, codec
 from langgraph.checkpoint.mongo._documents import checkpoint_document
 from langgraph.checkpoint.mongo._keys import CheckpointRef
 from langgraph.checkpoint.mongo._metadata import NOT_EXACT, exact_copy
 from support.helpers import as_metadata, checkpoint
 from support.properties import METADATA, TEXT
 
-CODEC = Codec(JsonPlusSerializer())
+CODEC = codec(JsonPlusSerializer())  # a saver's: LangGraph's serializer storing BSON values
 REF = CheckpointRef("thread", "", None)
 CONFIG: Any = {"configurable": {"thread_id": "thread", "checkpoint_ns": ""}}
 
@@ -48,6 +48,12 @@ class Consulted(JsonPlusSerializer):
 
 
 FULL_PATH = Codec(Consulted())
+
+
+def test_a_savers_serializer_takes_the_fast_path() -> None:
+    """The saver's own serializer (LangGraph's, wrapped to store BSON values) round-trips
+    plain values unchanged: its `put` never serializes plain metadata."""
+    assert CODEC.round_trips_plain
 
 
 def both_documents(metadata: Any) -> tuple[Any, Any]:
