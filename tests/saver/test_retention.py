@@ -573,7 +573,9 @@ async def test_a_read_of_the_thread_during_a_run_never_moves_what_the_trim_keeps
         want, before = await three_runs(backend, saver, memory, thread, "abcdef")
         long = polling(linear_graph(*"abcdefghijk"))
         graph = Driver(long.compile(saver), backend.is_sync)
-        await graph.invoke({"log": ["r3"]}, run("r3"))
+        # Each step's checkpoint lands before the next step runs, so the poll reads one of
+        # the run's own (with "async", on a slow server, it may read the one before).
+        await graph.invoke({"log": ["r3"]}, run("r3"), durability="sync")
         await settle(saver)
         assert polled
         assert all(t.metadata["run_id"] == "r3" for t in polled)
