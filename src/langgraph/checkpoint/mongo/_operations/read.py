@@ -80,7 +80,10 @@ def _read_apart(
         # A single checkpoint's chunks come with its writes; a page's are read one
         # checkpoint at a time, as it is returned (see `_chunks.resolve`).
         chunks = len(docs) == 1
-        keys = [written_by_us(d)[Field.ID] for d in docs]  # another saver's, refused by name
+        for doc in docs:
+            if not isinstance(doc[Field.ID], Mapping):  # another saver's: refused by name
+                written_by_us(doc)
+        keys = [d[Field.ID] for d in docs]
         threads = {key_fields(key)[0] for key in keys}
         by_id = server_apart and len(threads) == 1
         query = (
