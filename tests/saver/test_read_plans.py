@@ -74,6 +74,11 @@ async def test_reads_apart_return_what_joined_reads_do(
         got = await either(saver).get_tuple(target)
         assert _comparable(got) == _comparable(await memory.aget_tuple(target)), target
         assert methods(sent_commands) == ["aggregate", "find"]
+        # Exactly the `thread_checkpoint_id` index's fields: SecantusDB's planner uses an
+        # index only for such a filter.
+        [query] = sent_commands[1].args
+        assert set(query) == {"thread_id", "_id.checkpoint.checkpoint_id"}
+        assert query["thread_id"] == thread
         assert got is not None
         assert len(got.pending_writes or []) == 2
     cases: list[tuple[Any, dict[str, Any]]] = [
@@ -95,6 +100,42 @@ async def test_reads_apart_return_what_joined_reads_do(
     assert len(await listed(saver, config(thread, None))) == 6  # not vacuous
 
 
+async def test_reads_apart_keep_each_namespaces_own_writes(saver: Any) -> None:
+    """Writes are found by thread and checkpoint id, then kept by their checkpoint's whole
+    key: two namespaces' checkpoints of one id (a thread copied into another's namespace
+    can have them) each read back their own writes, as in `InMemorySaver`."""
+    saver.storage.reads.joined = False
+    memory = InMemorySaver()
+    thread = new_thread()
+    cp = checkpoint({"n": 1})
+    cp["channel_versions"] = {"n": 1}
+    metadata: dict[str, Any] = {"source": "loop", "step": 1, "parents": {}}
+    for ns in ("", "child:1"):
+        for each in (saver, memory):
+            cfg = await either(each).put(config(thread, ns), cp, metadata, {"n": 1})
+            await either(each).put_writes(cfg, [("n", ns or "root")], f"task-{ns}")
+    for ns in ("", "child:1"):
+        target = config(thread, ns)
+        got = await either(saver).get_tuple(target)
+        assert _comparable(got) == _comparable(await memory.aget_tuple(target))
+        assert got is not None
+        assert got.pending_writes == [(f"task-{ns}", "n", ns or "root")]
+    listed_all = await listed(saver, config(thread, None))
+    assert sorted(t.pending_writes[0][2] for t in listed_all if t.pending_writes) == [
+        "child:1",
+        "root",
+    ]
+
+
+async def test_reads_apart_refuse_another_savers_documents_by_name(saver: Any) -> None:
+    saver.storage.reads.joined = False
+    foreign = {"thread_id": "shared", "checkpoint_ns": "", "checkpoint_id": "1", "type": "msgpack"}
+    await maybe_await(saver.checkpoint_collection.insert_one(foreign))
+    for target in (config("shared", None), None):
+        with pytest.raises(ValueError, match="langgraph-checkpoint-mongodb's format"):
+            await listed(saver, target)
+
+
 async def test_setup_remembers_how_reads_get_writes(
     backend: Backend, monkeypatch: pytest.MonkeyPatch, sent_commands: list[Any]
 ) -> None:
@@ -103,6 +144,9 @@ async def test_setup_remembers_how_reads_get_writes(
     monkeypatch.setattr(_queries, "joins_by_index", lambda build_info: False)
     async with backend.saver() as first:
         assert first.storage.reads.joined is False
+        # The index the apart reads' `find` uses, on such a server only.
+        indexes = await maybe_await(first.writes_collection.index_information())
+        assert "thread_checkpoint_id" in indexes
         thread = new_thread()
         stored = await put(first, thread)
         again = saver_like(first)(first.client, first.db.name)
@@ -134,6 +178,8 @@ async def test_the_server_decides_how_reads_get_writes(saver: Any) -> None:
     from support.real_server import deployment
 
     assert saver.storage.reads.joined is (deployment().server != "SecantusDB")
+    indexes = await maybe_await(saver.writes_collection.index_information())
+    assert ("thread_checkpoint_id" in indexes) is (not saver.storage.reads.joined)
     thread = new_thread()
     stored = await put(saver, thread)
     await either(saver).put_writes(stored, [("a", 1)], "task")

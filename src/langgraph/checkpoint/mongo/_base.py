@@ -524,8 +524,10 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
                 present = yield from ops.setup(self.storage, names, create_indexes, skip)
                 break
             except IndexCreationError as refused:
+                # The saver's indexes as the setup's first command found the server.
+                needs = ops.index_names(self.storage)
                 if refused.unauthorized:  # the user may create none: all were declined?
-                    gone = state.needs if all(map(state.tolerates, state.needs)) else None
+                    gone = needs if all(map(state.tolerates, needs)) else None
                 else:
                     name = str(refused.index.get("name"))
                     gone = frozenset({name}) if state.tolerates(name) else None
@@ -537,7 +539,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
                 )
                 left_out |= gone
                 skip |= gone
-        state.declined(state.needs if not create_indexes else skip_indexes)
+        state.declined(ops.index_names(self.storage) if not create_indexes else skip_indexes)
         state.record(present | left_out)
 
 

@@ -114,6 +114,25 @@ def writes_of(
     return query
 
 
+WRITE_CHECKPOINT_ID = f"{Field.WRITE_CHECKPOINT}.{Field.CHECKPOINT_ID}"
+
+
+def writes_of_thread_checkpoints(thread_id: str, checkpoint_ids: list[str]) -> dict[str, Any]:
+    """The pending writes (and chunks) of a thread's checkpoints of these ids, in any
+    namespace, for a server whose planner uses an index only for a filter of exactly its
+    fields (SecantusDB: the `thread_checkpoint_id` index `setup()` creates there); the
+    caller keeps those of its checkpoints' keys, channels and kind."""
+    return {Field.THREAD_ID: thread_id, WRITE_CHECKPOINT_ID: {"$in": checkpoint_ids}}
+
+
+def write_wanted(write: Mapping[str, Any], channels: list[str] | None, *, chunks: bool) -> bool:
+    """Whether `writes_of(..., channels, chunks=chunks)` matches this document of the
+    checkpoints it names (what `writes_of_thread_checkpoints` leaves to its caller)."""
+    if channels is not None:
+        return write.get(Field.CHANNEL) in channels
+    return chunks or Field.CHUNK not in write[Field.ID]
+
+
 # Chunk documents (see `_chunks`): in the writes collection, `_id.chunk` set.
 
 CHUNK_ID = f"{Field.ID}.{Field.CHUNK}"
@@ -498,8 +517,9 @@ def of_runs(run_ids: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
 # Indexes.
 
 
-def indexes(join: WritesJoin) -> list[tuple[Target, IndexModel]]:
-    """Every index `setup()` creates (the TTL index aside), with the queries it serves."""
+def indexes(join: WritesJoin, reads_apart: bool = False) -> list[tuple[Target, IndexModel]]:
+    """Every index `setup()` creates (the TTL index aside), with the queries it serves;
+    `reads_apart`: on a server where reads take pending writes apart (`WritesReads`)."""
     found = [
         # get_tuple (latest and by id), list of a thread, delete_thread, prune, lineage.
         (
@@ -526,13 +546,24 @@ def indexes(join: WritesJoin) -> list[tuple[Target, IndexModel]]:
         found.append(
             (Target.WRITES, IndexModel([(Field.WRITE_CHECKPOINT, ASCENDING)], name="checkpoint"))
         )
+    if reads_apart:
+        # `writes_of_thread_checkpoints`, with exactly this index's fields.
+        found.append(
+            (
+                Target.WRITES,
+                IndexModel(
+                    [(Field.THREAD_ID, ASCENDING), (WRITE_CHECKPOINT_ID, ASCENDING)],
+                    name="thread_checkpoint_id",
+                ),
+            )
+        )
     return found
 
 
 INDEX_NAMES = frozenset(
     index.document["name"]
     for by_thread in (True, False)
-    for _, index in indexes(WritesJoin("", by_thread))
+    for _, index in indexes(WritesJoin("", by_thread), reads_apart=True)
 )
 
 

@@ -21,7 +21,8 @@ from langgraph.checkpoint.mongo.errors import UNAUTHORIZED, IndexCreationError
 
 def index_names(storage: Storage) -> frozenset[str]:
     """The indexes `setup()` creates for a saver of these options (`setup`'s `needs`)."""
-    names = {index.document["name"] for _, index in _queries.indexes(storage.join)}
+    reads_apart = not storage.reads.joined
+    names = {index.document["name"] for _, index in _queries.indexes(storage.join, reads_apart)}
     return frozenset(names | ({_queries.TTL_INDEX_NAME} if storage.expiry else set()))
 
 
@@ -73,7 +74,7 @@ def setup(
     for target in targets:
         wanted = [
             index
-            for of, index in _queries.indexes(storage.join)
+            for of, index in _queries.indexes(storage.join, not storage.reads.joined)
             if of is target and index.document["name"] not in skip
         ]
         ttl = existing[target].get(_queries.TTL_INDEX_NAME)

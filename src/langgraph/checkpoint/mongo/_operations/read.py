@@ -24,7 +24,7 @@ from langgraph.checkpoint.mongo._commands import (
     SaverPlan,
     Target,
 )
-from langgraph.checkpoint.mongo._documents import checkpoint_tuple
+from langgraph.checkpoint.mongo._documents import checkpoint_tuple, written_by_us
 from langgraph.checkpoint.mongo._keys import (
     CheckpointRef,
     KeyFields,
@@ -65,22 +65,39 @@ def _read_apart(
     pipeline: list[dict[str, Any]],
     channels: list[str] | None = None,
     options: Mapping[str, Any] | None = None,
+    *,
+    server_apart: bool = False,
 ) -> Plan[list[Any]]:
     """The checkpoints of a read pipeline, then their writes in one `find`: two round
     trips instead of one, for checkpoints too large to return with their writes, and on
-    servers whose `$lookup` would read every write (`WritesReads`)."""
+    servers whose `$lookup` would read every write (`server_apart`: see `WritesReads`),
+    where the writes of one thread's checkpoints are found by the filter of exactly the
+    `thread_checkpoint_id` index's fields, and the rest is checked here."""
     docs: list[Joined] = yield Command(
         Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,), options or {}
     )
     if docs:
         # A single checkpoint's chunks come with its writes; a page's are read one
         # checkpoint at a time, as it is returned (see `_chunks.resolve`).
-        query = _queries.writes_of([d[Field.ID] for d in docs], channels, chunks=len(docs) == 1)
+        chunks = len(docs) == 1
+        for doc in docs:
+            if not isinstance(doc[Field.ID], Mapping):  # another saver's: refused by name
+                written_by_us(doc)
+        keys = [d[Field.ID] for d in docs]
+        threads = {key_fields(key)[0] for key in keys}
+        by_id = server_apart and len(threads) == 1
+        query = (
+            _queries.writes_of_thread_checkpoints(threads.pop(), [key_fields(k)[2] for k in keys])
+            if by_id
+            else _queries.writes_of(keys, channels, chunks=chunks)
+        )
         writes: list[WriteDocument] = yield Command(
             Target.WRITES, Method.FIND, (query,), _queries.WRITES_OPTIONS
         )
         joined: dict[KeyFields, list[WriteDocument]] = {}
         for write in writes:
+            if by_id and not _queries.write_wanted(write, channels, chunks=chunks):
+                continue
             joined.setdefault(key_fields(write[Field.ID][Field.CHECKPOINT]), []).append(write)
         for doc in docs:
             doc[Field.JOINED_WRITES] = joined.get(key_fields(doc[Field.ID]), [])
@@ -97,7 +114,8 @@ def _read_joined(
     apart where the server's `$lookup` would read every write (`WritesReads`) or when
     it refuses a joined document over 16 MiB."""
     if not storage.reads.joined:
-        return (yield from _read_apart(_queries.without_join(pipeline), channels, options))
+        apart = _queries.without_join(pipeline)
+        return (yield from _read_apart(apart, channels, options, server_apart=True))
     try:
         docs: list[Joined] = yield Command(
             Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,), options or {}
@@ -203,7 +221,7 @@ class _ListedDocuments:
         self.pipeline = pipeline
         # The request for the stream's next document, once its cursor is open.
         self.next_document: NextDocument | None = None
-        self.streaming = joined
+        self.streaming = self.joined = joined
         self.page: list[JoinedCheckpoint] = []
         self.exhausted = False
         self.last: JoinedCheckpoint | None = None
@@ -227,7 +245,7 @@ class _ListedDocuments:
             if self.exhausted:
                 return None
             pipeline = _queries.without_join(self.pipeline, self.last, page_size)
-            self.page = yield from _read_apart(pipeline)
+            self.page = yield from _read_apart(pipeline, server_apart=not self.joined)
             # A short page is the last: no read more to learn that.
             self.exhausted = len(self.page) < page_size
             if not self.page:
