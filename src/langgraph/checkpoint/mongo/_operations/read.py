@@ -83,13 +83,12 @@ def _read_apart(
         for doc in docs:
             if not isinstance(doc[Field.ID], Mapping):  # another saver's: refused by name
                 written_by_us(doc)
-        keys = [d[Field.ID] for d in docs]
-        threads = {key_fields(key)[0] for key in keys}
-        by_id = server_apart and len(threads) == 1
+        owners = [key_fields(d[Field.ID]) for d in docs]
+        by_id = server_apart and len({thread for thread, _, _ in owners}) == 1
         query = (
-            _queries.writes_of_thread_checkpoints(threads.pop(), [key_fields(k)[2] for k in keys])
+            _queries.writes_of_thread_checkpoints(owners[0][0], [cid for _, _, cid in owners])
             if by_id
-            else _queries.writes_of(keys, channels, chunks=chunks)
+            else _queries.writes_of([d[Field.ID] for d in docs], channels, chunks=chunks)
         )
         writes: list[WriteDocument] = yield Command(
             Target.WRITES, Method.FIND, (query,), _queries.WRITES_OPTIONS
@@ -99,8 +98,8 @@ def _read_apart(
             if by_id and not _queries.write_wanted(write, channels, chunks=chunks):
                 continue
             joined.setdefault(key_fields(write[Field.ID][Field.CHECKPOINT]), []).append(write)
-        for doc in docs:
-            doc[Field.JOINED_WRITES] = joined.get(key_fields(doc[Field.ID]), [])
+        for doc, owner in zip(docs, owners, strict=True):
+            doc[Field.JOINED_WRITES] = joined.get(owner, [])
     return docs
 
 
