@@ -349,7 +349,9 @@ def test_strict_mode_from_the_environment_needs_no_allow_list(
 
 BSON_STRATEGY = st.one_of(
     st.binary(min_size=12, max_size=12).map(ObjectId),
-    st.decimals(allow_nan=False, places=3).map(Decimal128),
+    # Decimal128 holds 34 significant digits: 31 before the point and 3 after it at most.
+    st.decimals(-(10**30) + 1, 10**30 - 1, places=3).map(Decimal128),
+    st.sampled_from([Decimal128("Infinity"), Decimal128("-Infinity"), Decimal128("-0")]),
     st.builds(Binary, st.binary(max_size=8), st.sampled_from([0, 3, 4, 5, 128, 255])),
     st.builds(Timestamp, st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1)),
     st.builds(Regex, st.text(max_size=4), st.integers(0, 255)),
