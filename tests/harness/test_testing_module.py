@@ -96,6 +96,29 @@ def test_a_nan_read_back_is_a_new_float_as_from_a_server() -> None:
     assert list(saver.list(None, filter={"k": [nan]})) == []
 
 
+def test_a_partial_index_is_listed_with_its_filter_as_a_server_lists_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`create_indexes` keeps an `IndexModel`'s `partialFilterExpression` (mongomock's drops
+    it), so a saver with `ttl` set up once finds its indexes as they are on a server and
+    creates nothing the next time."""
+    saver = MongoDBSaver(testing.client(), ttl=3600)
+    saver.setup()
+    partial = saver.checkpoint_collection.index_information()["thread_pinned"]
+    assert list(partial["partialFilterExpression"]) == ["thread_touched_at"]
+    created: list[Any] = []
+    collection = type(saver.checkpoint_collection)
+    create = collection.create_indexes
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        created.append(args)
+        return create(*args, **kwargs)
+
+    monkeypatch.setattr(collection, "create_indexes", counted)
+    MongoDBSaver(saver.client, ttl=3600).setup()
+    assert created == []
+
+
 def test_the_mock_refuses_documents_over_16_mib_as_a_server_does() -> None:
     """A backend that stores what a server would refuse hides defects: the mock refuses
     each kind of write with mongod's code and keeps nothing of it, and refuses an

@@ -245,7 +245,7 @@ def test_what_the_savers_never_send_is_refused(client: MongoClient[Any]) -> None
         "database sizes": lambda: client.admin.command("listDatabases"),
         "find option": lambda: coll.find_one(skip=1),
         "pipeline update": lambda: coll.update_one({"_id": 1}, [{"$set": {"p": 1}}]),
-        "index option": lambda: coll.create_index("p", partialFilterExpression={"p": 1}),
+        "index option": lambda: coll.create_index("p", hidden=True),
         "delete option": lambda: coll.delete_one({"_id": 1}, hint="_id_"),
     }
     for what, call in refused.items():

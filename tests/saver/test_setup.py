@@ -176,10 +176,11 @@ async def test_the_first_command_sets_the_saver_up_once(
         # read itself.
         sent = methods(sent_commands)
         assert sent == ["command", "command", "create_indexes", "create_indexes", "aggregate"]
-        assert {"thread_ns_checkpoint", "metadata_run_id", "thread_ttl"} <= await index_names(
+        expiry = {"thread_ttl", "thread_pinned"}
+        assert {"thread_ns_checkpoint", "metadata_run_id", *expiry} <= await index_names(
             saver.checkpoint_collection
         )
-        assert {"thread_checkpoint", "thread_ttl"} <= await index_names(saver.writes_collection)
+        assert {"thread_checkpoint", *expiry} <= await index_names(saver.writes_collection)
         # Later calls pay nothing for it.
         log.reset()
         sent_commands.clear()
@@ -298,9 +299,12 @@ async def test_a_new_database_is_set_up_in_four_commands_and_checked_in_four_rea
         await run_setup(saver)  # called by hand: the whole job, every check
         sent = methods(sent_commands)
         assert sent == ["command", "command", "index_information", "index_information"]
-        assert {"thread_ns_checkpoint", "metadata_run_id", "thread_ttl"} <= await index_names(
-            saver.checkpoint_collection
-        )
+        assert {
+            "thread_ns_checkpoint",
+            "metadata_run_id",
+            "thread_ttl",
+            "thread_pinned",
+        } <= await index_names(saver.checkpoint_collection)
 
 
 async def test_a_second_saver_of_the_process_sends_no_setup_command(

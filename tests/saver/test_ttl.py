@@ -104,7 +104,9 @@ async def test_all_documents_of_a_thread_share_one_stamp(
         sent_commands.clear()
         second = await put(saver, thread, parent=first["configurable"]["checkpoint_id"])
         await either(saver).put_writes(second, [("a", 2)], "t")
-        assert methods(sent_commands) == ["update_one", "update_one"]  # no extra round trip
+        # No extra round trip: each write's command carries the check of a pin (a
+        # `bulk_write` of the write and the check).
+        assert methods(sent_commands) == ["bulk_write", "bulk_write"]
         await put(saver, other)
         [stamp] = await stamps(saver, thread)
         assert stamp.replace(tzinfo=timezone.utc) == boundary
@@ -353,9 +355,9 @@ async def test_refresh_ttl_on_read_moves_the_stamp_once_per_bucket_in_the_backgr
             await listed(saver, config(thread))
             await put(saver, thread, parent=stored["configurable"]["checkpoint_id"])
         await settle(saver)
-        # The two update_many of one move, then the 3 puts' update_one.
+        # The two update_many of one move, then the 3 puts' bulk_write (each with its check).
         sent = methods(sent_commands)
-        assert (sent.count("update_many"), sent.count("update_one")) == (2, 3), sent
+        assert (sent.count("update_many"), sent.count("bulk_write")) == (2, 3), sent
         assert log.names.count("update") in (0, 2 + 3)  # on the wire too (none on the mock)
 
     # Without the option a read moves nothing; reads of no single thread never do.
@@ -547,7 +549,7 @@ async def test_savers_built_per_request_move_a_thread_once_per_bucket(
             parent = stored["configurable"]["checkpoint_id"]
             sent.append(methods(sent_commands))
         move = ["update_many", "bulk_write"]
-        assert sent == [move, ["update_one"], move, ["update_one"]]
+        assert sent == [move, ["bulk_write"], move, ["bulk_write"]]
 
 
 async def test_savers_built_per_request_refresh_a_thread_once_per_bucket(
@@ -685,9 +687,10 @@ async def test_pinning_costs_a_stamp_move_and_a_pinned_thread_moves_once_per_pro
             sent.append(methods(sent_commands))
         # The first write after the pin moves the thread to the pinned stamp once (it
         # catches a write that raced the pin); no bucket moves it again.
+        # A pinned checkpoint carries the check of its parent's pin in its command.
         reads = read_commands(saver)  # the run's first read
         moved = [*reads, "update_many", "bulk_write", "update_one"]
-        assert sent == [moved] + [[*reads, "update_one", "update_one"]] * 3
+        assert sent == [moved] + [[*reads, "bulk_write", "update_one"]] * 3
         assert set(await stamps(saver, thread)) == PINNED_STAMPS
 
 
@@ -753,34 +756,68 @@ async def test_a_write_in_flight_when_its_process_pins_the_thread_is_pinned_afte
         assert set(await stamps(saver, thread)) == PINNED_STAMPS
 
 
-async def test_a_pin_racing_a_run_of_another_process_ends_with_the_thread_whole(
-    backend: Backend,
+@pytest.mark.parametrize("first", ["put", "put_writes"])
+@pytest.mark.parametrize("hours", [0, 1])
+async def test_a_pin_racing_a_run_of_another_process_keeps_the_whole_thread(
+    backend: Backend, first: str, hours: int
 ) -> None:
-    """A run of another process read the thread before the pin and writes after it, in a
-    bucket its process had moved the thread to already (no move): its writes win, and the
-    thread reads as unpinned (`threads ls` shows it: pin it again). The next write that
-    moves the thread (here, after a restart) brings the pinned documents down with it:
-    one stamp, the whole thread expires together, never its newest checkpoints alone."""
+    """A run of another process read the thread before the pin and writes after it
+    (`first`: a checkpoint or pending writes; in the bucket its process had moved the
+    thread to, or in a later one, whose move would once have brought the pin down): its
+    write finds the pin as it lands and pins the whole thread, its own documents
+    included, across a restart. A pin is never undone by a run that read before it."""
     async with backend.saver(ttl=PIN_TTL) as saver:
         clock = ahead()
         thread = new_thread()
         racing = in_process(saver, clock, ThreadMoves())
         stored = await run(racing, thread, 0)  # moved the thread to this bucket
+        await either(racing).get_tuple(config(thread))  # the run's read, before the pin
         await call_by_name(in_process(saver, clock, ThreadMoves()), "pin_thread", thread)
+        clock.now += timedelta(hours=hours)
+        if first == "put_writes":
+            await either(racing).put_writes(stored, [("y", 1)], "t1")
         stored = await put(racing, thread, parent=stored["configurable"]["checkpoint_id"])
-        await either(racing).put_writes(stored, [("x", 1)], "t1")
-        assert not await pinned(saver, thread)
+        await either(racing).put_writes(stored, [("x", 1)], "t2")
+        assert set(await stamps(saver, thread)) == PINNED_STAMPS
+        assert await pinned(saver, thread)
         await run(in_process(saver, clock, ThreadMoves()), thread, 2)
-        [stamp] = await stamps(saver, thread)
-        assert stamp not in PINNED_STAMPS
+        assert set(await stamps(saver, thread)) == PINNED_STAMPS
+        assert await document_count(saver, thread) == 7 if first == "put_writes" else 6
+
+
+async def test_a_retried_write_asks_with_a_count_whether_the_thread_is_pinned(
+    backend: Backend, sent_commands: list[Command]
+) -> None:
+    """A write whose documents were all stored already (a retry) cannot tell its check's
+    answer from its command's result: it asks with one `count_documents`, and moves the
+    thread to the pin only when it finds one."""
+    async with backend.saver(ttl=PIN_TTL) as saver:
+        clock = ahead()
+        thread = new_thread()
+        racing = in_process(saver, clock, ThreadMoves())
+        stored = await run(racing, thread, 0)
+        sent_commands.clear()
+        await either(racing).put_writes(stored, [("x", 0)], "t0")  # the run's write, again
+        assert methods(sent_commands) == ["bulk_write", "count_documents"]
+        assert not await pinned(saver, thread)
+        await call_by_name(in_process(saver, clock, ThreadMoves()), "pin_thread", thread)
+        sent_commands.clear()
+        await either(racing).put_writes(stored, [("x", 0)], "t0")
+        assert methods(sent_commands) == [
+            "bulk_write",
+            "count_documents",
+            "update_many",
+            "update_many",
+        ]
+        assert set(await stamps(saver, thread)) == PINNED_STAMPS
 
 
 async def test_an_unpin_racing_a_run_of_another_process_ends_with_the_thread_whole(
     backend: Backend,
 ) -> None:
-    """The mirror race: a run read the thread pinned and writes after an unpin. Its writes
-    stamp the pin, the thread reads as pinned, and the next pinned write's move brings
-    the rest back to the pinned stamp: whole, pinned."""
+    """The mirror race: a run read the thread pinned and stores a checkpoint after an unpin
+    of another process. Its checkpoint finds its parent unpinned as it lands and pins the
+    whole thread again (the pin wins here too: unpin it again once the run ended)."""
     async with backend.saver(ttl=PIN_TTL) as saver:
         clock = ahead()
         thread = new_thread()
@@ -790,9 +827,12 @@ async def test_an_unpin_racing_a_run_of_another_process_ends_with_the_thread_who
         stored = await run(racing, thread, 1)  # learned the pin, moved the thread to it
         await call_by_name(in_process(saver, clock, ThreadMoves()), "unpin_thread", thread)
         await put(racing, thread, parent=stored["configurable"]["checkpoint_id"])
-        assert await pinned(saver, thread)
-        await run(in_process(saver, clock, ThreadMoves()), thread, 3)
         assert set(await stamps(saver, thread)) == PINNED_STAMPS
+        assert await pinned(saver, thread)
+        await call_by_name(in_process(saver, clock, ThreadMoves()), "unpin_thread", thread)
+        await run(in_process(saver, clock, ThreadMoves()), thread, 3)
+        [stamp] = await stamps(saver, thread)
+        assert stamp not in PINNED_STAMPS
 
 
 async def test_a_pinned_thread_deleted_and_written_again_is_not_pinned(backend: Backend) -> None:

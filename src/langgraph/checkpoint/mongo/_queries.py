@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
+import bson
 from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
 
 from langgraph.checkpoint.mongo._commands import Target
 from langgraph.checkpoint.mongo._keys import CheckpointRef, key_fields, upsert_filter
 from langgraph.checkpoint.mongo._metadata import DELTA_COUNTERS
-from langgraph.checkpoint.mongo._schema import CheckpointKey, ChunkKey, Field, Joined
+from langgraph.checkpoint.mongo._schema import PINNED, CheckpointKey, ChunkKey, Field, Joined
 
 # Writes.
 
@@ -582,6 +583,39 @@ def ttl_index(seconds: int) -> IndexModel:
     )
 
 
+PINNED_INDEX_NAME = "thread_pinned"
+
+
+def pinned_index() -> IndexModel:
+    """A pinned thread's documents, and only theirs (`_ttl`): a write's `pin_check` of an
+    unpinned thread seeks an empty range of it, and unpinned documents cost it nothing."""
+    return IndexModel(
+        [(Field.THREAD_ID, ASCENDING), (Field.TOUCHED_AT, ASCENDING)],
+        name=PINNED_INDEX_NAME,
+        partialFilterExpression={Field.TOUCHED_AT: {"$gte": PINNED}},
+    )
+
+
+# The update of a check: `$max` with a date older than any stamp changes no document, so
+# the documents it matched count as matched and not as modified in the write's result.
+_CHANGES_NOTHING = {"$max": {Field.TOUCHED_AT: datetime(1970, 1, 1, tzinfo=timezone.utc)}}
+
+
+def pin_check(
+    thread_id: str, pinned: bool, parent: CheckpointKey | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A check that rides after a write, in its command. After a write stamped for an
+    unpinned thread, it matches one of the thread's pinned documents, if any
+    (`pinned_index`); after a checkpoint stamped `pinned`, its `parent` if that is not
+    pinned. Filter and update: it changes nothing (see `_ttl.pin_seen`)."""
+    if not pinned or parent is None:
+        where: dict[str, Any] = {Field.THREAD_ID: thread_id, Field.TOUCHED_AT: {"$gte": PINNED}}
+    else:
+        where = {Field.ID: parent, Field.THREAD_ID: thread_id}
+        where[Field.TOUCHED_AT] = {"$not": {"$gte": PINNED}}
+    return where, _CHANGES_NOTHING
+
+
 def collections_named(names: Sequence[str]) -> tuple[tuple[str], dict[str, Any]]:
     """Arguments of the database command (listCollections) that describes the named collections,
     their options included, in one round trip: a collection that does not exist is not listed."""
@@ -607,8 +641,18 @@ def index_exists(index_information: Mapping[str, Any], index: IndexModel) -> boo
         return False
     if _key_pairs(existing.get("key", ())) != _key_pairs(wanted["key"].items()):
         return False
-    return all(
-        (existing.get(option) or None) == (wanted.get(option) or None) for option in _INDEX_OPTIONS
+    return all(_same(existing.get(option), wanted.get(option)) for option in _INDEX_OPTIONS)
+
+
+def _same(existing: Any, wanted: Any) -> bool:
+    """An index option as listed and as wanted: equal, or the same BSON (a date read back
+    naive, or in another time zone)."""
+    if (existing or None) == (wanted or None):
+        return True
+    return (
+        existing is not None
+        and wanted is not None
+        and bson.encode({"": existing}) == bson.encode({"": wanted})
     )
 
 

@@ -30,31 +30,31 @@ Changing `ttl` changes the index's `expireAfterSeconds` at `setup()` (collMod), 
 applies at once to every thread, idle ones included.
 
 Pinning (`pin`): a pinned thread's documents carry `PINNED`, a date the TTL index never reaches and
-that no move to a bucket touches (`$not: {$gte: now}`). A thread is pinned when its newest
-checkpoint is: a run learns it from its first read (`get_tuple` returns that document, stamp
-included: `learn`), and its writes stamp `PINNED` and move the rest of the thread there too (once
-per process). A write of a run that read the thread unpinned moves the thread's pinned documents
-down with its older ones, so every move brings the whole thread into line with its newest
-checkpoint: a run that read the thread before a pin (or an unpin) and writes after it wins, and the
-thread is whole again at its next move. A pin or unpin through this process's savers also tells the
-writes of the process at once, and a write of the process in flight meanwhile lands and then moves
-the thread to the new stamp.
+that no move to a bucket touches (`$not: {$gte: now}`). A run learns a pin from its first read
+(`get_tuple` returns the newest checkpoint, stamp included: `learn`); its writes then stamp `PINNED`
+and move the rest of the thread there too (once per process). What a run read may be stale when it
+writes, so the server decides: every write carries a check of the pin after it, in its command
+(`stamped_write`, `pin_check`). A write stamped for an unpinned thread that finds a pinned document
+of it, and a checkpoint stamped `PINNED` whose parent is not (an unpin of another process), pin the
+whole thread: the pin wins every race. Only an unpin brings documents down from `PINNED`: its own
+update, and the moves of its process's writes that were in flight meanwhile (reads learn pins,
+never unpins, so no other write of the process does).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from pymongo import UpdateMany
+from pymongo import UpdateMany, UpdateOne
 
 from langgraph.checkpoint.mongo import _queries
 from langgraph.checkpoint.mongo._commands import Command, Method, Plan, Target
-from langgraph.checkpoint.mongo._schema import PINNED
+from langgraph.checkpoint.mongo._schema import PINNED, CheckpointKey
 
 BUCKETS_PER_TTL = 16
 # Threads remembered per set of collections, and sets of collections per process.
@@ -94,9 +94,9 @@ class ThreadMoves:
         self._lock = threading.Lock()
 
     def learn(self, thread_id: str, pinned: bool | None) -> None:
-        """A read found the thread's newest checkpoint pinned or not, or a pin or unpin
-        of this process landed: the process's next writes of the thread stamp so
-        (`None`: a read found no root checkpoint, a thread deleted or never written)."""
+        """A pin or unpin of this process landed, or a read or a write's check found the
+        thread pinned: the process's next writes of the thread stamp so (`None`: a read
+        found it unpinned, or found no root checkpoint; `False` only after an unpin)."""
         with self._lock:
             if pinned is None:
                 self._pinned.pop(thread_id, None)
@@ -110,6 +110,12 @@ class ThreadMoves:
         """What `learn` last said of the thread (`None`: nothing, or forgotten)."""
         with self._lock:
             return self._pinned.get(thread_id)
+
+    def forget_move(self, thread_id: str) -> None:
+        """The thread is not on the stamp this process moved it to (a write found it
+        pinned, or unpinned, by another process): the next move is sent."""
+        with self._lock:
+            self._moved.pop(thread_id, None)
 
     def needs_move(self, thread_id: str, stamp: datetime) -> bool:
         with self._lock:
@@ -233,7 +239,7 @@ def move_thread(
     ride: Ride | None = None,
     *,
     claim: bool = True,
-) -> Plan[None]:
+) -> Plan[Any]:
     """Every move of a thread's expiry stamp: its documents to `stamp`, one `update_many`
     per collection, the pending writes' before the checkpoints'. With `ride`, the move of
     the write's collection rides in the write's command.
@@ -241,19 +247,19 @@ def move_thread(
     `claim`: once per bucket and process (`ThreadMoves.claim`), claimed when the plan
     runs, not when it is made (a run that fails before the plan starts, such as a failed
     `setup()`, holds no claim); unclaimed, only the riding write is sent. A failed move
-    releases its claim, so the next write or read of the bucket moves the thread.
+    releases its claim, so the next write or read of the bucket moves the thread. Returns
+    the riding write's result.
     """
     if claim and not expiry.moves.claim(thread_id, stamp, expiry.bucket):
-        if ride is not None:
-            yield ride.send(())
-        return
-    # A run that read the thread unpinned brings its pinned documents down too.
+        return (yield ride.send(())) if ride is not None else None
+    # After an unpin of this process, its writes that were stamped pinned come down too.
     unpin = stamp != PINNED and expiry.moves.pinned(thread_id) is False
     touch = _queries.touch_thread(thread_id, stamp, PINNED if unpin else None)
+    result = None
     try:
         for target in (Target.WRITES, Target.CHECKPOINTS):
             if ride is not None and target is ride.target:
-                yield ride.send([UpdateMany(*touch)])
+                result = yield ride.send([UpdateMany(*touch)])
             else:
                 yield Command(target, Method.UPDATE_MANY, touch)
     except BaseException:
@@ -261,35 +267,65 @@ def move_thread(
             expiry.moves.release(thread_id, stamp)
         raise
     expiry.moves.moved(thread_id, stamp)
+    return result
 
 
 def stamped_write(
     expiry: ThreadExpiry | None,
     write: StampedWrite | None,
     target: Target,
-    send: Callable[[Sequence[UpdateMany]], Command],
+    send: Callable[[Sequence[UpdateMany], Sequence[UpdateOne]], Command],
+    upserts: int,
+    parent: CheckpointKey | None = None,
 ) -> Plan[None]:
-    """The one command of a write to `target` stamped `write.stamp`: `send(first)`
-    builds it, with `first` sent before the write in it. The write is in flight
-    (`ThreadExpiry.start_write`) until its command returned or failed.
+    """The one command of a write to `target` stamped `write.stamp`, `upserts` documents:
+    `send(first, last)` builds it, with `first` sent before the write in it and `last`
+    after it. The write is in flight (`ThreadExpiry.start_write`) until its command
+    returned or failed.
 
     The first write of the thread in a new bucket (per process) also moves the thread's older
     documents, riding in the write (`move_thread`); other writes of the bucket, in flight at the
     same time included, send nothing more. A write stamped in a bucket that ended while it was in
     flight moves the thread to the new bucket's stamp after it landed, unless this process did since
     (no move of this process overtook it while it was in flight).
+
+    A pin lives on the server: the write checks it as it lands (`pin_check`, riding after it).
+    A write stamped for an unpinned thread that finds a pinned document of it, and a
+    checkpoint stamped pinned whose `parent` is not (an unpin of another process), pin the
+    whole thread (the pin wins over a run that read the thread before it).
     """
     if expiry is None or write is None:
-        yield send(())
+        yield send((), ())
         return
     thread_id, stamp = write.thread_id, write.stamp
+    pinned = stamp == PINNED
+    check = None if pinned and parent is None else _queries.pin_check(thread_id, pinned, parent)
+    checks = [UpdateOne(*check)] if check else []
     try:
-        yield from move_thread(expiry, thread_id, stamp, Ride(target, send))
+        ride = Ride(target, lambda first: send(first, checks))
+        result = yield from move_thread(expiry, thread_id, stamp, ride)
     finally:
         write.end()
+    seen = check is not None and (yield from pin_seen(result, upserts, target, check[0]))
+    if seen:
+        expiry.moves.learn(thread_id, True)
+        expiry.moves.forget_move(thread_id)  # the thread is not where this process moved it
     now = expiry.stamp_of(thread_id)
-    if now != stamp:
+    if now != stamp or seen:
         yield from move_thread(expiry, thread_id, now)
+
+
+def pin_seen(result: Any, upserts: int, target: Target, check: Mapping[str, Any]) -> Plan[bool]:
+    """Whether a write's `pin_check` matched (the thread is pinned, or its checkpoint's
+    parent is not). The check changes nothing, so in the write's result it counts as
+    matched and not modified, as does a write's document that was stored already with
+    the same content (a retry). Every move riding in the command modifies each document
+    it matches. So when every document was new (`upserts` upserted), matched minus
+    modified is the check's answer; otherwise a `count_documents` of the check asks."""
+    if result.upserted_count == upserts:
+        return bool(result.matched_count - result.modified_count)
+    count = yield Command(target, Method.COUNT_DOCUMENTS, (check,), {"limit": 1})
+    return bool(count)
 
 
 def pin(expiry: ThreadExpiry | None, thread_id: str, pinned: bool) -> Plan[None]:

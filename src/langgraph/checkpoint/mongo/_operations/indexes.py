@@ -18,12 +18,15 @@ from langgraph.checkpoint.mongo._schema import Field
 from langgraph.checkpoint.mongo._ttl import ThreadExpiry
 from langgraph.checkpoint.mongo.errors import UNAUTHORIZED, IndexCreationError
 
+# With `ttl`: the TTL index, and the index of pinned threads' documents (see `_ttl`).
+_EXPIRY_INDEX_NAMES = frozenset({_queries.TTL_INDEX_NAME, _queries.PINNED_INDEX_NAME})
+
 
 def index_names(storage: Storage) -> frozenset[str]:
     """The indexes `setup()` creates for a saver of these options (`setup`'s `needs`)."""
     reads_apart = not storage.reads.joined
     names = {index.document["name"] for _, index in _queries.indexes(storage.join, reads_apart)}
-    return frozenset(names | ({_queries.TTL_INDEX_NAME} if storage.expiry else set()))
+    return frozenset(names | (_EXPIRY_INDEX_NAMES if storage.expiry else set()))
 
 
 def setup(
@@ -42,7 +45,7 @@ def setup(
     the official saver's indexes, an index named like the TTL index on other keys.
     """
     skip = set(str_list(list(skip_indexes), "skip_indexes"))
-    known = _queries.INDEX_NAMES | {_queries.TTL_INDEX_NAME}
+    known = _queries.INDEX_NAMES | _EXPIRY_INDEX_NAMES
     unknown = skip - known
     if unknown:
         raise ValueError(
@@ -81,6 +84,8 @@ def setup(
         seconds = expiry.seconds if expiry is not None else None
         if seconds is not None and ttl is None:
             wanted.append(_queries.ttl_index(seconds))
+        if storage.expiry is not None and _queries.PINNED_INDEX_NAME not in skip:
+            wanted.append(_queries.pinned_index())
         missing = [index for index in wanted if not _queries.index_exists(existing[target], index)]
         if missing:
             yield from _create_indexes(names[target], target, missing)

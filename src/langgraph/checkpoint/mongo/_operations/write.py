@@ -9,7 +9,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
-from pymongo import UpdateMany
+from pymongo import UpdateMany, UpdateOne
 
 from langgraph.checkpoint.mongo import _chunks, _queries, _ttl
 from langgraph.checkpoint.mongo._channel_values import StoredValues, stored_values
@@ -31,21 +31,23 @@ def upsert_command(
     target: Target,
     docs: Sequence[tuple[bool, Mapping[str, Any]]],
     first: Sequence[UpdateMany] = (),
+    last: Sequence[UpdateOne] = (),
     *,
     ordered: bool = False,
 ) -> Command:
     """`(keep_existing, document)` upserts (`_queries.upsert`) in one command: a bulk
-    write (unordered unless `ordered`: then in order, stopping at the first failure), or
-    for a single document an `update_one`, which the driver dispatches for less client
-    CPU. `first`: updates of the same collection sent before them in that command."""
-    if len(docs) == 1 and not first:
+    write (unordered unless `ordered` or `last`: then in order, stopping at the first
+    failure), or for a single document an `update_one`, which the driver dispatches for
+    less client CPU. `first` and `last`: updates of the same collection sent before and
+    after them in that command."""
+    if len(docs) == 1 and not first and not last:
         [(keep, doc)] = docs
         return Command(
             target, Method.UPDATE_ONE, _queries.upsert(doc, keep_existing=keep), _queries.UPSERT
         )
     upserts = (_queries.upsert_request(doc, keep_existing=keep) for keep, doc in docs)
-    options = _queries.ORDERED if ordered else _queries.UNORDERED
-    return Command(target, Method.BULK_WRITE, ([*first, *upserts],), options)
+    options = _queries.ORDERED if ordered or last else _queries.UNORDERED
+    return Command(target, Method.BULK_WRITE, ([*first, *upserts, *last],), options)
 
 
 def _parent_values(storage: Storage, new: NewCheckpoint) -> Plan[StoredValues | None]:
@@ -66,18 +68,20 @@ def _parent_values(storage: Storage, new: NewCheckpoint) -> Plan[StoredValues | 
     return values
 
 
-def store_checkpoint(document: CheckpointDocument, first: Sequence[UpdateMany] = ()) -> Command:
+def store_checkpoint(
+    document: CheckpointDocument,
+    first: Sequence[UpdateMany] = (),
+    last: Sequence[UpdateOne] = (),
+) -> Command:
     """The one command that stores a checkpoint document: an upsert (`update_one`).
 
     `first`: updates of the checkpoints collection the write must not land without (the thread's
     expiry stamp moved), sent before the upsert in the same command, an ordered `bulk_write` that
-    stops at the first failure. PyMongo sends one wire command per kind of request: an `UpdateMany`
-    shares the upsert's, a `DeleteMany` would cost a round trip of its own.
+    stops at the first failure; `last`: updates sent after it (the check of a pin). PyMongo sends
+    one wire command per kind of request: an `UpdateMany` shares the upsert's, a `DeleteMany`
+    would cost a round trip of its own.
     """
-    if not first:
-        return upsert_command(Target.CHECKPOINTS, [(False, document)])
-    requests = [*first, _queries.upsert_request(document)]
-    return Command(Target.CHECKPOINTS, Method.BULK_WRITE, (requests,))
+    return upsert_command(Target.CHECKPOINTS, [(False, document)], first, last, ordered=True)
 
 
 def put(
@@ -123,7 +127,10 @@ def put(
                 Target.WRITES, [(False, chunk) for chunk in built.chunks], ordered=True
             )
         send = partial(store_checkpoint, built.document)
-        yield from stamped_write(expiry, write, Target.CHECKPOINTS, send)
+        follows = None
+        if new.parent_id is not None and new.parent_id != new.ref.checkpoint_id:
+            follows = checkpoint_key(new.ref.thread_id, new.ref.checkpoint_ns, new.parent_id)
+        yield from stamped_write(expiry, write, Target.CHECKPOINTS, send, 1, follows)
     finally:
         if write is not None:
             write.end()
@@ -163,7 +170,7 @@ def put_writes(
             upserts: list[tuple[bool, Mapping[str, Any]]] = [(False, c) for c in chunks]
             upserts += [(not replace, doc) for replace, doc in documents]
             send = partial(upsert_command, Target.WRITES, upserts, ordered=bool(chunks))
-            yield from stamped_write(expiry, write, Target.WRITES, send)
+            yield from stamped_write(expiry, write, Target.WRITES, send, len(upserts))
     finally:
         if write is not None:
             write.end()

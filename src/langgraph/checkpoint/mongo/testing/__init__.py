@@ -67,6 +67,10 @@ classes, so they affect every mongomock client of the process, and nothing else)
    what it stores and compares (datetimes to milliseconds), so filters compare them as a
    server does too (no upstream issue found: mongomock's normalization predates
    `DatetimeMS`).
+9. `create_indexes` with a partial index: mongomock's drops the `IndexModel`'s
+   `partialFilterExpression` (its `create_index` keeps it), so `index_information()` lists
+   the index without it, and a `setup()` that compares it with the index it wants creates
+   it again on every call (https://github.com/mongomock/mongomock/issues/798).
 
 And two speed-ups, behaviour unchanged, so that a test suite with many threads stays fast:
 
@@ -169,6 +173,7 @@ def _patch_mongomock() -> None:
     from mongomock.collection import BulkOperationBuilder, Collection
     from mongomock.database import Database
     from mongomock.store import CollectionStore
+    from pymongo import IndexModel
     from pymongo.errors import DuplicateKeyError, OperationFailure, WriteError
 
     # mongomock's stubs leave this untyped; the handlers below take and return its documents.
@@ -315,6 +320,22 @@ def _patch_mongomock() -> None:
                 return value
         return normalized(value)
 
+    def create_indexes_with_partial_filters(
+        self: Any, indexes: list[Any], session: Any = None
+    ) -> list[str]:
+        for index in indexes:
+            if not isinstance(index, IndexModel):
+                raise TypeError(f"{index!r} is not an instance of pymongo.operations.IndexModel")
+        options = ("expireAfterSeconds", "unique", "sparse", "name", "partialFilterExpression")
+        return [
+            self.create_index(
+                index.document["key"].items(),
+                session=session,
+                **{option: index.document.get(option) for option in options},
+            )
+            for index in indexes
+        ]
+
     command_cursor: Any = mongomock_command_cursor.CommandCursor
     handlers = mongomock_aggregate._PIPELINE_HANDLERS
     setattr(helpers, "patch_datetime_awareness_in_document", as_a_server_stores)  # noqa: B010
@@ -324,6 +345,7 @@ def _patch_mongomock() -> None:
     setattr(Collection, "options", no_options)  # noqa: B010
     setattr(Database, "command", server_commands(Database.command))  # noqa: B010
     setattr(Collection, "aggregate", aggregate_match_first)  # noqa: B010
+    setattr(Collection, "create_indexes", create_indexes_with_partial_filters)  # noqa: B010
     setattr(Collection, "_ensure_uniques", within_size_limit(Collection._ensure_uniques))  # noqa: B010
     setattr(Collection, "_insert", refuse_large(Collection._insert, update=False))  # noqa: B010
     setattr(Collection, "_update", refuse_large(Collection._update, update=True))  # noqa: B010

@@ -52,7 +52,7 @@ _GENERIC_FIELDS = frozenset(
         "apiDeprecationErrors",
     }
 )
-_INDEX_OPTIONS = ("unique", "sparse", "expireAfterSeconds")
+_INDEX_OPTIONS = ("unique", "sparse", "expireAfterSeconds", "partialFilterExpression")
 
 Handler = Callable[[str, dict[str, Any], int], dict[str, Any]]
 
