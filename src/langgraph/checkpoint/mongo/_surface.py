@@ -316,9 +316,9 @@ class SaverSurface(MongoDBSaverBase[ClientT, OpenedT]):
         """Keep a thread from `ttl` expiry, whatever is written to it, until `unpin_thread`.
 
         Every document of the thread gets a stamp no TTL pass reaches: one `update_many` per
-        collection, as a stamp move costs. A run learns the pin from its first read and its writes
-        keep it. A run that read the thread before the pin and writes after it wins: the thread then
-        reads as unpinned (`ThreadInfo.pinned`) and expires whole; pin it again.
+        collection, as a stamp move costs. Every write of a saver with `ttl` checks the pin as it
+        lands, in its own command, so the pin holds against runs of any process, those that read
+        the thread before it included: their writes pin the whole thread.
 
         Args:
             thread_id: the thread; one that has nothing stored is no error.
@@ -337,6 +337,9 @@ class SaverSurface(MongoDBSaverBase[ClientT, OpenedT]):
 
     def unpin_thread(self, thread_id: str) -> None:
         """Let a pinned thread expire again, `ttl` after this call or its next write.
+
+        A run that read the thread pinned and writes after the unpin pins it again (a pin wins
+        every race): unpin once the run ended.
 
         Args:
             thread_id: the thread; one not pinned, or with nothing stored, is no error.
