@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 
 from langgraph.checkpoint.mongo import testing
 from langgraph.checkpoint.mongo._commands import Command
@@ -20,8 +20,11 @@ testing.apply_mongomock_fixes()
 
 # On CI, every Hypothesis version draws the same examples on every run (the `ci` profile that
 # Hypothesis 6.131 and later load by themselves; the floor, 6.100, has none), so a run that
-# passed on a commit passes again on it. Local runs keep drawing new examples.
-if os.environ.get("CI"):
+# passed on a commit passes again on it. Local runs keep drawing new examples. (The Agent
+# Server session's venv has no Hypothesis: it runs no property test.)
+if os.environ.get("CI") and importlib.util.find_spec("hypothesis") is not None:
+    from hypothesis import HealthCheck, settings
+
     settings.register_profile(
         "ci",
         derandomize=True,
