@@ -782,7 +782,47 @@ async def test_a_pin_racing_a_run_of_another_process_keeps_the_whole_thread(
         assert await pinned(saver, thread)
         await run(in_process(saver, clock, ThreadMoves()), thread, 2)
         assert set(await stamps(saver, thread)) == PINNED_STAMPS
-        assert await document_count(saver, thread) == 7 if first == "put_writes" else 6
+        assert await document_count(saver, thread) == (7 if first == "put_writes" else 6)
+
+
+async def test_a_pin_after_an_unpin_of_the_writing_process_holds(backend: Backend) -> None:
+    """A run reads the thread, its own process unpins it, another process pins it, then the
+    run writes: what the process knew of its own unpin does not bring the new pin down."""
+    async with backend.saver(ttl=PIN_TTL) as saver:
+        clock = ahead()
+        thread = new_thread()
+        moves = ThreadMoves()
+        await run(in_process(saver, clock, moves), thread, 0)
+        await call_by_name(in_process(saver, clock, moves), "pin_thread", thread)
+        running = in_process(saver, clock, moves)
+        stored = await either(running).get_stored(config(thread))
+        await call_by_name(in_process(saver, clock, moves), "unpin_thread", thread)
+        await call_by_name(in_process(saver, clock, ThreadMoves()), "pin_thread", thread)
+        clock.now += timedelta(hours=1)  # the run's write moves the thread: a new bucket
+        await either(running).put_writes(stored.config, [("y", 1)], "t1")
+        assert set(await stamps(saver, thread)) == PINNED_STAMPS
+        assert await document_count(saver, thread) == 3
+
+
+async def test_a_check_leaves_a_checkpoint_without_a_stamp_stored(backend: Backend) -> None:
+    """A saver without `ttl` sharing the collections writes a checkpoint with no stamp into
+    a pinned thread; the next pinned checkpoint's check of that parent stamps nothing that
+    a TTL pass would reach: the parent is still there, and the thread still pinned."""
+    async with backend.saver(ttl=PIN_TTL) as saver:
+        clock = ahead()
+        thread = new_thread()
+        pinned_run = in_process(saver, clock, ThreadMoves())
+        stored = await run(pinned_run, thread, 0)
+        await call_by_name(pinned_run, "pin_thread", thread)
+        await either(pinned_run).get_tuple(config(thread))  # learns the pin
+        # Its process moves the thread to the pin now, so no move rides with its next write.
+        stored = await put(pinned_run, thread, parent=stored["configurable"]["checkpoint_id"])
+        plain = saver_like(saver)(saver.client, saver.db.name)
+        unstamped = await put(plain, thread, parent=stored["configurable"]["checkpoint_id"])
+        await put(pinned_run, thread, parent=unstamped["configurable"]["checkpoint_id"])
+        assert await either(saver).get_tuple(unstamped) is not None
+        assert set(await stamps(saver, thread)) == PINNED_STAMPS
+        assert await pinned(saver, thread)
 
 
 async def test_a_retried_write_asks_with_a_count_whether_the_thread_is_pinned(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 import bson
@@ -596,9 +596,11 @@ def pinned_index() -> IndexModel:
     )
 
 
-# The update of a check: `$max` with a date older than any stamp changes no document, so
-# the documents it matched count as matched and not as modified in the write's result.
-_CHANGES_NOTHING = {"$max": {Field.TOUCHED_AT: datetime(1970, 1, 1, tzinfo=timezone.utc)}}
+# The update of a check: `$min` with the pin changes no stamp (none is later), so the
+# documents it matched count as matched and not as modified in the write's result. (A
+# document without a stamp, which a saver without `ttl` wrote and which never expires, would
+# get the pin: it still never expires, and counts as modified.)
+_CHANGES_NOTHING = {"$min": {Field.TOUCHED_AT: PINNED}}
 
 
 def pin_check(

@@ -338,8 +338,9 @@ class SaverSurface(MongoDBSaverBase[ClientT, OpenedT]):
     def unpin_thread(self, thread_id: str) -> None:
         """Let a pinned thread expire again, `ttl` after this call or its next write.
 
-        A run that read the thread pinned and writes after the unpin pins it again (a pin wins
-        every race): unpin once the run ended.
+        A write that lands while the unpin runs, or a run that read the thread pinned and writes
+        after it, pins the thread again (a pin is never lost to a race, an unpin may be): unpin
+        once no run writes to the thread.
 
         Args:
             thread_id: the thread; one not pinned, or with nothing stored, is no error.

@@ -36,9 +36,10 @@ and move the rest of the thread there too (once per process). What a run read ma
 writes, so the server decides: every write carries a check of the pin after it, in its command
 (`stamped_write`, `pin_check`). A write stamped for an unpinned thread that finds a pinned document
 of it, and a checkpoint stamped `PINNED` whose parent is not (an unpin of another process), pin the
-whole thread: the pin wins every race. Only an unpin brings documents down from `PINNED`: its own
-update, and the moves of its process's writes that were in flight meanwhile (reads learn pins,
-never unpins, so no other write of the process does).
+whole thread. Only an unpin brings documents down from `PINNED`: its own update, and the move after
+each write of its process that was stamped `PINNED` and lands after it (`down`). A write that lands
+while an unpin is half done (or after an unpin of another process, stamped pinned) may pin the
+thread again: a pin is never lost to a race, an unpin may be.
 """
 
 from __future__ import annotations
@@ -94,9 +95,10 @@ class ThreadMoves:
         self._lock = threading.Lock()
 
     def learn(self, thread_id: str, pinned: bool | None) -> None:
-        """A pin or unpin of this process landed, or a read or a write's check found the
-        thread pinned: the process's next writes of the thread stamp so (`None`: a read
-        found it unpinned, or found no root checkpoint; `False` only after an unpin)."""
+        """A read found the thread's newest checkpoint pinned or not, a write's check found
+        it pinned, or a pin or unpin of this process landed: the process's next writes of
+        the thread stamp so (`None`: a read found no root checkpoint, a thread deleted or
+        never written)."""
         with self._lock:
             if pinned is None:
                 self._pinned.pop(thread_id, None)
@@ -239,6 +241,7 @@ def move_thread(
     ride: Ride | None = None,
     *,
     claim: bool = True,
+    down: bool = False,
 ) -> Plan[Any]:
     """Every move of a thread's expiry stamp: its documents to `stamp`, one `update_many`
     per collection, the pending writes' before the checkpoints'. With `ride`, the move of
@@ -247,14 +250,13 @@ def move_thread(
     `claim`: once per bucket and process (`ThreadMoves.claim`), claimed when the plan
     runs, not when it is made (a run that fails before the plan starts, such as a failed
     `setup()`, holds no claim); unclaimed, only the riding write is sent. A failed move
-    releases its claim, so the next write or read of the bucket moves the thread. Returns
-    the riding write's result.
+    releases its claim, so the next write or read of the bucket moves the thread. `down`:
+    the pinned documents too (a write stamped pinned that landed after its own process
+    unpinned the thread); no other move brings a pin down. Returns the riding write's result.
     """
     if claim and not expiry.moves.claim(thread_id, stamp, expiry.bucket):
         return (yield ride.send(())) if ride is not None else None
-    # After an unpin of this process, its writes that were stamped pinned come down too.
-    unpin = stamp != PINNED and expiry.moves.pinned(thread_id) is False
-    touch = _queries.touch_thread(thread_id, stamp, PINNED if unpin else None)
+    touch = _queries.touch_thread(thread_id, stamp, PINNED if down else None)
     result = None
     try:
         for target in (Target.WRITES, Target.CHECKPOINTS):
@@ -311,8 +313,12 @@ def stamped_write(
         expiry.moves.learn(thread_id, True)
         expiry.moves.forget_move(thread_id)  # the thread is not where this process moved it
     now = expiry.stamp_of(thread_id)
+    # Landed pinned after its own process unpinned the thread: it comes down with the rest.
+    down = pinned and now != PINNED
     if now != stamp or seen:
-        yield from move_thread(expiry, thread_id, now)
+        # Bringing the thread into line after a race is this write's own job, whatever
+        # other writes of the process claimed: each of them may have passed its documents.
+        yield from move_thread(expiry, thread_id, now, claim=not (seen or down), down=down)
 
 
 def pin_seen(result: Any, upserts: int, target: Target, check: Mapping[str, Any]) -> Plan[bool]:

@@ -146,11 +146,7 @@ def read_tuple(storage: Storage, config: RunnableConfig) -> Plan[CheckpointTuple
         return None
     stored = docs[0].pop(Field.STORED, None)
     if storage.expiry is not None:
-        # A read learns a pin, never an unpin: what a run read may be stale by the time it
-        # writes, and the writes of a thread this process knows unpinned bring pinned
-        # documents down (`_ttl`); a write checks the pin as it lands.
-        pinned = is_pinned(docs[0].get(Field.TOUCHED_AT))
-        storage.expiry.moves.learn(ref.thread_id, True if pinned else None)
+        storage.expiry.moves.learn(ref.thread_id, is_pinned(docs[0].get(Field.TOUCHED_AT)))
     yield from _chunks.resolve(docs)
     found = checkpoint_tuple(storage.codec, docs[0])
     if storage.keep_last is not None:
