@@ -237,6 +237,12 @@ class NewCheckpoint(NamedTuple):
     metadata: CheckpointMetadata
     unchanged: frozenset[str]
 
+    def parent_key(self) -> CheckpointKey | None:
+        """The `_id` of the checkpoint it follows, if any."""
+        if self.parent_id is None:
+            return None
+        return checkpoint_key(self.ref.thread_id, self.ref.checkpoint_ns, self.parent_id)
+
 
 def new_checkpoint(
     ref: CheckpointRef,

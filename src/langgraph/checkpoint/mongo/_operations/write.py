@@ -20,7 +20,7 @@ from langgraph.checkpoint.mongo._documents import (
     new_checkpoint,
     write_documents,
 )
-from langgraph.checkpoint.mongo._keys import checkpoint_key, ref_from_config, require_str
+from langgraph.checkpoint.mongo._keys import ref_from_config, require_str
 from langgraph.checkpoint.mongo._operations.retention import trim_after_put
 from langgraph.checkpoint.mongo._operations.state import Storage
 from langgraph.checkpoint.mongo._schema import CheckpointDocument, ChunkDocument, Field
@@ -53,9 +53,9 @@ def upsert_command(
 def _parent_values(storage: Storage, new: NewCheckpoint) -> Plan[StoredValues | None]:
     """The stored channel entries of the parent checkpoint, when a channel did not
     change since it: from this process's cache, else read (one round trip)."""
-    if new.parent_id is None or not new.unchanged:
+    key = new.parent_key() if new.unchanged else None
+    if key is None:
         return None
-    key = checkpoint_key(new.ref.thread_id, new.ref.checkpoint_ns, new.parent_id)
     values = storage.recent.recall(key)
     if values is None:
         docs = yield Command(Target.CHECKPOINTS, Method.FIND, _queries.channel_values_of(key))
@@ -127,9 +127,9 @@ def put(
                 Target.WRITES, [(False, chunk) for chunk in built.chunks], ordered=True
             )
         send = partial(store_checkpoint, built.document)
-        follows = None
-        if new.parent_id is not None and new.parent_id != new.ref.checkpoint_id:
-            follows = checkpoint_key(new.ref.thread_id, new.ref.checkpoint_ns, new.parent_id)
+        # The parent whose pin a pinned checkpoint checks (`_ttl`); not itself.
+        itself = new.parent_id == new.ref.checkpoint_id
+        follows = new.parent_key() if write is not None and not itself else None
         yield from stamped_write(expiry, write, Target.CHECKPOINTS, send, 1, follows)
     finally:
         if write is not None:
