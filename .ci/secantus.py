@@ -3,12 +3,14 @@
 `python .ci/secantus.py -- COMMAND...` (from `.ci/run` and `nox -s secantus`):
 1. a virtual environment of its own in a temporary directory gets SecantusDB (`SECANTUSDB`,
    pinned: a new version is a change to review, as its deviations may change);
-2. `secantusd-py` starts on a free loopback port with its data in that directory, in its
-   default mode, a single-node replica set (as the `integration` sessions' MongoDB; its
-   `--standalone` mode answers a write concern of `w: 2` or more as a replica set does, with
-   UnsatisfiableWriteConcern (100) after the write, where a standalone `mongod` refuses it
-   with BadValue (2)), and an empty configuration file, so no `secantusd.toml` of the
-   machine's is read;
+2. the server starts on a free loopback port with its data in that directory, as its daemon
+   `secantusd-py` starts it by default (a single-node replica set, as the `integration`
+   sessions' MongoDB; its `--standalone` mode answers a write concern of `w: 2` or more as a
+   replica set does, with UnsatisfiableWriteConcern (100) after the write, where a standalone
+   `mongod` refuses it with BadValue (2); test commands off), but for one setting: its TTL
+   pass runs every second, as `docker/`'s `mongod`s run with `ttlMonitorSleepSecs=1` (the
+   default is 60 s; the daemon 0.7.0b3 reads no setting for it, so the server is built from
+   the package's `SecantusDBServer`, the class its daemon runs);
 3. COMMAND runs with `MONGODB_URI` naming it; its exit code is this script's;
 4. the server is stopped and the directory removed however COMMAND ends (an error, Ctrl-C,
    SIGTERM from CI). A server that does not start fails the run with its log.
@@ -31,21 +33,39 @@ from types import FrameType
 
 SECANTUSDB = "secantusdb==0.7.0b3"
 START_TIMEOUT = 60.0  # seconds until the server must accept connections
+TTL_PASS_SECONDS = 1.0
+
+# Run by the SecantusDB venv's Python: argv host, port, data directory, TTL pass interval.
+SERVE = """
+import logging, signal, sys
+from secantus import SecantusDBServer
+host, port, data, ttl_pass = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+logging.basicConfig(level="INFO", format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+server = SecantusDBServer(
+    host, port, data, enable_test_commands=False, ttl_sweep_seconds=ttl_pass
+)
+def stop(signum, frame):
+    server.stop()
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+signal.signal(signal.SIGINT, stop)
+server.start()
+server.wait()
+"""
 
 
 def _stop_on_signal(signum: int, _frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)  # unwinds through the `finally` that stops the server
 
 
-def _server_bin(env_dir: Path) -> Path:
-    """The environment's `secantusd-py`, installed there first unless it already is."""
+def _server_python(env_dir: Path) -> Path:
+    """The environment's Python, with SecantusDB installed there first unless it already is."""
     scripts = env_dir / ("Scripts" if os.name == "nt" else "bin")
-    server = scripts / "secantusd-py"
-    if not server.exists():
+    if not (scripts / "secantusd-py").exists():
         venv.create(env_dir, with_pip=True, clear=True)
         pip = [str(scripts / "python"), "-m", "pip", "install", "--quiet"]
         subprocess.run([*pip, SECANTUSDB], check=True)
-    return server
+    return scripts / "python"
 
 
 def _free_port() -> int:
@@ -79,12 +99,10 @@ def main() -> int:
         signal.signal(signum, _stop_on_signal)
     with tempfile.TemporaryDirectory(prefix="secantus-") as tmp:
         work = Path(tmp)
-        server_bin = _server_bin(args.venv.resolve() if args.venv else work / "venv")
-        config, log = work / "secantusd.toml", work / "secantusd.log"
-        config.touch()
-        port = _free_port()
-        command = [str(server_bin), "--config", str(config), "--host", "127.0.0.1"]
-        command += ["--port", str(port), "--storage-path", str(work / "data")]
+        python = _server_python(args.venv.resolve() if args.venv else work / "venv")
+        log, port = work / "secantusd.log", _free_port()
+        command = [str(python), "-c", SERVE, "127.0.0.1", str(port), str(work / "data")]
+        command.append(str(TTL_PASS_SECONDS))
         with log.open("wb") as out:
             server = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
         try:

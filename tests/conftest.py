@@ -80,9 +80,9 @@ def real_driver(backend: Backend) -> Backend:
 @pytest.fixture
 def ttl_pass(backend: Backend) -> Backend:
     """The backend, for a test that waits for a TTL pass to delete documents: against
-    `MONGODB_URI` on one driver (`async`) only, as the pass is the server's (a minute or
-    two each on MongoDB and SecantusDB) whichever driver wrote; every embedded backend,
-    which expires on access."""
+    `MONGODB_URI` on one driver (`async`) only, as the pass is the server's whichever driver
+    wrote (every second on `docker/`'s MongoDB and `.ci/secantus.py`'s SecantusDB, every
+    60 s on a server left at its default); every embedded backend, which expires on access."""
     if MONGODB_URI and backend.name != "async":
         pytest.skip("a server's TTL pass is waited for once, on the async driver")
     return backend

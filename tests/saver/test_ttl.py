@@ -164,9 +164,10 @@ async def test_an_invoke_that_moves_the_stamp_costs_one_command_more(
 
 async def test_idle_thread_expires_whole_live_thread_stays(ttl_pass: Backend) -> None:
     """On a real server this relies on the TTL monitor, which deletes expired documents
-    in a pass every 60 s (`ttlMonitorSleepSecs`; on a sharded cluster each shard runs its
-    own, so a thread's checkpoints and writes may go in different passes): it waits up to
-    two passes for every document of the idle thread to be gone. The embedded backends
+    in a pass every 60 s by default (`ttlMonitorSleepSecs`; 1 s in `docker/` and on CI's
+    SecantusDB; on a sharded cluster each shard runs its own, so a thread's checkpoints and
+    writes may go in different passes): it waits up to two default passes for every
+    document of the idle thread to be gone. The embedded backends
     expire on access."""
     async with ttl_pass.saver(ttl=60) as saver:
         idle, live = new_thread(), new_thread()
@@ -619,7 +620,7 @@ async def run(saver: Any, thread: str, step: int) -> RunnableConfig:
 
 async def expired(saver: Any, gone: str) -> None:
     """Wait for a TTL pass to delete every document of `gone` (the embedded backends
-    expire on access; a real server's monitor runs every 60 s)."""
+    expire on access; a real server's monitor runs every 60 s by default)."""
     deadline = asyncio.get_running_loop().time() + (130 if MONGODB_URI else 5)
     while await stamps(saver, gone):
         assert asyncio.get_running_loop().time() < deadline, f"{gone} did not expire"
