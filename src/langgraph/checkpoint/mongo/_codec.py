@@ -65,9 +65,7 @@ class Codec(NamedTuple):
     @property
     def round_trips_plain(self) -> bool:
         """Whether the serializer gives plain values (str, int, float, None, dicts and
-        lists of them) back unchanged: LangGraph's `JsonPlusSerializer` does, and so the
-        `BsonSerializer` a saver makes of it; a custom one (or one that refuses values)
-        may not."""
+        lists of them) back unchanged, as LangGraph's `JsonPlusSerializer` (and ours) do."""
         return type(self.serde) in _PLAIN_ROUND_TRIPS
 
     def encode(self, value: Any) -> StoredValue:

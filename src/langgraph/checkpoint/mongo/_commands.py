@@ -90,10 +90,8 @@ class NextDocument(NamedTuple):
 
 
 class Detach(NamedTuple):
-    """Run `plan` in the saver's background (`operation`: its name in the log): the
-    operation decides its follow-up at the point it knows it, the saver only runs it. The
-    answer is `None` at once; `settle()` and `close()` wait for the plan, and its failure
-    is logged, not raised (`_base.background_done`)."""
+    """Run `plan` in the saver's background (`operation`: its name in the log); answered
+    `None` at once. `settle()` and `close()` wait for it; a failure is logged, not raised."""
 
     operation: str
     plan: Plan[None]

@@ -102,10 +102,9 @@ def walk(lineage: Lineage, target_id: str | None, channels: Iterable[str]) -> Wa
 
 
 def refuse_undeclared_gap(lineage: Lineage, target_id: str, found: Walk, label: str) -> None:
-    """A walk that met a missing ancestor (`found.missing`) for channels the target does not declare
-    as `DeltaChannel`s: `prune` and the `keep_last` trim keep only the ancestors a checkpoint's own
-    `DeltaChannel`s rebuild from, so that gap is no concurrent delete, and reading again cannot
-    close it. (For declared channels it is one: the caller reads again.)"""
+    """Refuse a walk that met a missing ancestor (`found.missing`) for channels the target does
+    not declare as `DeltaChannel`s: retention keeps no ancestors for those, so reading again
+    cannot close the gap (for declared ones it is a concurrent delete: the caller reads again)."""
     undeclared = sorted(found.unseeded - set(replayed_channels(lineage[target_id])))
     if undeclared:
         raise ValueError(
@@ -139,9 +138,8 @@ def needed_by(lineage: Lineage, survivors: Iterable[str]) -> set[str]:
 
 def run_start(lineage_docs: Iterable[LineageDocument], run_id: str) -> str | None:
     """The newest checkpoint of the namespace (`lineage_docs`) that run `run_id` did not
-    write: the latest as the run found it, whatever it read meanwhile, which a `keep_last`
-    trim during the run keeps so that rolling the run back (`delete_for_runs`) leaves it
-    the latest. A checkpoint without a readable `run_id` counts as another run's."""
+    write (one without a readable `run_id` counts as another run's): the latest as the run
+    found it, which a `keep_last` trim keeps so that rolling the run back leaves it latest."""
     others = (
         doc[Field.ID][Field.CHECKPOINT_ID]
         for doc in lineage_docs
