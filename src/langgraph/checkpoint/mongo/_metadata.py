@@ -171,11 +171,10 @@ def readable_metadata(value: Any) -> Any:
 
 
 def exact_copy(value: Any, depth: int = 0) -> Any:
-    """A copy of `value` that is its own readable copy and reads back as itself (plain
-    types, exactly: None, bool, str, float, int64, and lists and dicts of them with
-    readable keys), else `NOT_EXACT`. Metadata with one needs no serializer copy; `put`
-    calls this on every checkpoint's metadata, so it returns as soon as it can and
-    answers the scalars inside a dict or list without a call of their own."""
+    """A copy of `value` that is its own readable copy and reads back as itself (exactly
+    None, bool, str, float, int64, and lists and dicts of them with readable keys), else
+    `NOT_EXACT`: then no serializer copy is needed. `put` calls it on every checkpoint, so
+    it answers a container's scalars inline."""
     kind = type(value)
     if kind is dict:
         if depth >= _EXACT_DEPTH:
