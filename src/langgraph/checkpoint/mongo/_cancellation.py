@@ -62,10 +62,9 @@ async def finished_before_cancelling(pending: Awaitable[T]) -> T:
 
 
 async def _settle(pending: Awaitable[T], outcome: asyncio.Future[T]) -> None:
-    """Await `pending` and set `outcome` to its result or failure; once the caller has stopped
-    waiting (`outcome` cancelled), a failure is raised instead, for `_outlive` to chain. A
-    cancellation of this task itself (the event loop is closing) cancels `outcome` too; a
-    `KeyboardInterrupt` or `SystemExit` also stops the event loop, as asyncio's tasks let them."""
+    """Await `pending` and set `outcome` to its result or failure, or raise the failure once
+    the caller stopped waiting (for `_outlive` to chain). A cancellation of this task (the loop
+    closing) cancels `outcome` too; `KeyboardInterrupt` and `SystemExit` propagate as in tasks."""
     try:
         result = await pending
     except asyncio.CancelledError:

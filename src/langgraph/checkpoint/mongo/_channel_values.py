@@ -1,16 +1,11 @@
 """Channel values as stored: one serialized entry per channel, captured when it changed.
 
-LangGraph hands `put` a shallow copy of the checkpoint whose channel values are live
-objects (a barrier channel's `seen` set, a list). With `durability="async"` a `put` runs
-after the previous one finished, by which time the next step may have mutated them. A
-channel whose version did not change since the parent checkpoint (not in `new_versions`)
-is therefore stored with the exact bytes the parent stored for it, never serialized again
-from the live object; `InMemorySaver` and `PostgresSaver` get the same guarantee from
-their per-version blobs. It also spares re-serializing unchanged state on every `put`.
-
-The parent's bytes come from `RecentValues`, a bounded per-saver cache of what this
-process last wrote or read per checkpoint; only on a miss (another process wrote the
-parent, or it was evicted) does `put` read them, in one extra round trip.
+LangGraph hands `put` a shallow copy of the checkpoint whose channel values are live objects,
+which with `durability="async"` the next step may have mutated by the time `put` runs. A channel
+whose version did not change since the parent (not in `new_versions`) is therefore stored with the
+parent's exact bytes, never serialized again (`InMemorySaver` and `PostgresSaver` get the same from
+their per-version blobs). The parent's bytes come from `RecentValues`, a bounded cache of what this
+process last wrote or read; only on a miss does `put` read them, in one extra round trip.
 """
 
 from __future__ import annotations

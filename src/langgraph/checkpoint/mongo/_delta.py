@@ -1,11 +1,9 @@
 """`DeltaChannel` support: the history walk in two round trips, and what deletes must keep.
 
 A `DeltaChannel` stores its value only in snapshot checkpoints; any other checkpoint rebuilds it
-from the nearest ancestor snapshot plus the writes stored along the parent chain. The base class
-walks that chain with one `get_tuple` per ancestor. Here one read fetches the *lineage* (ids, parent
-ids, and the names of the channels each checkpoint stores or replays: a few hundred bytes per
-checkpoint) and the chain is walked in memory; a second read fetches the writes of the chain and the
-serialized seed checkpoints (both queries are in `_queries`).
+from the nearest ancestor snapshot plus the writes along the parent chain. The base class reads one
+`get_tuple` per ancestor; here one read fetches the *lineage* (ids, parent ids, and the channels
+each checkpoint stores or replays), walked in memory, and a second the chain's writes and seeds.
 
 The same walk tells `prune` and `delete_for_runs` which ancestors a surviving
 checkpoint still needs, so they never leave a thread that rebuilds to a wrong state.

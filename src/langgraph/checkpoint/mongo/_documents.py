@@ -69,9 +69,8 @@ D = TypeVar("D", bound=Mapping[str, Any])
 
 
 class Label(NamedTuple):
-    """Names a part of the caller's input in an error message, as `str(label)`: the
-    template with each of `quoted` cut to a readable length (`short_repr`). The text is
-    built only when an error is raised, which most calls never do."""
+    """Names a part of the caller's input in an error message: the template with each of
+    `quoted` cut by `short_repr`, built only when an error is raised."""
 
     template: str
     quoted: tuple[Any, ...] = ()
@@ -99,14 +98,13 @@ def _with_empty_payload(stored: Any) -> Any:
     return stored
 
 
-# Below this many payload bytes a document is encoded whole to be measured; from it on,
-# its large values are counted by length instead of being copied into a second encoding.
+# From this many payload bytes, `bson_size` counts them by length instead of encoding them.
 _COUNT_PAYLOADS_FROM = 64 * 1024
 
 
 def bson_size(doc: Mapping[str, Any]) -> int:
-    """`len(bson.encode(doc))`, without encoding large serialized values: a large state is
-    counted by length instead of being copied a second time (the driver encodes it once)."""
+    """`len(bson.encode(doc))`, without copying large serialized values into a second
+    encoding (the driver encodes them once)."""
     entries = doc.get(Field.CHANNEL_VALUES) or ()
     payload = _payload_size(doc.get(Field.CHECKPOINT)) + _payload_size(doc.get(Field.VALUE))
     for entry in entries:
@@ -202,26 +200,17 @@ def _require_mapping(value: Any, what: str) -> Mapping[str, Any]:
 def _replayed_channels(metadata: Mapping[str, Any]) -> list[str]:
     """The `DeltaChannel`s LangGraph counts as not snapshotted (its own metadata field)."""
     counters = metadata.get(DELTA_COUNTERS)
-    if counters is None or not isinstance(counters, Mapping):
+    if not isinstance(counters, Mapping):
         return []
     return sorted(k for k in counters if isinstance(k, str))
 
 
 class NewCheckpoint(NamedTuple):
-    """A checkpoint handed to `put`, validated once: everything the document and the
-    value cache are built from, read from the caller's objects before any I/O.
-
-    Attributes:
-        ref: where it is stored: its thread, namespace and own id.
-        key: its `_id`, which is also its key in the value cache.
-        parent_id: the id of the checkpoint it follows (the config's), if any.
-        checkpoint: the checkpoint as handed over (its other fields go in the blob).
-        values: its `channel_values`.
-        versions: its `channel_versions`, copied: the caller's dict may change while
-            the plan waits on a command.
-        metadata: the metadata merged with the config's (`get_checkpoint_metadata`).
-        unchanged: the channels whose version did not change since the parent (not in
-            `new_versions`): stored from the parent's bytes (see `_channel_values`).
+    """A checkpoint handed to `put`, validated once, before any I/O: `ref` and `key` (its
+    `_id`, also its value-cache key) where it is stored; `parent_id` the config's id;
+    `versions` copied (the caller's dict may change while the plan waits); `metadata`
+    merged with the config's; `unchanged` the channels not in `new_versions`, stored from
+    the parent's bytes (see `_channel_values`).
     """
 
     ref: CheckpointRef

@@ -1,10 +1,7 @@
 """The drivers the savers run on: which clients each saver takes, how the package names
-itself to the server (`DriverInfo`, with its version), and the few places where
-PyMongo's async API and Motor's differ, handled once.
-
-PyMongo async (`AsyncMongoClient`) returns awaitables from `aggregate`, `close` and
-cursor `close`; Motor (and mongomock-motor, which imitates it) returns a cursor from
-`aggregate` and plain values from `close`. Awaiting only what is awaitable covers both.
+itself to the server (`DriverInfo`), and where PyMongo's async API and Motor's differ: PyMongo
+returns awaitables from `aggregate` and `close`, Motor (and mongomock-motor) a cursor and plain
+values; awaiting only what is awaitable covers both.
 """
 
 from __future__ import annotations

@@ -126,10 +126,9 @@ _BSON_VALUES = (ObjectId, Decimal128, Binary, Timestamp, Regex, DBRef, MinKey, M
 
 
 def readable_bson(value: Any) -> Any:
-    """A BSON value as ``metadata`` stores it: itself, as a server stores it, so filters
-    and indexes compare it by value; a `DBRef` with its id and extra fields readable; a
-    value that a server cannot store, or a reader cannot decode by default (a `Regex`
-    with a NUL, a `DatetimeMS` beyond `datetime`'s years), as ``{"repr": ...}``."""
+    """A BSON value as ``metadata`` stores it: itself, so filters and indexes compare it by
+    value (a `DBRef`'s id and extra fields readable); as ``{"repr": ...}`` where a server cannot
+    store it or a reader not decode it (a `Regex` with a NUL, a `DatetimeMS` past `datetime`)."""
     if isinstance(value, DBRef):
         extra = {
             key: readable_metadata(item)

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 import bson
-from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
+from pymongo import ASCENDING, DESCENDING, IndexModel
 
 from langgraph.checkpoint.mongo._commands import Target
 from langgraph.checkpoint.mongo._keys import CheckpointRef, key_fields, upsert_filter
@@ -50,12 +50,8 @@ def upsert(
     return upsert_filter(doc), update
 
 
-# Options of `update_one(*upsert(doc), **UPSERT)`.
+# Options of `update_one(*upsert(doc), **UPSERT)` (and of an `UpdateOne` of it).
 UPSERT = {"upsert": True}
-
-
-def upsert_request(doc: Mapping[str, Any], *, keep_existing: bool = False) -> UpdateOne:
-    return UpdateOne(*upsert(doc, keep_existing=keep_existing), upsert=True)
 
 
 # Options of a bulk write: one failed request does not stop the others; or, ordered, the
@@ -91,8 +87,7 @@ def keys_of_thread(thread_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def channel_values_of(key: CheckpointKey) -> tuple[dict[str, Any], dict[str, Any]]:
-    """`find` filter and projection: the stored channel entries of one checkpoint, and
-    the serialized checkpoint that holds their versions."""
+    """`find` filter and projection: one checkpoint's channel entries and serialized checkpoint."""
     projection = {Field.ID: 0, Field.CHANNEL_VALUES: 1, Field.CHECKPOINT: 1}
     return {Field.ID: key, Field.THREAD_ID: key[Field.THREAD_ID]}, projection
 
@@ -335,9 +330,8 @@ def page_options(limit: int) -> dict[str, Any]:
 def without_join(
     pipeline: list[dict[str, Any]], after: Joined | None = None, page: int | None = None
 ) -> list[dict[str, Any]]:
-    """A read pipeline up to its join of pending writes (the join and what filters it
-    are last), for when a joined document would exceed 16 MiB. `after` (the last
-    document read) resumes it; `page` replaces its `$limit`."""
+    """A read pipeline up to its join of pending writes (last in it), for reading them apart.
+    `after` (the last document read) resumes it; `page` replaces its `$limit`."""
     cut = next((i for i, stage in enumerate(pipeline) if _joins_writes(stage)), len(pipeline))
     stages = [stage for stage in pipeline[:cut] if page is None or "$limit" not in stage]
     if after is not None:
@@ -411,10 +405,8 @@ def threads_pipeline(
 
 
 def threads_options(limit: int | None) -> dict[str, Any]:
-    """`aggregate` options of `threads_pipeline`: a page of `limit` threads comes back in
-    the first batch, which the one document more lets the server close (no `getMore`);
-    `allowDiskUse` for servers that run the `$group` itself (MongoDB before 6.0 allows a
-    stage 100 MiB of memory without it)."""
+    """`aggregate` options of `threads_pipeline`: a page in one batch (`page_options`), and
+    `allowDiskUse` for servers that run the `$group` itself (before 6.0: 100 MiB without it)."""
     options: dict[str, Any] = {"allowDiskUse": True}
     if limit is not None:
         options.update(page_options(limit))

@@ -91,10 +91,8 @@ class ThreadMoves:
         self._lock = threading.Lock()
 
     def learn(self, thread_id: str, pinned: bool | None) -> None:
-        """A read found the thread's newest checkpoint pinned or not, a write's check found
-        it pinned, or a pin or unpin of this process landed: the process's next writes of
-        the thread stamp so (`None`: a read found no root checkpoint, a thread deleted or
-        never written)."""
+        """A read, a write's check, or a pin or unpin of this process found the thread pinned
+        or not: its next writes here stamp so (`None`: a read found no root checkpoint)."""
         with self._lock:
             if pinned is None:
                 self._pinned.pop(thread_id, None)
@@ -140,10 +138,9 @@ class ThreadMoves:
 
     def claim(self, thread_id: str, stamp: datetime, bucket: timedelta) -> bool:
         """Whether the caller is the one write of this process that moves the thread to
-        `stamp`: not when it was moved there already, another write is moving it, or a
-        write of the thread stamped in the bucket before (or, to or from `PINNED`, any
-        write stamped otherwise) is still in flight (it moves the thread once it
-        landed). The winner calls `moved` once its commands succeeded, or `release`."""
+        `stamp`: not when it is there or being moved there, or while a write stamped in the
+        bucket before (to or from `PINNED`: any other stamp) is in flight (it moves the thread
+        once landed). The winner calls `moved` once its commands succeeded, or `release`."""
         with self._lock:
             if self._moved.get(thread_id) == stamp or self._claimed.get(thread_id) == stamp:
                 return False
@@ -325,16 +322,11 @@ def pin_seen(result: Any, upserts: int, target: Target, check: Mapping[str, Any]
 
 def pin(expiry: ThreadExpiry | None, thread_id: str, pinned: bool) -> Plan[None]:
     """`pin_thread` (`pinned`) or `unpin_thread`: every document of the thread to `PINNED`,
-    or from it to the current stamp (the bucket's, or now without `ttl`: the unpin counts
-    as a write), one `update_many` per collection, as a move costs. Ordered for crashes
-    as a move is: a pin moves the pending writes first, an unpin the checkpoints first,
-    so a crash in between leaves writes that only outlive their checkpoints, and the
-    thread's newest checkpoint says what the next move brings the rest to.
-
-    This process's writes learn it at once (`ThreadMoves.learn`). It claims no move: a
-    write of the process in flight meanwhile moves the thread once it landed, and the
-    first write after it moves the thread once more (the writes of a pinned thread move
-    it once per process, to `PINNED`, whatever the bucket).
+    or from it to the current stamp (the bucket's, or now without `ttl`), one `update_many`
+    per collection. A pin moves the pending writes first, an unpin the checkpoints first, so
+    a crash in between leaves writes that only outlive their checkpoints, and the newest
+    checkpoint says where the next move brings the rest. This process's writes learn it at
+    once (`ThreadMoves.learn`); it claims no move: writes in flight move the thread after it.
     """
     stamp = PINNED if pinned else expiry.stamp() if expiry else _now()
     touch = _queries.touch_thread(thread_id, stamp, None if pinned else PINNED)

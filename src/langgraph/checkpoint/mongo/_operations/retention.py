@@ -1,11 +1,10 @@
 """Deleting checkpoints: the `keep_last` trim after a `put`, `prune`, `delete_thread`,
 `delete_for_runs`; and the pending writes no stored checkpoint owns, which `prune` deletes too.
 
-LangGraph stores a step's task writes (`put_writes` for checkpoint C) while C's own `put`
-may still be on its way (`durability="async"`, the default). A kill, cancellation or
-fault in between leaves writes, and chunks, whose checkpoint never exists; so does a
-`delete_thread` stopped between its two deletes. Reads never see them (a write is read
-through its checkpoint), but nothing else would ever delete them.
+LangGraph stores a step's task writes while the checkpoint's own `put` may still be on its way
+(`durability="async"`): a kill or fault in between, or a `delete_thread` stopped between its two
+deletes, leaves writes (and chunks) whose checkpoint never exists. Reads never see them, but
+nothing else would ever delete them.
 
 Which are orphans is decided from what the server holds: the checkpoints the threads' writes refer
 to, read *before* `prune` reads the threads' lineage, less those the lineage holds. Of those, only

@@ -43,7 +43,9 @@ def upsert_command(
         return Command(
             target, Method.UPDATE_ONE, _queries.upsert(doc, keep_existing=keep), _queries.UPSERT
         )
-    upserts = (_queries.upsert_request(doc, keep_existing=keep) for keep, doc in docs)
+    upserts = (
+        UpdateOne(*_queries.upsert(doc, keep_existing=keep), upsert=True) for keep, doc in docs
+    )
     options = _queries.ORDERED if ordered or last else _queries.UNORDERED
     return Command(target, Method.BULK_WRITE, ([*first, *upserts, *last],), options)
 

@@ -203,9 +203,8 @@ def _patch_mongomock() -> None:
         return wrapper
 
     class TooLargeError(DuplicateKeyError):
-        # Raised where mongomock checks unique indexes, after it stored the document: it
-        # rolls a write back on a `DuplicateKeyError`, and the wrappers below turn this
-        # into the error a server answers before any caller sees it.
+        # Raised where mongomock checks unique indexes, so it rolls the write back; the
+        # wrappers below turn it into the server's error before any caller sees it.
         def __init__(self, size: int) -> None:
             super().__init__(f"document of {size} bytes", 11000)
             self.size = size
