@@ -53,27 +53,19 @@ class SetupState(Generic[LockT]):
 
     A saver sets itself up before its first command, as the official saver does in its
     constructor: code that switched by changing only the import never calls `setup()`,
-    and the check in `setup()` is what refuses the official saver's collections by name.
-    That automatic setup runs once per process, not per saver object: what a `setup()`
-    (with any arguments) found or created is remembered by `key` (the deployment, the
-    database, both collection names and the options that change what setup creates:
-    `ttl` and `targeted_joins`) as the names of the saver's indexes the collections have,
-    so a saver built per request on a shared client, or through `from_conn_string`,
-    sends no setup command once every index its own options ask for (`needs`) is known
-    to exist, and does the missing part otherwise: one saver's `setup(create_indexes=False)`
-    or `skip_indexes` never leaves another with less than its options ask for.
+    whose check refuses the official saver's collections by name. That setup runs once per
+    process: what a `setup()` found or created is remembered by `key` (deployment, database,
+    collection names, `ttl`, `targeted_joins`) as index names, so a saver built per request
+    sends no setup command once every index its options ask for (`needs`) is known to
+    exist, and sets up only the missing part otherwise.
 
-    What the application declined (`create_indexes=False`, `skip_indexes`) is remembered too, by
-    `collections`: a deployment that cannot create those indexes (Azure Cosmos DB, a user without
-    the privilege) refuses them when a later setup asks, and such a refusal is then logged once and
-    remembered, instead of failing every request. Many first calls at once run one `setup()` (the
-    others wait on `lock`: an `asyncio.Lock` for the async saver, a `threading.Lock` for the sync
-    one); a `setup()` that fails or is cancelled leaves `done` false, so the next call tries again.
-    `with_allowlist` copies share the object, as they share the collections.
-
-    What `setup()` learnt of the server goes with it: how reads get pending writes there
-    (`reads`, the saver's `Storage.reads`), so a saver whose setup the process remembers
-    reads as the one that ran it.
+    What the application declined (`create_indexes=False`, `skip_indexes`) is remembered by
+    `collections`: a deployment that cannot create those indexes (Azure Cosmos DB, a user
+    without the privilege) then has the refusal logged once instead of failing every
+    request. Concurrent first calls run one `setup()` (the others wait on `lock`); one that
+    fails or is cancelled leaves `done` false, so the next call tries again. `with_allowlist`
+    copies share the object. `reads` (how reads get pending writes, as `setup()` found)
+    is remembered with it, so every saver reads as the one that ran the setup.
     """
 
     lock: LockT
@@ -122,9 +114,8 @@ class SetupState(Generic[LockT]):
         self.done = True
 
 
-# What the setups of this process left (`SetupState.key` -> index names the collections have, or
-# whose refusal the application declared, and how reads get pending writes there), least recently
-# set up forgotten first; and the indexes the application declined per pair of collections.
+# What the setups of this process left (`SetupState.key` -> index names present or declined,
+# and `reads`), least recently used forgotten first; and the indexes declined per collections.
 _set_up: OrderedDict[Hashable, tuple[frozenset[str], ops.WritesReads]] = OrderedDict()
 _declined: dict[Hashable, frozenset[str]] = {}
 _set_up_lock = threading.Lock()
@@ -133,13 +124,10 @@ _SET_UP_SIZE = 1024
 
 @dataclasses.dataclass(eq=False)
 class Background:
-    """What a saver runs in the background (`keep_last` trims, the stamp moves of
-    `refresh_ttl_on_read`): one per saver, which its `with_allowlist` copies share (as
-    LangGraph makes one per run under strict msgpack), so that `settle()` and `close()`
-    of the saver wait for the copies' work too.
-
-    `tasks`: `AsyncMongoDBSaver`'s, in flight (the loop holds tasks weakly).
-    `executor`: `MongoDBSaver`'s worker thread, made on first use, under `lock`.
+    """What a saver runs in the background (`keep_last` trims, `refresh_ttl_on_read`'s
+    moves), shared with its `with_allowlist` copies so `settle()` and `close()` wait for
+    their work too: `tasks`, the async saver's in flight (the loop holds tasks weakly);
+    `executor`, the sync saver's worker thread, made on first use under `lock`.
     """
 
     tasks: set[asyncio.Task[None]] = dataclasses.field(default_factory=set)
@@ -148,10 +136,8 @@ class Background:
 
 
 class _SaverContextManagerBase:
-    """What `from_conn_string` returns: the context manager that opens a client and
-    yields the saver. Used as the saver itself (`checkpointer=X.from_conn_string(...)`,
-    without `with`), it says how to open it, where Python would say that a
-    `_GeneratorContextManager` has no attribute `get_tuple`."""
+    """What `from_conn_string` returns: a context manager that opens a client and yields
+    the saver. Used as the saver itself (without `with`), it says how to open it."""
 
     def __init__(self, opened: Any, saver: str) -> None:
         self._opened = opened
@@ -268,9 +254,8 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
     _owned_client: ClientT | None = None
 
     def __new__(cls: type[SaverT], *args: Any, **kwargs: Any) -> SaverT:
-        """Refuse arguments the constructor does not take, naming the saver called where
-        Python would name this base class (a subclass with a constructor of its own is
-        left to it; `copy.copy`, as `with_allowlist` uses it, passes no arguments)."""
+        """Refuse arguments the constructor does not take, naming the saver called, not
+        this base class (a subclass's own constructor is left to it; `copy.copy` passes none)."""
         if (args or kwargs) and cls.__init__ is MongoDBSaverBase.__init__:
             try:
                 _SIGNATURE.bind(*args, **kwargs)
@@ -318,8 +303,7 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         collections = deployment(client)
         if collections is not None:
             collections = (collections, db_name, checkpoint_collection_name, writes_collection_name)
-        # The join, expiry and cache are shared with `with_allowlist` copies, like the
-        # collections; the codec is each copy's own (see `with_allowlist`).
+        # Shared with `with_allowlist` copies, except the codec (see `with_allowlist`).
         self.storage = ops.Storage(
             codec=codec(self.serde, self.compression),
             join=WritesJoin(writes_collection_name, by_thread=targeted_joins),
@@ -509,9 +493,8 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
         return clone
 
     def _setup_plan(self, create_indexes: bool, skip_indexes: Collection[str]) -> Plan[None]:
-        """`ops.setup`, remembered for the process (see `SetupState`): an index the
-        deployment refuses that a `setup()` of this process declined is left out (logged)
-        and the rest set up, instead of failing."""
+        """`ops.setup`, remembered for the process (see `SetupState`): a refused index that
+        a `setup()` of this process declined is left out (logged) instead of failing."""
         names = {
             Target.CHECKPOINTS: self.checkpoint_collection_name,
             Target.WRITES: self.writes_collection_name,
@@ -577,17 +560,14 @@ def _constructor_error(
 
 
 def background_done(operation: str, done: asyncio.Future[None] | Future[None]) -> None:
-    """A plan the saver ran in the background (a `keep_last` trim, a stamp move of
-    `refresh_ttl_on_read`) ended: a failure is said, not raised, since no caller waits
-    for it. Its work is not lost: the namespace's next run decides its trim again, a stamp
-    move's claim is released."""
+    """A background plan ended: a failure is logged, not raised, since no caller waits for
+    it; the next run trims again, and a stamp move's claim is released."""
     if not done.cancelled() and (error := done.exception()) is not None:
         logger.warning("%s in the background failed (tried again later)", operation, exc_info=error)
 
 
-# The keywords a PyMongo client takes, lower-cased as its own validation reads them: its
-# options (`pymongo.common.VALIDATORS`, which it checks them against) and the named
-# parameters of its constructor.
+# The keywords a PyMongo client takes, lower-cased as it validates them: its options
+# (`pymongo.common.VALIDATORS`) and its constructor's named parameters.
 _CLIENT_KEYWORDS = frozenset(VALIDATORS) | frozenset(
     name.lower()
     for name, parameter in inspect.signature(MongoClient).parameters.items()
@@ -617,7 +597,6 @@ def _hint(unknown: str, own: list[str]) -> str:
 
 
 def command_collection(saver: MongoDBSaverBase[Any, Any], command: Command) -> Any:
-    """The collection (or database) of `saver` that `command` runs on: with
-    `_executors.execute_sync`/`execute_async`, a plan that also waits on other I/O (copying
-    threads in from another saver) runs its commands on a saver."""
+    """The collection (or database) of `saver` that `command` runs on, for plans run by
+    `_executors` that also wait on other I/O (copying threads in from another saver)."""
     return saver._collection(command)

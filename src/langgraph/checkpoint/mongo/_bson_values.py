@@ -1,24 +1,21 @@
 """BSON's own values (`ObjectId`, `Decimal128`, `Binary`, ...) in states and writes.
 
 LangGraph's `JsonPlusSerializer` refuses them (or, for `Binary`, drops the subtype), so the saver's
-codec serializes with `BsonSerializer` (for a subclass of `JsonPlusSerializer`, a class deriving
-from `StoresBson` and it), a `JsonPlusSerializer` that stores every value it can pack exactly as
-LangGraph does (type ``msgpack``, same bytes, same cost) and only a value LangGraph refuses, or a
-`Binary`, as type ``msgpack-bson``: msgpack in which each BSON value is an extension of its own:
+codec serializes with `BsonSerializer` (for a subclass, a class deriving from `StoresBson` and it):
+every value LangGraph packs is stored exactly as LangGraph does (type ``msgpack``), and only a value
+it refuses, or a `Binary`, as type ``msgpack-bson``, msgpack in which each BSON value is an
+extension of its own:
 
-- where msgpack itself holds it (the value itself, or an item of a dict, list or tuple
-  reached from it through those only): extension `BSON_CODES[type]`, whose data is the
-  `ObjectId`'s 12 bytes, or else the msgpack of its constructor's arguments (`_ARGS`);
-- inside an object LangGraph packs itself (a dataclass, a pydantic model, a LangChain
-  message, a set, ...): LangGraph's own constructor extension naming the class
-  (``(module, name, args)``, the same arguments), since LangGraph's serializer rebuilds
-  what such an object holds with its own hook. The saver's serializer allow-lists these
-  classes, so LangGraph's strict mode (``LANGGRAPH_STRICT_MSGPACK``) rebuilds them too.
+- where msgpack itself holds it (reached through dicts, lists and tuples only): extension
+  `BSON_CODES[type]`, whose data is the `ObjectId`'s 12 bytes, or else the msgpack of its
+  constructor's arguments (`_ARGS`);
+- inside an object LangGraph packs itself (a dataclass, a pydantic model, a set, ...):
+  LangGraph's own constructor extension ``(module, name, args)``, since LangGraph rebuilds
+  what such an object holds with its own hook; the classes are allow-listed, so strict mode
+  (``LANGGRAPH_STRICT_MSGPACK``) rebuilds them too.
 
-Older readers refuse type ``msgpack-bson`` by name rather than read something else.
-`Int64`, `SON` and `Code` are a str, int and dict subclass, which msgpack packs as such:
-they are stored as the int, dict (in order) and str they are, as before (a `Code`'s
-scope is not kept).
+Older readers refuse type ``msgpack-bson`` by name. `Int64`, `SON` and `Code` (int, dict and
+str subclasses) are stored as the int, dict (in order) and str they are (a `Code`'s scope is lost).
 """
 
 from __future__ import annotations

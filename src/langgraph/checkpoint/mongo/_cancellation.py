@@ -25,10 +25,9 @@ def cancel_requests() -> int:
 
 
 def raise_if_cancelled_since(requested: int) -> None:
-    """Raise the `CancelledError` a read swallowed: before Python 3.12, `asyncio.wait_for` (which
-    PyMongo's async network layer awaits through) returns the result of what it waits for when that
-    completes as the task is cancelled, and the call would go on (a graph run would keep running) as
-    if no one had cancelled it. `requested`: the `cancel_requests()` before the read."""
+    """Raise the `CancelledError` a read swallowed: before Python 3.12, `asyncio.wait_for` (in
+    PyMongo's async network layer) returns the result when it completes as the task is cancelled,
+    and the run would go on. `requested`: the `cancel_requests()` before the read."""
     if cancel_requests() > requested:
         raise asyncio.CancelledError
 
@@ -46,15 +45,12 @@ async def finished_before_cancelling(pending: Awaitable[T]) -> T:
     """Await a write to its end even when the awaiting task is cancelled meanwhile, and
     only then let the cancellation propagate.
 
-    Cancelling the await of a command already handed to the driver stops only the waiting: the
-    server still runs the command, and the write would land after the caller saw `CancelledError`.
-    `InMemorySaver` promises that once a method raised `CancelledError` none of its writes is still
-    in flight, and so do we: the cancelled task waits for the command (as long as the client's
-    `timeoutMS` and socket timeouts let it run), and its plan stops before the next command. A
-    cancellation that reaches the task before the command is handed over still cancels at once.
-
-    The command runs in a task of its own that hands its outcome straight to the future the caller
-    awaits (`_settle`): what `asyncio.shield` does, with one pass of the event loop fewer per write.
+    Cancelling the await of a command handed to the driver stops only the waiting: the write
+    would land after the caller saw `CancelledError`. As `InMemorySaver` promises, once a method
+    raised `CancelledError` none of its writes is in flight: the task waits for the command (as
+    long as the client's timeouts let it run) and its plan stops before the next one. A
+    cancellation before the command is handed over still cancels at once. The command runs in a
+    task of its own (`_settle`): `asyncio.shield`, with one pass of the event loop fewer.
     """
     loop = asyncio.get_running_loop()
     outcome: asyncio.Future[T] = loop.create_future()
@@ -66,10 +62,9 @@ async def finished_before_cancelling(pending: Awaitable[T]) -> T:
 
 
 async def _settle(pending: Awaitable[T], outcome: asyncio.Future[T]) -> None:
-    """Await `pending` and set `outcome` to its result or failure; once the caller has stopped
-    waiting (`outcome` cancelled), a failure is raised instead, for `_outlive` to chain. A
-    cancellation of this task itself (the event loop is closing) cancels `outcome` too; a
-    `KeyboardInterrupt` or `SystemExit` also stops the event loop, as asyncio's tasks let them."""
+    """Await `pending` and set `outcome` to its result or failure, or raise the failure once
+    the caller stopped waiting (for `_outlive` to chain). A cancellation of this task (the loop
+    closing) cancels `outcome` too; `KeyboardInterrupt` and `SystemExit` propagate as in tasks."""
     try:
         result = await pending
     except asyncio.CancelledError:
@@ -141,9 +136,8 @@ current_worker_call: ContextVar[WorkerCall | None] = ContextVar("current_worker_
 async def in_worker_thread(function: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """`asyncio.to_thread(function, ...)` for a sync saver method that writes, cancelled
     like a native async one (`finished_before_cancelling`): a cancellation stops the call
-    before its next command; when a write command is running, it waits for that command
-    first. (A thread cannot be interrupted: cancelling `to_thread` alone would leave the
-    call running, and its writes landing, after the caller saw `CancelledError`.)
+    before its next command, after waiting for a running write command. (A thread cannot
+    be interrupted: cancelling `to_thread` alone would let its writes land later.)
     """
     call = WorkerCall()
     token = current_worker_call.set(call)

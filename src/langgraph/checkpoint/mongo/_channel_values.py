@@ -1,16 +1,11 @@
 """Channel values as stored: one serialized entry per channel, captured when it changed.
 
-LangGraph hands `put` a shallow copy of the checkpoint whose channel values are live
-objects (a barrier channel's `seen` set, a list). With `durability="async"` a `put` runs
-after the previous one finished, by which time the next step may have mutated them. A
-channel whose version did not change since the parent checkpoint (not in `new_versions`)
-is therefore stored with the exact bytes the parent stored for it, never serialized again
-from the live object; `InMemorySaver` and `PostgresSaver` get the same guarantee from
-their per-version blobs. It also spares re-serializing unchanged state on every `put`.
-
-The parent's bytes come from `RecentValues`, a bounded per-saver cache of what this
-process last wrote or read per checkpoint; only on a miss (another process wrote the
-parent, or it was evicted) does `put` read them, in one extra round trip.
+LangGraph hands `put` a shallow copy of the checkpoint whose channel values are live objects,
+which with `durability="async"` the next step may have mutated by the time `put` runs. A channel
+whose version did not change since the parent (not in `new_versions`) is therefore stored with the
+parent's exact bytes, never serialized again (`InMemorySaver` and `PostgresSaver` get the same from
+their per-version blobs). The parent's bytes come from `RecentValues`, a bounded cache of what this
+process last wrote or read; only on a miss does `put` read them, in one extra round trip.
 """
 
 from __future__ import annotations
@@ -52,11 +47,7 @@ def encode_channel_values(
     encode: Callable[[str, Any], ChannelValue],
 ) -> dict[str, ChannelValue]:
     """Each channel's stored entry: the parent's, where the channel is `unchanged` since
-    it and the parent holds it at the same version; freshly serialized otherwise.
-
-    `encode(channel, value)` serializes one value into its entry, naming it if the
-    serializer refuses.
-    """
+    it and the parent holds it at the same version; else `encode(channel, value)`'s."""
     kept = parent.entries if parent is not None and unchanged else {}
     result: dict[str, ChannelValue] = {}
     for channel, value in channel_values.items():
@@ -84,13 +75,10 @@ def _per_key_dict_bytes() -> int:
 
 def _layout_overheads() -> tuple[int, int]:
     """What a cached checkpoint takes besides its values' bytes, per checkpoint and per channel, as
-    the running CPython lays the objects out (its dicts, for one, are larger before 3.11, so
-    constants right for one version let the cache outgrow its bound on another). Per checkpoint: its
-    key (a tuple, the thread and checkpoint ids), the cache's slot (an ordered-dict key and list
-    node, the `(values, size)` tuple), the `StoredValues` and its two dicts. Per channel: its entry
-    dict, the `bytes` object around its data, its slot in those two dicts and its version. Ids and
-    versions are sized as LangGraph makes them (36- and 49-character strings). Values alone would
-    count a small checkpoint at a few bytes of the ~1 KB it occupies."""
+    the running CPython lays the objects out (dicts are larger before 3.11, so constants would let
+    the cache outgrow its bound on another version): the key, the cache's slot, the `StoredValues`
+    and its dicts; per channel its entry dict, `bytes` object, dict slots and version (ids and
+    versions sized as LangGraph makes them). Values alone would miss most of a small checkpoint."""
     an_id = "0" * 36
     version = "0" * 49
     entry: ChannelValue = {Field.CHANNEL: "channel", Field.DATA: b""}

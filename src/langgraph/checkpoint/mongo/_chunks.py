@@ -6,37 +6,23 @@ compression, when the saver compresses), largest values first until the document
 keeps its `type` and `compression` in the document, no `data`, and a `ChunkRef` (`{"id", "parts"}`)
 in `chunks`. A state that fits one document is stored exactly as before this module existed.
 
-Where chunks live: in the writes collection, under an `_id` that starts with the key of
-the checkpoint that owns them, as a pending write's does (`{checkpoint, chunk, part}`). So
-without a new collection, option, index or `setup()` step:
-
-- a chunk carries `thread_id`, the shard key of both collections: on a sharded cluster it
-  goes to the thread's shard, and every command that reads or deletes it is targeted;
-- the thread's TTL stamp moves with its writes (`_ttl.move_thread`), so chunks expire with
-  the thread, never before it;
-- each delete of a checkpoint's writes (`delete_thread`, `delete_for_runs`, `prune`)
-  deletes its chunks in the same command, and `copy_thread` copies them with the writes.
-
-The reads' targeted join of pending writes leaves chunks out (`_id.chunk` unset), so a checkpoint
-with chunks comes back with its writes and its chunks follow in one `find` (`resolve`); the plain
-join (`targeted_joins=False`) takes them in, and a join over 16 MiB is read apart, as any other.
-
-A collection of its own would need all of that again: a third name to configure, an operator to
-shard it (unsharded, it lives on one shard), its own TTL index, its own delete in every operation,
-and a `setup()` that users who change only an import line never call.
+Chunks live in the writes collection, under an `_id` that starts with the key of the checkpoint
+that owns them, as a pending write's does (`{checkpoint, chunk, part}`). So, with no new collection,
+option, index or `setup()` step (which users who change only an import never call), a chunk carries
+`thread_id`, the shard key, so its commands are targeted; it expires with the thread's writes
+(`_ttl.move_thread`); every delete of a checkpoint's writes deletes its chunks in the same command,
+and `copy_thread` copies them with the writes. The reads' targeted join leaves chunks out
+(`_id.chunk` unset): they follow in one `find` (`resolve`); the plain join takes them in.
 
 Chunks are owned, not shared: a later checkpoint whose large channel did not change stores its bytes
-again under its own key (from the value cache, or read back), as every checkpoint document holds
-every channel. Sharing by channel and version, as `PostgresSaver`'s blobs do, saves that upload but
-makes every delete count references across checkpoints, and a `prune` racing a `put` that refers to
-a chunk being deleted would leave a reference to nothing. State that grows turn by turn is better
-kept in a `DeltaChannel`, which stores only each turn's writes.
+again under its own key. Sharing by channel and version, as `PostgresSaver`'s blobs do, would make
+every delete count references, and a `prune` racing a `put` could leave a reference to nothing.
+State that grows turn by turn is better kept in a `DeltaChannel`.
 
-Order: chunks are written before the document that refers to them, so no reader ever meets a
-reference to a missing chunk. A crash in between leaves chunks no document refers to: readers never
-see them (a chunk is only read through a reference), and they go with their checkpoint's writes,
-with the thread (`delete_thread`, TTL), or through `remove_unreferenced_chunks` (which `prune` runs)
-once older than `ORPHAN_GRACE`.
+Chunks are written before the document that refers to them, so no reader meets a reference to a
+missing chunk. A crash in between leaves unreferenced chunks, which readers never see; they go with
+their checkpoint's writes, with the thread, or through `remove_unreferenced_chunks` (which `prune`
+runs) once older than `ORPHAN_GRACE`.
 """
 
 from __future__ import annotations
@@ -262,10 +248,9 @@ def referenced_chunks(
 def fresh_value_ids(
     checkpoints: Iterable[Mapping[str, Any]], writes: Iterable[Mapping[str, Any]]
 ) -> dict[str, str]:
-    """A new value id for each chunked value these documents (as stored) refer to. A copy
-    stores its chunks under new ids, so that they are dated by the copy: under the source's
-    ids, a copy of a thread older than `ORPHAN_GRACE` would have chunks that a `prune` of
-    the target, run before the copy's documents land, takes for old orphans."""
+    """A new value id for each chunked value these documents (as stored) refer to, so a
+    copy's chunks are dated by the copy: under the source's old ids, a `prune` of the
+    target before the copy's documents land would take them for orphans."""
     return {ref[Field.REF_ID]: str(ObjectId()) for _, ref in _chunk_refs(checkpoints, writes)}
 
 
@@ -303,10 +288,8 @@ def _renamed(value: Mapping[str, Any], ids: Mapping[str, str]) -> Mapping[str, A
 
 def remove_unreferenced_chunks(thread_ids: Sequence[str], now: datetime | None = None) -> Plan[int]:
     """Delete the chunks of these threads that no checkpoint or pending write refers to
-    and that are older than `ORPHAN_GRACE`; how many. What a crash between a chunk and its
-    document leaves, and what a checkpoint stored again (under the same id) no longer
-    uses. Three reads (chunk ids, then the references of checkpoints and of writes, each
-    a projection of ids) and at most one delete, all targeted at the threads."""
+    and that are older than `ORPHAN_GRACE` (a crash's leftovers, or those of a checkpoint
+    stored again); how many. Three reads of ids and at most one delete."""
     if not thread_ids:
         return 0
     threads = list(thread_ids)

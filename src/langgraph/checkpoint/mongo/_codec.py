@@ -2,11 +2,9 @@
 
 The stored form is a `StoredValue`: `{"type": <serializer type>, "data": <bytes>}`, plus
 `"compression": "zstd"` (or `"zlib"`) when the bytes are compressed, so data written with any
-setting stays readable with any other. `type` is left out when it is "msgpack" (what
-LangGraph's serializer writes for almost every value: 18 bytes less per value), and a value
-stored as a field of its own (`StoredField`) is then its bare bytes (11 bytes less again).
-Such a value that serializes to `("null", b"")` (LangGraph's `None`, which every edge of a
-graph writes) is stored as BSON null: 31 bytes less.
+setting stays readable with any other. To save bytes on almost every value, `type` is left out
+when it is "msgpack", a value stored as a field of its own (`StoredField`) is then its bare
+bytes, and one that serializes to `("null", b"")` (LangGraph's `None`) is BSON null.
 
 A saver's codec (`codec`) serializes with its serializer made to store BSON values too
 (`_bson_values`): a value holding them is stored with type ``msgpack-bson``.
@@ -65,9 +63,7 @@ class Codec(NamedTuple):
     @property
     def round_trips_plain(self) -> bool:
         """Whether the serializer gives plain values (str, int, float, None, dicts and
-        lists of them) back unchanged: LangGraph's `JsonPlusSerializer` does, and so the
-        `BsonSerializer` a saver makes of it; a custom one (or one that refuses values)
-        may not."""
+        lists of them) back unchanged, as LangGraph's `JsonPlusSerializer` (and ours) do."""
         return type(self.serde) in _PLAIN_ROUND_TRIPS
 
     def encode(self, value: Any) -> StoredValue:

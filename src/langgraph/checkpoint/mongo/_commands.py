@@ -4,12 +4,9 @@ A plan (every saver operation, in `_operations`) is a generator that yields requ
 receives their answers, without doing any I/O; the savers' executors answer them:
 
 - `Command`: one driver call on one of the saver's collections (or its database);
-- `OpenCursor` and `NextDocument`: `list`'s stream, a cursor opened on a `Command` and
-  read one document at a time;
-- `Detach`: a follow-up plan (a `keep_last` trim, a stamp move of `refresh_ttl_on_read`)
-  the saver runs in the background, which the caller does not wait for;
-- copy-threads' plans also yield `SourceRead`s (`migrate/_plans.py`), answered from the
-  saver copied from.
+- `OpenCursor` and `NextDocument`: `list`'s stream, a cursor read one document at a time;
+- `Detach`: a follow-up plan the saver runs in the background, unwaited;
+- copy-threads' plans also yield `SourceRead`s (`migrate/_plans.py`), for the source saver.
 
 A command's `Method` says whether it only reads (a read cancelled on the wire may be
 abandoned; a write is waited for) and whether its answer is a cursor.
@@ -90,10 +87,8 @@ class NextDocument(NamedTuple):
 
 
 class Detach(NamedTuple):
-    """Run `plan` in the saver's background (`operation`: its name in the log): the
-    operation decides its follow-up at the point it knows it, the saver only runs it. The
-    answer is `None` at once; `settle()` and `close()` wait for the plan, and its failure
-    is logged, not raised (`_base.background_done`)."""
+    """Run `plan` in the saver's background (`operation`: its name in the log); answered
+    `None` at once. `settle()` and `close()` wait for it; a failure is logged, not raised."""
 
     operation: str
     plan: Plan[None]

@@ -1,11 +1,9 @@
 """`DeltaChannel` support: the history walk in two round trips, and what deletes must keep.
 
 A `DeltaChannel` stores its value only in snapshot checkpoints; any other checkpoint rebuilds it
-from the nearest ancestor snapshot plus the writes stored along the parent chain. The base class
-walks that chain with one `get_tuple` per ancestor. Here one read fetches the *lineage* (ids, parent
-ids, and the names of the channels each checkpoint stores or replays: a few hundred bytes per
-checkpoint) and the chain is walked in memory; a second read fetches the writes of the chain and the
-serialized seed checkpoints (both queries are in `_queries`).
+from the nearest ancestor snapshot plus the writes along the parent chain. The base class reads one
+`get_tuple` per ancestor; here one read fetches the *lineage* (ids, parent ids, and the channels
+each checkpoint stores or replays), walked in memory, and a second the chain's writes and seeds.
 
 The same walk tells `prune` and `delete_for_runs` which ancestors a surviving
 checkpoint still needs, so they never leave a thread that rebuilds to a wrong state.
@@ -102,10 +100,9 @@ def walk(lineage: Lineage, target_id: str | None, channels: Iterable[str]) -> Wa
 
 
 def refuse_undeclared_gap(lineage: Lineage, target_id: str, found: Walk, label: str) -> None:
-    """A walk that met a missing ancestor (`found.missing`) for channels the target does not declare
-    as `DeltaChannel`s: `prune` and the `keep_last` trim keep only the ancestors a checkpoint's own
-    `DeltaChannel`s rebuild from, so that gap is no concurrent delete, and reading again cannot
-    close it. (For declared channels it is one: the caller reads again.)"""
+    """Refuse a walk that met a missing ancestor (`found.missing`) for channels the target does
+    not declare as `DeltaChannel`s: retention keeps no ancestors for those, so reading again
+    cannot close the gap (for declared ones it is a concurrent delete: the caller reads again)."""
     undeclared = sorted(found.unseeded - set(replayed_channels(lineage[target_id])))
     if undeclared:
         raise ValueError(
@@ -139,9 +136,8 @@ def needed_by(lineage: Lineage, survivors: Iterable[str]) -> set[str]:
 
 def run_start(lineage_docs: Iterable[LineageDocument], run_id: str) -> str | None:
     """The newest checkpoint of the namespace (`lineage_docs`) that run `run_id` did not
-    write: the latest as the run found it, whatever it read meanwhile, which a `keep_last`
-    trim during the run keeps so that rolling the run back (`delete_for_runs`) leaves it
-    the latest. A checkpoint without a readable `run_id` counts as another run's."""
+    write (one without a readable `run_id` counts as another run's): the latest as the run
+    found it, which a `keep_last` trim keeps so that rolling the run back leaves it latest."""
     others = (
         doc[Field.ID][Field.CHECKPOINT_ID]
         for doc in lineage_docs

@@ -69,9 +69,8 @@ D = TypeVar("D", bound=Mapping[str, Any])
 
 
 class Label(NamedTuple):
-    """Names a part of the caller's input in an error message, as `str(label)`: the
-    template with each of `quoted` cut to a readable length (`short_repr`). The text is
-    built only when an error is raised, which most calls never do."""
+    """Names a part of the caller's input in an error message: the template with each of
+    `quoted` cut by `short_repr`, built only when an error is raised."""
 
     template: str
     quoted: tuple[Any, ...] = ()
@@ -99,14 +98,13 @@ def _with_empty_payload(stored: Any) -> Any:
     return stored
 
 
-# Below this many payload bytes a document is encoded whole to be measured; from it on,
-# its large values are counted by length instead of being copied into a second encoding.
+# From this many payload bytes, `bson_size` counts them by length instead of encoding them.
 _COUNT_PAYLOADS_FROM = 64 * 1024
 
 
 def bson_size(doc: Mapping[str, Any]) -> int:
-    """`len(bson.encode(doc))`, without encoding large serialized values: a large state is
-    counted by length instead of being copied a second time (the driver encodes it once)."""
+    """`len(bson.encode(doc))`, without copying large serialized values into a second
+    encoding (the driver encodes them once)."""
     entries = doc.get(Field.CHANNEL_VALUES) or ()
     payload = _payload_size(doc.get(Field.CHECKPOINT)) + _payload_size(doc.get(Field.VALUE))
     for entry in entries:
@@ -130,11 +128,9 @@ def _measured(
     option: str | None = None,
     compression: str | None = None,
 ) -> int:
-    """The size of the upsert that stores `doc`, refused over `limit` before anything is sent
-    (`option` names the saver option the limit is, if any; `compression`, the saver's, decides the
-    error's advice): the upsert repeats the document's key in its filter, so that counts too. The
-    filter holds fields of the document, so it is never the larger: a document of at most half of 16
-    MiB is measured without the filter being encoded."""
+    """The size of the upsert that stores `doc` (its filter repeats the key, so that counts
+    too, but is encoded only above half of 16 MiB), refused over `limit` before anything is
+    sent (`option`: the saver option the limit is; `compression` decides the advice)."""
     size = bson_size(doc)
     if size > MAX_DOCUMENT_SIZE // 2:
         size += len(bson.encode(upsert_filter(doc)))
@@ -166,9 +162,7 @@ def _encode_or_refuse(
     *,
     field: bool = False,
 ) -> Any:
-    """Serialize `value` (`field`: as a `StoredField`); a value the serializer refuses is
-    named, down to the key that holds it when `parts` (`(name, mapping)`) has one, and
-    nothing has been sent yet."""
+    """Serialize `value` (`field`: as a `StoredField`), or raise `_refusal`'s error."""
     try:
         return codec.encode_field(value) if field else codec.encode(value)
     except (TypeError, ValueError) as exc:
@@ -206,26 +200,17 @@ def _require_mapping(value: Any, what: str) -> Mapping[str, Any]:
 def _replayed_channels(metadata: Mapping[str, Any]) -> list[str]:
     """The `DeltaChannel`s LangGraph counts as not snapshotted (its own metadata field)."""
     counters = metadata.get(DELTA_COUNTERS)
-    if counters is None or not isinstance(counters, Mapping):
+    if not isinstance(counters, Mapping):
         return []
     return sorted(k for k in counters if isinstance(k, str))
 
 
 class NewCheckpoint(NamedTuple):
-    """A checkpoint handed to `put`, validated once: everything the document and the
-    value cache are built from, read from the caller's objects before any I/O.
-
-    Attributes:
-        ref: where it is stored: its thread, namespace and own id.
-        key: its `_id`, which is also its key in the value cache.
-        parent_id: the id of the checkpoint it follows (the config's), if any.
-        checkpoint: the checkpoint as handed over (its other fields go in the blob).
-        values: its `channel_values`.
-        versions: its `channel_versions`, copied: the caller's dict may change while
-            the plan waits on a command.
-        metadata: the metadata merged with the config's (`get_checkpoint_metadata`).
-        unchanged: the channels whose version did not change since the parent (not in
-            `new_versions`): stored from the parent's bytes (see `_channel_values`).
+    """A checkpoint handed to `put`, validated once, before any I/O: `ref` and `key` (its
+    `_id`, also its value-cache key) where it is stored; `parent_id` the config's id;
+    `versions` copied (the caller's dict may change while the plan waits); `metadata`
+    merged with the config's; `unchanged` the channels not in `new_versions`, stored from
+    the parent's bytes (see `_channel_values`).
     """
 
     ref: CheckpointRef
@@ -289,8 +274,7 @@ def new_checkpoint(
     )
 
 
-# Checkpoint fields stored elsewhere than in its serialized blob: the id in `_id`, the
-# values one entry per channel. `checkpoint_tuple` puts them back.
+# Checkpoint fields stored outside its blob (in `_id`, and one entry per channel).
 _NOT_IN_BLOB = ("id", "channel_values")
 
 
@@ -302,10 +286,8 @@ def _checkpoint_blob(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class BuiltCheckpoint(NamedTuple):
-    """A checkpoint's document, its stored channel entries (the value cache's entry for
-    it: the same entry objects as the document's `channel_values`, with their bytes), and
-    the chunk documents that hold the values too large for one document (see `_chunks`;
-    the document's entries for those then refer to them)."""
+    """A checkpoint's document, its stored channel entries (the value cache's entry: the
+    document's entry objects, with their bytes), and its chunk documents (see `_chunks`)."""
 
     document: CheckpointDocument
     values: StoredValues
@@ -323,12 +305,10 @@ def build_checkpoint(
 ) -> BuiltCheckpoint:
     """What `put` stores, and its channel entries, in one pass.
 
-    Channels in `new.unchanged` keep the `parent`'s stored entries (see
-    `_channel_values`); every other value is serialized. A document over 16 MiB has its
-    largest values moved to chunks; one over `max_bytes` (the saver's `state_max_bytes`)
-    in all, or whose parts that cannot move to chunks exceed 16 MiB, raises
-    `CheckpointTooLargeError` before anything is sent; one of `warn_bytes` or more is
-    logged (`warn_if_large`), measured as it is refused, without another encoding.
+    Channels in `new.unchanged` keep the `parent`'s stored entries (see `_channel_values`);
+    every other value is serialized. Over 16 MiB the largest values move to chunks; over
+    `max_bytes` in all, or over 16 MiB without them, it raises `CheckpointTooLargeError`
+    before anything is sent; from `warn_bytes` it is logged (`warn_if_large`).
     """
     doc, entries = _build_document(codec, new, parent, touched_at)
     size = _measured(doc, "Checkpoint", new.ref, max_bytes, STATE_MAX_BYTES, codec.compression)
@@ -368,8 +348,7 @@ def _build_document(
     """The whole checkpoint document, not measured, and its entries by channel."""
     full_metadata = new.metadata
     # Metadata of plain types reads back from its readable copy exactly as a serializer
-    # round trip returns it, so it is not serialized at all (LangGraph's own `source`,
-    # `step`, `parents`, `run_id`); with another serializer it takes the full path.
+    # round trip returns it, so it is not serialized at all.
     readable = exact_copy(full_metadata) if codec.round_trips_plain else NOT_EXACT
     serialized_metadata = None
     if readable is NOT_EXACT:
@@ -456,13 +435,10 @@ def write_documents(
     """`(replace_on_conflict, document)` for each write, all serialized before any I/O,
     refused over `max_bytes` (a saver's `state_max_bytes`; None: what one document holds).
 
-    Special channels (errors, interrupts, resumes) have fixed negative indexes and a retry replaces
-    them; a regular write keeps its first stored value, as in `InMemorySaver`.
-
-    Each document is whole, unless `chunks` is given (what `put_writes` stores, `ref`
-    validated by `ref_from_config`): then a value too large for its document moves to
-    chunk documents (see `_chunks`), appended to `chunks`, and a document far below the
-    limits is sized by `_write_size_bound` instead of being encoded to be measured.
+    Special channels (errors, interrupts, resumes) have fixed negative indexes and a retry
+    replaces them; a regular write keeps its first stored value, as in `InMemorySaver`.
+    With `chunks` (`put_writes`), a value too large for its document moves to chunk documents
+    appended to it, and a document far below the limits is sized by `_write_size_bound`.
     """
     limit, option = _limit(max_bytes)
     if ref.checkpoint_id is None:
@@ -527,20 +503,15 @@ def stored_write_form(doc: WriteDocument) -> tuple[WriteDocument, list[ChunkDocu
 _PLAIN_SEQUENCES = frozenset({list, tuple, deque})
 
 
-# What a write document of `put_writes` holds besides its value, at most: seven
-# identifiers of at most `MAX_ID_BYTES` each (checked by `require_str`: the thread id
-# twice, the namespace, the checkpoint and task ids, the task path, the channel), the
-# index, the stamp, the names of the fields and BSON's framing.
+# What a write document holds besides its value, at most: seven identifiers of at most
+# `MAX_ID_BYTES` (`require_str`), the index, the stamp, field names and BSON's framing.
 _WRITE_OVERHEAD_BOUND = 7 * (MAX_ID_BYTES + 64) + 1024
 
 
 def _write_size_bound(stored: StoredField) -> int | None:
-    """At least the BSON size of a write document of `put_writes` whose value is stored as `stored`,
-    without encoding it: its bytes, the stored value's ASCII strings (the type as the serializer
-    names it, the compression) and `_WRITE_OVERHEAD_BOUND`. None when the serializer gave other
-    types than `bytes` and ASCII `str`: such a document is measured, as is one whose bound is over
-    its limit or over half of 16 MiB (where the upsert's filter counts), so that BSON refuses what
-    it cannot encode before anything is sent."""
+    """At least the BSON size of a write document whose value is stored as `stored`, without
+    encoding it; None when the serializer gave other types than `bytes` and ASCII `str`:
+    that document is measured, so BSON refuses what it cannot encode before anything is sent."""
     if stored is None:
         return _WRITE_OVERHEAD_BOUND
     if type(stored) is bytes:

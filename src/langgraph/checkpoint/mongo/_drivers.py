@@ -1,10 +1,7 @@
 """The drivers the savers run on: which clients each saver takes, how the package names
-itself to the server (`DriverInfo`, with its version), and the few places where
-PyMongo's async API and Motor's differ, handled once.
-
-PyMongo async (`AsyncMongoClient`) returns awaitables from `aggregate`, `close` and
-cursor `close`; Motor (and mongomock-motor, which imitates it) returns a cursor from
-`aggregate` and plain values from `close`. Awaiting only what is awaitable covers both.
+itself to the server (`DriverInfo`), and where PyMongo's async API and Motor's differ: PyMongo
+returns awaitables from `aggregate` and `close`, Motor (and mongomock-motor) a cursor and plain
+values; awaiting only what is awaitable covers both.
 """
 
 from __future__ import annotations
@@ -38,10 +35,9 @@ def client_options(options: Mapping[str, Any]) -> dict[str, Any]:
 def identify(client: Any) -> None:
     """Add our name to the driver metadata servers log (Atlas shows it per connection).
 
-    PyMongo's clients have `append_metadata` (since 4.14, the floor of our dependency);
-    Motor wraps one as `delegate`. The in-process stand-ins (mongomock's clients), which
-    have no driver metadata, are left as they are. Attributes are looked up on the class:
-    a client's `__getattr__` turns any name into a database.
+    PyMongo's clients have `append_metadata` (4.14+); Motor wraps one as `delegate`;
+    mongomock's have none. Attributes are looked up on the class: a client's `__getattr__`
+    turns any name into a database.
     """
     target = getattr(client, "__dict__", {}).get("delegate", client)
     append = getattr(type(target), "append_metadata", None)
@@ -53,12 +49,10 @@ def deployment(client: Any) -> Hashable | None:
     """A key naming the deployment a client talks to, for what a process remembers of it
     beyond one saver object (that setup ran, which threads' expiry stamps it moved).
 
-    PyMongo's clients are equal when they reach the same deployment (the same seeds, replica set and
-    SRV name: `eq_props`), whichever options they were built with, so a client opened per request
-    names the deployment of the one before. Motor wraps one as `delegate`. An in-process stand-in is
-    a deployment of its own, named by its store (mongomock's `_store`, reached through
-    mongomock-motor's client too) for as long as that store lives. `None`: a client whose deployment
-    cannot be named; the saver then remembers only what it did itself.
+    PyMongo's clients are equal when they reach the same deployment (`eq_props`: seeds, replica
+    set, SRV name), whatever their options, so a client opened per request names the one before;
+    Motor wraps one as `delegate`. An in-process stand-in is named by its store (mongomock's
+    `_store`) while it lives. `None`: the saver then remembers only what it did itself.
     """
     target = getattr(client, "__dict__", {}).get("delegate", client)
     eq_props = getattr(type(target), "eq_props", None)
@@ -128,10 +122,8 @@ _MOCKS = (("mongomock", "MongoClient"), ("mongomock_motor", "AsyncMongoMockClien
 
 
 def _require_fixed_mock(client: Any, asynchronous: bool) -> None:
-    """Refuse a mongomock client while `testing.apply_mongomock_fixes()` has not run in
-    this process: bare mongomock lacks commands every saver sends (`listCollections`,
-    MongoDB 5.0's `$lookup`), so the first call would fail with mongomock's
-    `NotImplementedError`, naming nothing to do."""
+    """Refuse a mongomock client while `testing.apply_mongomock_fixes()` has not run: bare
+    mongomock lacks commands every saver sends, and would fail with a bare `NotImplementedError`."""
     mocks = [f"{m}.{n}" for m, n in _MOCKS if isinstance(client, _loaded(((m, n),)))]
     testing = sys.modules.get("langgraph.checkpoint.mongo.testing")
     if not mocks or getattr(testing, "_applied", False):

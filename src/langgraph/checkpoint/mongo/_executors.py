@@ -25,10 +25,9 @@ def call(collection: Any, command: Command) -> Any:
 
 
 async def execute_async(operation: str, collection: Any, command: Command) -> Any:
-    """Run one command; a read is drained into a list (use `open_cursor` to stream).
-    A write, once handed to the driver, finishes before a cancellation propagates
-    (`finished_before_cancelling`); a read cancelled meanwhile raises, even when the
-    driver returned its result (`raise_if_cancelled_since`)."""
+    """Run one command; a read is drained into a list (use `open_cursor` to stream). A write
+    finishes before a cancellation propagates (`finished_before_cancelling`); a read
+    cancelled meanwhile raises even with its result (`raise_if_cancelled_since`)."""
     with timed(operation, command):
         pending = call(collection, command)
         awaitable = inspect.isawaitable(pending)

@@ -66,8 +66,7 @@ def _plain_id(value: Any) -> TypeGuard[str]:
 
 def require_str(value: Any, what: str) -> str:
     """A string the server can store and match: valid UTF-8 and of a sane length. `what`
-    names it in an error. An ASCII `str` (every id LangGraph makes) is answered without
-    encoding it: each of its characters is one byte."""
+    names it in an error. A `_plain_id` is answered without encoding it."""
     if _plain_id(value):
         return value
     if not isinstance(value, str):
@@ -118,10 +117,8 @@ def _ids(config: Any, what: str) -> tuple[str, Any, str | None]:
 
 
 def ref_from_config(config: Any, *, what: str = "config") -> CheckpointRef:
-    """Read thread, namespace and optional checkpoint id from a config, strictly. A
-    config as LangGraph makes it (dicts, ASCII ids) is answered by `require_str`'s fast
-    test of each id, without the calls that name what is wrong (every `put`,
-    `put_writes` and `get_tuple` reads one)."""
+    """Read thread, namespace and optional checkpoint id from a config, strictly. A config
+    as LangGraph makes it (dicts, ASCII ids) takes the fast path: every write and read reads one."""
     if type(config) is dict:
         configurable = config.get("configurable")
         if type(configurable) is dict:

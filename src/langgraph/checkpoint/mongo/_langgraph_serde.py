@@ -4,19 +4,16 @@ breaks here and nowhere else, and `tests/migration/test_langgraph_serde.py` (whi
 below against the installed LangGraph) says what moved.
 
 `copy-threads` decodes a source's values exactly (`migrate/_decoding.py`): it wraps the serializer's
-msgpack extension hook to see which type each stored value names, and asks the serializer's
-allow-lists whether it would rebuild it, without importing what they block. None of that is public:
-the hook and the allow-list are attributes (`_unpack_ext_hook`, `_allowed_msgpack_modules`), the
-safe types live in `langgraph.checkpoint.serde._msgpack`, and the extension codes are constants of
-`jsonplus` that stored checkpoints carry (so LangGraph cannot renumber them; a new one is what the
-test watches for). The `threads` command unwraps a `DeltaChannel` snapshot
-(`serde.types._DeltaSnapshot`) to show its value.
+private msgpack extension hook (`_unpack_ext_hook`) to see which type each value names, and asks its
+allow-lists (`_allowed_msgpack_modules`, the safe types of `serde._msgpack`) whether it would
+rebuild it, without importing what they block. The extension codes are `jsonplus` constants that
+stored checkpoints carry, so LangGraph cannot renumber them. The `threads` command unwraps a
+`DeltaChannel` snapshot (`serde.types._DeltaSnapshot`) to show its value.
 
-To store BSON's own values (`_bson_values`), the serializer's msgpack encoder is rebuilt
-around a hook (`encoder`): LangGraph packs the fields of a dataclass or a model with its
-module's `_msgpack_enc`, so a hook of the caller's own reaches those only if that
-function is copied with other globals. LangGraph's permissive mode warns once per type it
-rebuilds unlisted; `quiet_unregistered` marks the BSON types as warned about.
+To store BSON's own values (`_bson_values`), the msgpack encoder is rebuilt around a hook
+(`encoder`): LangGraph packs a dataclass's or model's fields with its module's `_msgpack_enc`,
+which a hook reaches only in a copy with other globals. `quiet_unregistered` marks the BSON
+types as warned about by LangGraph's permissive mode.
 """
 
 from __future__ import annotations
@@ -143,9 +140,8 @@ def encoder(hook: Callable[[Any], ormsgpack.Ext | None]) -> Encoder:
     pack itself, at every depth (inside the fields of a dataclass or a pydantic model
     too, which LangGraph packs with its module's own `_msgpack_enc`).
 
-    LangGraph's functions are copied with globals of their own (a copy of the module's,
-    with `_msgpack_default` the hook's); LangGraph's module is left unchanged, so other
-    savers of the process serialize exactly as before."""
+    LangGraph's functions are copied with a copy of the module's globals, so LangGraph's
+    module is left unchanged for other savers of the process."""
     namespace = dict(vars(jsonplus))
     for name in ENCODER_GLOBALS:
         if name not in namespace:

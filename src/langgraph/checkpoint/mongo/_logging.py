@@ -15,10 +15,8 @@ logger = logging.getLogger("langgraph.checkpoint.mongo")
 
 class Timed:
     """Log a command at DEBUG with the saver operation it serves and its duration; name
-    both when it fails (the exception itself propagates untouched).
-
-    A class, not `@contextmanager`: it runs around every command, and a generator-based
-    one costs more with DEBUG off (`benchmarks/` measures the command path).
+    both when it fails (the exception propagates untouched). A class, not `@contextmanager`:
+    it runs around every command, where a generator-based one costs more.
     """
 
     __slots__ = ("command", "operation", "started")
@@ -55,9 +53,8 @@ _UNTIMED = nullcontext()
 
 
 def timed(operation: str, command: Command) -> Timed | nullcontext[None]:
-    """`Timed(operation, command)`; while DEBUG is off (checked as the command starts),
-    a shared context that does nothing, so a command pays neither the clock nor an
-    object for a record that would be dropped."""
+    """`Timed(operation, command)`; while DEBUG is off, a shared context that does nothing,
+    so a command pays neither the clock nor an object for a record that would be dropped."""
     if logger.isEnabledFor(logging.DEBUG):
         return Timed(operation, command)
     return _UNTIMED

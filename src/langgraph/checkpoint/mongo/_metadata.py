@@ -126,10 +126,9 @@ _BSON_VALUES = (ObjectId, Decimal128, Binary, Timestamp, Regex, DBRef, MinKey, M
 
 
 def readable_bson(value: Any) -> Any:
-    """A BSON value as ``metadata`` stores it: itself, as a server stores it, so filters
-    and indexes compare it by value; a `DBRef` with its id and extra fields readable; a
-    value that a server cannot store, or a reader cannot decode by default (a `Regex`
-    with a NUL, a `DatetimeMS` beyond `datetime`'s years), as ``{"repr": ...}``."""
+    """A BSON value as ``metadata`` stores it: itself, so filters and indexes compare it by
+    value (a `DBRef`'s id and extra fields readable); as ``{"repr": ...}`` where a server cannot
+    store it or a reader not decode it (a `Regex` with a NUL, a `DatetimeMS` past `datetime`)."""
     if isinstance(value, DBRef):
         extra = {
             key: readable_metadata(item)
@@ -171,11 +170,10 @@ def readable_metadata(value: Any) -> Any:
 
 
 def exact_copy(value: Any, depth: int = 0) -> Any:
-    """A copy of `value` that is its own readable copy and reads back as itself (plain
-    types, exactly: None, bool, str, float, int64, and lists and dicts of them with
-    readable keys), else `NOT_EXACT`. Metadata with one needs no serializer copy; `put`
-    calls this on every checkpoint's metadata, so it returns as soon as it can and
-    answers the scalars inside a dict or list without a call of their own."""
+    """A copy of `value` that is its own readable copy and reads back as itself (exactly
+    None, bool, str, float, int64, and lists and dicts of them with readable keys), else
+    `NOT_EXACT`: then no serializer copy is needed. `put` calls it on every checkpoint, so
+    it answers a container's scalars inline."""
     kind = type(value)
     if kind is dict:
         if depth >= _EXACT_DEPTH:

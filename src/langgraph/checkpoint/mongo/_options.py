@@ -1,10 +1,7 @@
-"""One validator per option, shared by every way of giving it: the savers' arguments, the Agent
-Server's environment variables (`agent_server.py`) and the command line's flags (`cli/`). Those two
-only turn a string into a value (`parse_*`), then call the same validator as the saver, so a value
-is accepted or refused, with the same words, wherever it is given; each error names the option as
-the user spelt it (`ttl`, `MONGODB_TTL_SECONDS`, `--ttl`).
-
-The URI is shown the same way everywhere too: `redact_uri`.
+"""One validator per option, shared by the savers' arguments, the Agent Server's environment
+variables and the command line's flags, which only parse a string (`parse_*`) first: a value is
+accepted or refused with the same words wherever it is given, naming the option as the user spelt
+it (`ttl`, `MONGODB_TTL_SECONDS`, `--ttl`). The URI is shown the same way everywhere: `redact_uri`.
 """
 
 from __future__ import annotations
@@ -117,12 +114,8 @@ def cache_max_bytes(value: Any, option: str = "cache_max_bytes") -> int:
 
 
 def prune_keep_last(value: Any, option: str = "keep_last") -> int | None:
-    """`prune(keep_last=...)`: checkpoints to keep per namespace, from 0 to 2**63 - 1,
-    or `None`; every other `keep_last` (the saver's, `MONGODB_KEEP_LAST`, the CLI's
-    `--keep-last`) is checked here too.
-
-    A bool is refused although it is an int: `keep_last=True` is a mistake, not 1.
-    """
+    """`prune(keep_last=...)`: checkpoints to keep per namespace, from 0 to 2**63 - 1, or
+    `None` (not a bool); every other `keep_last` is checked here too."""
     if value is None:
         return None
     count = _int(

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 import bson
-from pymongo import ASCENDING, DESCENDING, IndexModel, UpdateOne
+from pymongo import ASCENDING, DESCENDING, IndexModel
 
 from langgraph.checkpoint.mongo._commands import Target
 from langgraph.checkpoint.mongo._keys import CheckpointRef, key_fields, upsert_filter
@@ -23,7 +23,6 @@ from langgraph.checkpoint.mongo._metadata import DELTA_COUNTERS
 from langgraph.checkpoint.mongo._schema import PINNED, CheckpointKey, ChunkKey, Field, Joined
 
 # Writes.
-
 
 # Checkpoint fields stored only where they are needed (see `_documents`).
 _OPTIONAL_CHECKPOINT_FIELDS = (Field.SERIALIZED_METADATA, Field.REPLAYED_CHANNELS)
@@ -33,11 +32,8 @@ def upsert(
     doc: Mapping[str, Any], *, keep_existing: bool = False
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Filter and update that store `doc` by its `_id` (insert, or overwrite unless
-    `keep_existing`), so a retried write leaves exactly one document.
-
-    The TTL stamp only ever moves forward (`$max`): a retry, or a writer whose clock
-    lags, never gives a document an older stamp than it has, so no document of a live
-    thread expires before the rest of it.
+    `keep_existing`), so a retried write leaves exactly one document. The TTL stamp only
+    moves forward (`$max`): a retry or a lagging clock never expires part of a live thread.
     """
     fields = dict(doc)  # a copy and two deletions: half the time of a filtering dictcomp
     del fields[Field.ID]
@@ -54,12 +50,8 @@ def upsert(
     return upsert_filter(doc), update
 
 
-# Options of `update_one(*upsert(doc), **UPSERT)`.
+# Options of `update_one(*upsert(doc), **UPSERT)` (and of an `UpdateOne` of it).
 UPSERT = {"upsert": True}
-
-
-def upsert_request(doc: Mapping[str, Any], *, keep_existing: bool = False) -> UpdateOne:
-    return UpdateOne(*upsert(doc, keep_existing=keep_existing), upsert=True)
 
 
 # Options of a bulk write: one failed request does not stop the others; or, ordered, the
@@ -95,8 +87,7 @@ def keys_of_thread(thread_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def channel_values_of(key: CheckpointKey) -> tuple[dict[str, Any], dict[str, Any]]:
-    """`find` filter and projection: the stored channel entries of one checkpoint, and
-    the serialized checkpoint that holds their versions."""
+    """`find` filter and projection: one checkpoint's channel entries and serialized checkpoint."""
     projection = {Field.ID: 0, Field.CHANNEL_VALUES: 1, Field.CHECKPOINT: 1}
     return {Field.ID: key, Field.THREAD_ID: key[Field.THREAD_ID]}, projection
 
@@ -120,9 +111,8 @@ WRITE_CHECKPOINT_ID = f"{Field.WRITE_CHECKPOINT}.{Field.CHECKPOINT_ID}"
 
 def writes_of_thread_checkpoints(thread_id: str, checkpoint_ids: list[str]) -> dict[str, Any]:
     """The pending writes (and chunks) of a thread's checkpoints of these ids, in any
-    namespace, for a server whose planner uses an index only for a filter of exactly its
-    fields (SecantusDB: the `thread_checkpoint_id` index `setup()` creates there); the
-    caller keeps those of its checkpoints' keys, channels and kind."""
+    namespace, for SecantusDB, whose planner needs a filter of exactly an index's fields
+    (`thread_checkpoint_id`); the caller filters by key, channel and kind."""
     return {Field.THREAD_ID: thread_id, WRITE_CHECKPOINT_ID: {"$in": checkpoint_ids}}
 
 
@@ -199,11 +189,9 @@ class WritesJoin:
     """How the reads join each checkpoint's pending writes (`$lookup` by the composite key).
 
     `by_thread`: with the thread known, also match `thread_id` (MongoDB 5.0's concise
-    correlated form), so on a `checkpoint_writes` collection sharded on `thread_id`
-    (MongoDB 5.1+ joins sharded collections) each join reads one shard instead of all,
-    and leave chunk documents out. The plain join returns them with the writes.
-    Services without that form (Azure Cosmos DB for MongoDB) take the plain join:
-    `targeted_joins=False`.
+    correlated form), so a sharded `checkpoint_writes` is read on one shard, and leave chunk
+    documents out. Services without that form (Azure Cosmos DB) take the plain join, which
+    returns chunks with the writes: `targeted_joins=False`.
     """
 
     collection: str
@@ -217,9 +205,8 @@ class WritesJoin:
             "as": Field.JOINED_WRITES,
         }
         if self.by_thread and thread_id is not None:
-            # Chunk documents stay out of the join (see `_chunks`): a checkpoint with
-            # chunks is then returned with its writes, and its chunks read next, instead
-            # of a join over 16 MiB the server would build and refuse.
+            # Chunks stay out (see `_chunks`): they are read next, instead of making a
+            # join over 16 MiB the server would refuse.
             match = {Field.THREAD_ID: thread_id, CHUNK_ID: {"$exists": False}}
             lookup["pipeline"] = [{"$match": match}]
         return {"$lookup": lookup}
@@ -232,24 +219,19 @@ BUILD_INFO = ("buildInfo",)
 def joins_by_index(build_info: Mapping[str, Any]) -> bool:
     """Whether the server (by its `buildInfo`) answers the reads' `$lookup` of pending
     writes through an index, as MongoDB does with `thread_checkpoint`: then a read joins
-    them in its own aggregation (one round trip); otherwise it reads them apart (two).
-
-    SecantusDB (which names itself with `secantusVersion`) drives a `$lookup` through an
-    index only when one begins with the joined field, and never for a subdocument value
-    such as a write's checkpoint key: its `$lookup` reads the whole writes collection for
-    each checkpoint read, while its `find` of the same writes uses `thread_checkpoint`.
+    them (one round trip); otherwise it reads them apart (two). SecantusDB (it reports
+    `secantusVersion`) never uses an index for a `$lookup` of a subdocument key, so its
+    join would scan the whole writes collection, while its `find` uses the index.
     """
     return "secantusVersion" not in build_info
 
 
 @dataclass(frozen=True, slots=True)
 class NamespaceCount:
-    """With the saver's `keep_last`: `get_tuple` also returns how many checkpoints the namespace
-    holds, counted up to `bound` (`Field.STORED`), so that the run it starts knows from the server
-    whether the namespace needs a trim (see `_operations.retention.trim_after_put`). One more
-    `$lookup` in the same aggregation, of the checkpoints collection (`collection`) into itself, in
-    MongoDB 5.0's concise correlated form (`targeted_joins`): no round trip more, and it reads the
-    `thread_ns_checkpoint` index only (every field it needs is in the index)."""
+    """With `keep_last`: `get_tuple` also returns how many checkpoints the namespace holds, up
+    to `bound` (`Field.STORED`), so the run knows whether it needs a trim (see
+    `_operations.retention.trim_after_put`). A self-`$lookup` in MongoDB 5.0's concise form
+    (`targeted_joins`): no extra round trip, and only the `thread_ns_checkpoint` index is read."""
 
     collection: str
     bound: int
@@ -348,9 +330,8 @@ def page_options(limit: int) -> dict[str, Any]:
 def without_join(
     pipeline: list[dict[str, Any]], after: Joined | None = None, page: int | None = None
 ) -> list[dict[str, Any]]:
-    """A read pipeline up to its join of pending writes (the join and what filters it
-    are last), for when a joined document would exceed 16 MiB. `after` (the last
-    document read) resumes it; `page` replaces its `$limit`."""
+    """A read pipeline up to its join of pending writes (last in it), for reading them apart.
+    `after` (the last document read) resumes it; `page` replaces its `$limit`."""
     cut = next((i for i, stage in enumerate(pipeline) if _joins_writes(stage)), len(pipeline))
     stages = [stage for stage in pipeline[:cut] if page is None or "$limit" not in stage]
     if after is not None:
@@ -392,13 +373,10 @@ def threads_pipeline(
     """Threads in thread id order (those after `after`), each as its latest root
     checkpoint's id, metadata, serialized checkpoint and stamp (`ThreadDocument`).
 
-    `$sort` in the index's order, then `$group` by its first field taking only `$first`:
-    a server answers that with a DISTINCT_SCAN of `thread_ns_checkpoint`, one index seek
-    and one document read per thread, never the rest of a thread's checkpoints (MongoDB's
-    `$sort` + `$group` + `$first` optimization). `metadata_conditions` (see `_metadata`)
-    apply to that checkpoint: the grouped fields keep the stored names, so the same
-    `metadata.<key>` paths match them. `$group` does not order its output: the `$sort`
-    after it does, and with `limit` a page is its top-`limit` sort.
+    `$sort` in the index's order then `$group` taking only `$first`: a DISTINCT_SCAN of
+    `thread_ns_checkpoint`, one seek and one document per thread. The grouped fields keep
+    the stored names, so `metadata_conditions` (see `_metadata`) match the same paths.
+    `$group` does not order its output: the `$sort` after it does.
     """
     match: dict[str, Any] = {Field.ID_CHECKPOINT_NS: ""}
     if after is not None:
@@ -427,10 +405,8 @@ def threads_pipeline(
 
 
 def threads_options(limit: int | None) -> dict[str, Any]:
-    """`aggregate` options of `threads_pipeline`: a page of `limit` threads comes back in
-    the first batch, which the one document more lets the server close (no `getMore`);
-    `allowDiskUse` for servers that run the `$group` itself (MongoDB before 6.0 allows a
-    stage 100 MiB of memory without it)."""
+    """`aggregate` options of `threads_pipeline`: a page in one batch (`page_options`), and
+    `allowDiskUse` for servers that run the `$group` itself (before 6.0: 100 MiB without it)."""
     options: dict[str, Any] = {"allowDiskUse": True}
     if limit is not None:
         options.update(page_options(limit))
@@ -465,13 +441,11 @@ LINEAGE_PROJECTION = {
 }
 # A `keep_last` trim's lineage: also each checkpoint's run (see `_delta.run_start`).
 TRIM_LINEAGE_PROJECTION = {**LINEAGE_PROJECTION, f"{Field.METADATA}.run_id": 1}
-# Lineage documents are small (ids and channel names); one large batch keeps a lineage
-# read to one round trip up to the 16 MiB reply limit (some 50,000 checkpoints).
+# Lineage documents are small: one large batch keeps a lineage read to one round trip.
 LINEAGE_OPTIONS = {"sort": [(Field.ID_CHECKPOINT_ID, DESCENDING)], "batch_size": 100_000}
 # The history read returns one document per checkpoint of the chain: one batch too.
 HISTORY_OPTIONS = {"batchSize": 100_000}
-# The pending writes a read takes apart (`find` options): one batch, up to the 16 MiB reply
-# limit, as the join would have returned them in its own reply.
+# The pending writes a read takes apart (`find` options): one batch, as a join would be.
 WRITES_OPTIONS = {"batch_size": 100_000}
 
 
@@ -509,8 +483,7 @@ RUN_ID_PATH = f"{Field.METADATA}.run_id"
 
 def of_runs(run_ids: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """`find` filter and projection: the checkpoints these runs may have written, with
-    their exact `run_id` (the index narrows; the exact metadata decides): the readable
-    one, or the serializer's copy where a document keeps one."""
+    their exact `run_id` (readable, or the serializer's copy where a document keeps one)."""
     projection = {Field.ID: 1, RUN_ID_PATH: 1, Field.SERIALIZED_METADATA: 1}
     return {RUN_ID_PATH: {"$in": run_ids}}, projection
 
@@ -523,10 +496,7 @@ def indexes(join: WritesJoin, reads_apart: bool = False) -> list[tuple[Target, I
     `reads_apart`: on a server where reads take pending writes apart (`WritesReads`)."""
     found = [
         # get_tuple (latest and by id), list of a thread, delete_thread, prune, lineage.
-        (
-            Target.CHECKPOINTS,
-            IndexModel(list(THREAD_ORDER.items()), name="thread_ns_checkpoint"),
-        ),
+        (Target.CHECKPOINTS, IndexModel(list(THREAD_ORDER.items()), name="thread_ns_checkpoint")),
         # delete_for_runs.
         (
             Target.CHECKPOINTS,
@@ -549,15 +519,8 @@ def indexes(join: WritesJoin, reads_apart: bool = False) -> list[tuple[Target, I
         )
     if reads_apart:
         # `writes_of_thread_checkpoints`, with exactly this index's fields.
-        found.append(
-            (
-                Target.WRITES,
-                IndexModel(
-                    [(Field.THREAD_ID, ASCENDING), (WRITE_CHECKPOINT_ID, ASCENDING)],
-                    name="thread_checkpoint_id",
-                ),
-            )
-        )
+        keys = [(Field.THREAD_ID, ASCENDING), (WRITE_CHECKPOINT_ID, ASCENDING)]
+        found.append((Target.WRITES, IndexModel(keys, name="thread_checkpoint_id")))
     return found
 
 
@@ -596,10 +559,9 @@ def pinned_index() -> IndexModel:
     )
 
 
-# The update of a check: `$min` with the pin changes no stamp (none is later), so the
-# documents it matched count as matched and not as modified in the write's result. (A
-# document without a stamp, which a saver without `ttl` wrote and which never expires, would
-# get the pin: it still never expires, and counts as modified.)
+# The update of a check: `$min` with the pin changes no stamp (none is later), so what it
+# matched counts as matched, not modified. (An unstamped document would get the pin: it
+# never expired anyway, and counts as modified.)
 _CHANGES_NOTHING = {"$min": {Field.TOUCHED_AT: PINNED}}
 
 

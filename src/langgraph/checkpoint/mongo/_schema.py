@@ -34,8 +34,7 @@ class Field:
     CHECKPOINT_ID: Final = "checkpoint_id"
     # Checkpoint documents.
     PARENT_CHECKPOINT_ID: Final = "parent_checkpoint_id"
-    # The serialized checkpoint without its channel values; in a write's `_id`: its
-    # checkpoint's key.
+    # The serialized checkpoint without its channel values; in a write's `_id`: its key.
     CHECKPOINT: Final = "checkpoint"
     # One `ChannelValue` per channel.
     CHANNEL_VALUES: Final = "channel_values"
@@ -53,16 +52,14 @@ class Field:
     IDX: Final = "idx"
     CHANNEL: Final = "channel"
     VALUE: Final = "value"
-    # A stored value (see `_codec`); a channel value adds `CHANNEL` (its version is in the
-    # checkpoint's `channel_versions`).
+    # A stored value (see `_codec`); a channel value adds `CHANNEL`.
     TYPE: Final = "type"
     DATA: Final = "data"
     COMPRESSION: Final = "compression"
     # A stored value too large for its document: its bytes are in chunk documents (see
     # `_chunks`), which this `ChunkRef` names; it then has no `data`.
     CHUNKS: Final = "chunks"
-    # Chunk documents (in the writes collection): in `_id`, beside the owning checkpoint's
-    # key, the id of the value the chunk is a part of and its position; `DATA` its bytes.
+    # Chunk documents: in `_id`, beside the owner's key, the value's id and the part's position.
     CHUNK: Final = "chunk"
     PART: Final = "part"
     # A `ChunkRef`'s fields.
@@ -78,8 +75,7 @@ class Field:
     COUNT: Final = "count"
     # Not stored: the newest checkpoint id a namespace count met (`_queries.namespace_count`).
     NEWEST: Final = "newest"
-    # Not stored: how many checkpoints the namespace holds, up to a bound, which `get_tuple` returns
-    # beside the checkpoint for the saver's `keep_last` (see `_queries.NamespaceCount`).
+    # Not stored: the namespace count `get_tuple` returns with `keep_last` (`NamespaceCount`).
     STORED: Final = "stored"
 
 

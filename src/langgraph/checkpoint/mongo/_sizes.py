@@ -1,9 +1,8 @@
 """How large a checkpoint is as stored, and the warning `put` logs before the limit.
 
-`state_warn_bytes` (default `DEFAULT_STATE_WARN_BYTES`) is the size from which a `put`
-logs one WARNING per thread and process, naming the thread's largest channels: the size is
-the one `_documents` measured to enforce `state_max_bytes`, so the warning costs no
-encoding and no command. `threads show` reports the same sizes (`StoredSize`).
+From `state_warn_bytes` a `put` logs one WARNING per thread and process, naming the largest
+channels, with the size `_documents` measured for `state_max_bytes` (no encoding, no command).
+`threads show` reports the same sizes (`StoredSize`).
 """
 
 from __future__ import annotations
@@ -19,8 +18,7 @@ from langgraph.checkpoint.mongo._schema import ChannelValue, Field
 # eighth of the default bound, where LibreChat's own wrapper starts warning.
 DEFAULT_STATE_WARN_BYTES = 8 * 1024 * 1024
 
-# The threads this process warned about (`warn_if_large`), at most this many remembered:
-# past it the oldest is forgotten (and may be warned about again).
+# The threads this process warned about, at most this many (then the oldest is forgotten).
 _WARNED_THREADS_MAX = 10_000
 _warned_threads: dict[str, None] = {}
 # How many of a checkpoint's largest channels a warning names.

@@ -1,30 +1,26 @@
 """Whole-thread expiry (`ttl=`): a thread expires as a unit, never half-way.
 
 Every document of a thread carries the same `thread_touched_at` (`Field.TOUCHED_AT`): the
-time of the thread's last write rounded *up* to a bucket of `ttl / 16`. A TTL index with
-`expireAfterSeconds = ttl` on that field deletes all of them in the same pass once the
-thread has been idle for between `ttl` and `ttl * 17/16`. A write stamps its own
-document, and the first write of a thread in each new bucket (per process) also moves
-the thread's older documents to the new value: one `update_many` per collection, one of
-them in the write's own command, so that write costs one round trip more; the other
-writes of the bucket (those in flight meanwhile included) cost nothing extra.
+time of the thread's last write rounded *up* to a bucket of `ttl / 16`, so a TTL index with
+`expireAfterSeconds = ttl` deletes all of them in one pass once the thread has been idle for
+between `ttl` and `ttl * 17/16`. A write stamps its own document, and the first write of a thread
+in each new bucket (per process) also moves the thread's older documents: one `update_many` per
+collection, one in the write's own command (one round trip more); the bucket's other writes
+cost nothing extra.
 
 The pending writes move first, the checkpoints after: a crash in between leaves writes stamped later
 than their checkpoints, which only outlive them (reads reach writes through their checkpoint), never
 checkpoints that expire before their writes or before the thread's newest checkpoint.
 
-A write stamped in one bucket may land after the next bucket began. No write of this process moves
-the thread past a write of the thread that is still in flight from the bucket before
-(`ThreadMoves.claim`): that write lands on the thread's current stamp and moves the thread itself
-after it landed, and if it is cancelled or its process dies first, the thread simply stays on the
+A write stamped in one bucket may land after the next began. No write of this process moves the
+thread past a write of it still in flight from the bucket before (`ThreadMoves.claim`): that write
+moves the thread itself once landed, and if it is cancelled or dies first, the thread stays on the
 older stamp, whole. So a thread's newest checkpoint is never on an earlier stamp than its older
-documents, whichever writes were cancelled or crashed, unless another process (or a write in flight
-for more than a bucket) moved the thread meanwhile: the window docs/operations.md states.
+documents, unless another process (or a write in flight for more than a bucket) moved the thread
+meanwhile: the window docs/operations.md states.
 
-What a process remembers (which threads it moved to which stamp, the moves and writes in flight) is
-shared by every saver of the process on the same collections (`thread_moves`), so a saver built per
-request moves a thread once per bucket too. It only saves commands: a process that forgets it (a
-restart, an eviction) moves the thread again, which changes nothing stored.
+What a process remembers (`thread_moves`) is shared by its savers on the same collections, so a
+saver built per request moves a thread once per bucket too; forgetting it only costs a move again.
 
 Changing `ttl` changes the index's `expireAfterSeconds` at `setup()` (collMod), which
 applies at once to every thread, idle ones included.
@@ -95,10 +91,8 @@ class ThreadMoves:
         self._lock = threading.Lock()
 
     def learn(self, thread_id: str, pinned: bool | None) -> None:
-        """A read found the thread's newest checkpoint pinned or not, a write's check found
-        it pinned, or a pin or unpin of this process landed: the process's next writes of
-        the thread stamp so (`None`: a read found no root checkpoint, a thread deleted or
-        never written)."""
+        """A read, a write's check, or a pin or unpin of this process found the thread pinned
+        or not: its next writes here stamp so (`None`: a read found no root checkpoint)."""
         with self._lock:
             if pinned is None:
                 self._pinned.pop(thread_id, None)
@@ -144,10 +138,9 @@ class ThreadMoves:
 
     def claim(self, thread_id: str, stamp: datetime, bucket: timedelta) -> bool:
         """Whether the caller is the one write of this process that moves the thread to
-        `stamp`: not when it was moved there already, another write is moving it, or a
-        write of the thread stamped in the bucket before (or, to or from `PINNED`, any
-        write stamped otherwise) is still in flight (it moves the thread once it
-        landed). The winner calls `moved` once its commands succeeded, or `release`."""
+        `stamp`: not when it is there or being moved there, or while a write stamped in the
+        bucket before (to or from `PINNED`: any other stamp) is in flight (it moves the thread
+        once landed). The winner calls `moved` once its commands succeeded, or `release`."""
         with self._lock:
             if self._moved.get(thread_id) == stamp or self._claimed.get(thread_id) == stamp:
                 return False
@@ -245,14 +238,12 @@ def move_thread(
 ) -> Plan[Any]:
     """Every move of a thread's expiry stamp: its documents to `stamp`, one `update_many`
     per collection, the pending writes' before the checkpoints'. With `ride`, the move of
-    the write's collection rides in the write's command.
+    the write's collection rides in the write's command; returns that write's result.
 
-    `claim`: once per bucket and process (`ThreadMoves.claim`), claimed when the plan
-    runs, not when it is made (a run that fails before the plan starts, such as a failed
-    `setup()`, holds no claim); unclaimed, only the riding write is sent. A failed move
-    releases its claim, so the next write or read of the bucket moves the thread. `down`:
-    the pinned documents too (a write stamped pinned that landed after its own process
-    unpinned the thread); no other move brings a pin down. Returns the riding write's result.
+    `claim`: once per bucket and process (`ThreadMoves.claim`), claimed when the plan runs,
+    not when it is made; if not won, only the riding write is sent. A failed move releases
+    its claim. `down`: the pinned documents too (a write stamped pinned that landed after its
+    own process unpinned the thread); no other move brings a pin down.
     """
     if claim and not expiry.moves.claim(thread_id, stamp, expiry.bucket):
         return (yield ride.send(())) if ride is not None else None
@@ -286,15 +277,10 @@ def stamped_write(
     returned or failed.
 
     The first write of the thread in a new bucket (per process) also moves the thread's older
-    documents, riding in the write (`move_thread`); other writes of the bucket, in flight at the
-    same time included, send nothing more. A write stamped in a bucket that ended while it was in
-    flight moves the thread to the new bucket's stamp after it landed, unless this process did since
-    (no move of this process overtook it while it was in flight).
-
-    A pin lives on the server: the write checks it as it lands (`pin_check`, riding after it).
-    A write stamped for an unpinned thread that finds a pinned document of it, and a
-    checkpoint stamped pinned whose `parent` is not (an unpin of another process), pin the
-    whole thread (the pin wins over a run that read the thread before it).
+    documents, riding in the write (`move_thread`). A write stamped in a bucket that ended while
+    it was in flight moves the thread to the new stamp after it landed, unless this process did.
+    The write checks the pin as it lands (`pin_check`, riding after it; see the module docstring):
+    the pin wins over a run that read the thread before it.
     """
     if expiry is None or write is None:
         yield send((), ())
@@ -336,16 +322,11 @@ def pin_seen(result: Any, upserts: int, target: Target, check: Mapping[str, Any]
 
 def pin(expiry: ThreadExpiry | None, thread_id: str, pinned: bool) -> Plan[None]:
     """`pin_thread` (`pinned`) or `unpin_thread`: every document of the thread to `PINNED`,
-    or from it to the current stamp (the bucket's, or now without `ttl`: the unpin counts
-    as a write), one `update_many` per collection, as a move costs. Ordered for crashes
-    as a move is: a pin moves the pending writes first, an unpin the checkpoints first,
-    so a crash in between leaves writes that only outlive their checkpoints, and the
-    thread's newest checkpoint says what the next move brings the rest to.
-
-    This process's writes learn it at once (`ThreadMoves.learn`). It claims no move: a
-    write of the process in flight meanwhile moves the thread once it landed, and the
-    first write after it moves the thread once more (the writes of a pinned thread move
-    it once per process, to `PINNED`, whatever the bucket).
+    or from it to the current stamp (the bucket's, or now without `ttl`), one `update_many`
+    per collection. A pin moves the pending writes first, an unpin the checkpoints first, so
+    a crash in between leaves writes that only outlive their checkpoints, and the newest
+    checkpoint says where the next move brings the rest. This process's writes learn it at
+    once (`ThreadMoves.learn`); it claims no move: writes in flight move the thread after it.
     """
     stamp = PINNED if pinned else expiry.stamp() if expiry else _now()
     touch = _queries.touch_thread(thread_id, stamp, None if pinned else PINNED)
@@ -362,10 +343,9 @@ def move_after_copy(
     """After a copy's writes stamped `written` (`copy_thread`, `migrate`), move the
     thread's older documents to the current stamp, unless this process did already.
 
-    Done after the writes and never backwards (`$not: {$gte: now}`), so a write that was
-    stamped in an older bucket but landed after another writer's move is moved too, and
-    unstamped documents (written before `ttl` was set) join the thread's stamp. The
-    copy's writes are not in flight for `claim`, so the move is not claimed either.
+    Never backwards (`$not: {$gte: now}`), so a write stamped in an older bucket that landed
+    after another writer's move is moved too, and unstamped documents join the thread's
+    stamp. The copy's writes are not in flight for `claim`, so the move is not claimed.
     """
     if expiry is None or written is None:
         return

@@ -74,8 +74,7 @@ T = TypeVar("T")
 
 
 def _variable(env: Mapping[str, str], name: str, parse: Callable[[str, str], T], default: T) -> T:
-    """Variable `name` of `env` parsed (and checked) by `parse`, or `default` when it is
-    unset or empty."""
+    """Variable `name` of `env` parsed (and checked) by `parse`; `default` if unset or empty."""
     text = env.get(name)
     return parse(text, name) if text else default
 

@@ -1,18 +1,13 @@
 """What each saver method sends, step by step, without doing any I/O.
 
-Each operation is a generator that yields `Command`s and receives their results; its
-return value is the method's result. A saver method's plan may also detach a follow-up
-(`_commands.Detach`: the `keep_last` trim after `put`, a read's ttl refresh). The async
-and the sync saver only run these generators against their driver (h11-style sans-I/O),
-so the logic of every operation is written exactly once.
+Each operation is a generator that yields `Command`s (see `_commands`) and returns the
+method's result; the async and the sync saver only run them against their driver (sans-I/O),
+so every operation is written once.
 
 One module per concern, each importing only `state` and the modules listed before it:
-`state` (what every plan takes of its saver), `indexes` (`setup`), `read`, `threads` (`list_threads`
-and the `threads` CLI's reads of one thread), `history`, `retention` (the trim, `prune`, the
-deletes, orphan writes), `write` (whose `put` detaches the trim) and `copy` (`copy_thread`,
-`migrate`'s helpers). Every ttl stamp move is in `_ttl`. This package re-exports the names the
-savers, `migrate`, the CLIs, the tests and the benchmarks use as `ops.X`; a test that patches a
-constant names the module that reads it.
+`state`, `indexes` (`setup`), `read`, `threads`, `history`, `retention` (the trim, `prune`, the
+deletes), `write` and `copy`. Every ttl stamp move is in `_ttl`. This package re-exports the
+names used as `ops.X`; a test that patches a constant names the module that reads it.
 """
 
 from langgraph.checkpoint.mongo._operations.copy import (

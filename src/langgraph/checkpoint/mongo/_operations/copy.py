@@ -41,12 +41,10 @@ def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) 
     expiry = storage.expiry
     stamp = expiry.stamp() if expiry else None
     # Writes first: a copy that fails half way leaves no checkpoint without its writes,
-    # and upserting by `_id` makes running the copy again converge. Only the writes of
-    # the copied checkpoints: a write no checkpoint joins (left by an interrupted
-    # delete) must not land in the target thread.
+    # and upserts by `_id` make a rerun converge. Only the copied checkpoints' writes: one
+    # no checkpoint joins (left by an interrupted delete) must not land in the target.
     kept = [doc for doc in writes if key_fields(doc[Field.ID][Field.CHECKPOINT]) in copied_ids]
-    # Before both, the chunks they refer to, one checkpoint's at a time, under new value
-    # ids (dated by this copy: see `_chunks.fresh_value_ids`).
+    # Before both, their chunks, a checkpoint's at a time, under new ids (`fresh_value_ids`).
     ids = _chunks.fresh_value_ids(checkpoints, kept)
     for read in _chunks.referenced_chunks(checkpoints, kept):
         found: list[WriteDocument] = yield read
@@ -74,9 +72,8 @@ def copy_thread(storage: Storage, source_thread_id: str, target_thread_id: str) 
 
 def store_documents(target: Target, docs: Sequence[Mapping[str, Any]]) -> Plan[None]:
     """Insert these whole documents (checkpoints, or writes: see `checkpoint_document`) or
-    replace the stored ones under their keys: one command, after one for the chunks of
-    those too large for one document (in the writes collection, in one ordered bulk write
-    with the writes themselves)."""
+    replace the stored ones: one command, after one for the chunks of those too large
+    (for writes, in one ordered bulk write with them)."""
     chunks: list[Mapping[str, Any]] = []
     stored: list[Mapping[str, Any]] = []
     for doc in docs:
@@ -98,7 +95,7 @@ def thread_document_counts(thread_id: str) -> Plan[tuple[int, int]]:
     """How many checkpoint and pending-write documents the thread has (chunks aside)."""
     query = _queries.of_thread(thread_id)
     checkpoints = yield Command(Target.CHECKPOINTS, Method.COUNT_DOCUMENTS, (query,))
-    writes_query = {**_queries.of_thread(thread_id), _queries.CHUNK_ID: {"$exists": False}}
+    writes_query = _queries.writes_of_thread(thread_id)
     writes = yield Command(Target.WRITES, Method.COUNT_DOCUMENTS, (writes_query,))
     return checkpoints, writes
 

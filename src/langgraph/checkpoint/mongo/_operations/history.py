@@ -44,12 +44,8 @@ DELTA_READ_ATTEMPTS = 3
 def delta_history(
     storage: Storage, config: RunnableConfig, channels: Sequence[str]
 ) -> Plan[dict[str, DeltaChannelHistory]]:
-    """`get_delta_channel_history` in two round trips (see `_delta`).
-
-    The chain is read after the lineage; a delete in between (`delete_thread`, `prune`,
-    `delete_for_runs`) leaves a chain checkpoint missing, and the whole read starts again
-    from the thread as it is now.
-    """
+    """`get_delta_channel_history` in two round trips (see `_delta`). A delete between
+    the lineage and the chain reads leaves a chain checkpoint missing: the read starts again."""
     wanted = str_list(channels, "channels")
     if not wanted:
         return {}
@@ -77,9 +73,8 @@ def delta_history(
             return _delta.assemble(storage.codec, found, docs, wanted)
     raise ThreadChangedError(
         f"get_delta_channel_history: {namespace_label(ref.thread_id, ref.checkpoint_ns)} lost "
-        "checkpoints "
-        f"of the chain it was reading, {DELTA_READ_ATTEMPTS} times in a row (a concurrent "
-        "delete or prune); try again"
+        f"checkpoints of the chain it was reading, {DELTA_READ_ATTEMPTS} times in a row (a "
+        "concurrent delete or prune); try again"
     )
 
 
@@ -107,9 +102,8 @@ def history_page(
     storage: Storage, thread_id: str, checkpoint_ns: str, before: str | None, limit: int
 ) -> Plan[list[tuple[CheckpointTuple, int]]]:
     """Up to `limit` checkpoints of a namespace older than `before`, newest first, each with its
-    stored size (the checkpoint and its pending writes, as BSON, chunks included): one aggregation
-    on the `thread_ns_checkpoint` index, whatever the length of the thread (`threads history`); two
-    (the writes read apart) where the server's `$lookup` scans (`WritesReads`)."""
+    stored size (with its pending writes and chunks, as BSON), for `threads history`: one
+    aggregation on `thread_ns_checkpoint` (two where reads go apart: `WritesReads`)."""
     pipeline = _queries.list_pipeline(
         thread_id=require_str(thread_id, "thread_id"),
         checkpoint_ns=require_str(checkpoint_ns, "checkpoint_ns"),

@@ -35,14 +35,10 @@ def setup(
     create_indexes: bool,
     skip_indexes: Collection[str],
 ) -> Plan[frozenset[str]]:
-    """Ask the server what it is (`buildInfo`: how reads get pending writes there, see
-    `WritesReads`), check both collections, then create the indexes they lack: on a new database
-    four commands (buildInfo, one listCollections, one createIndexes per collection), on one set up
-    before four reads (buildInfo, the listCollections and each collection's listIndexes). Returns
-    which of the saver's indexes (`index_names`) the collections now have.
-
-    Every check reads before the first write: a collation other than the binary one,
-    the official saver's indexes, an index named like the TTL index on other keys.
+    """Ask the server what it is (`buildInfo`: see `WritesReads`), check both collections,
+    then create the indexes they lack; returns which of the saver's indexes (`index_names`)
+    the collections now have. Every check (a non-binary collation, the official saver's
+    indexes, an index named like the TTL index on other keys) reads before the first write.
     """
     skip = set(str_list(list(skip_indexes), "skip_indexes"))
     known = _queries.INDEX_NAMES | _EXPIRY_INDEX_NAMES
@@ -110,11 +106,9 @@ def _refuse_collation(collection: str, options: Mapping[str, Any]) -> None:
 
 
 def _refuse_foreign_index(collection: str, existing: Mapping[str, Any]) -> None:
-    """Refuse collections that `langgraph-checkpoint-mongodb` writes to (it uses the same default
-    names, and its constructor creates these indexes; `existing` is the collection's
-    `index_information()`): reads of one namespace match `_id.checkpoint_ns`, which its documents
-    lack, so without this check such a thread would look empty, and the next write would fail on
-    that saver's unique index (E11000) or be stored among its documents."""
+    """Refuse collections that `langgraph-checkpoint-mongodb` writes to (same default names;
+    `existing`: `index_information()`): its threads would look empty here, and the next
+    write would fail on its unique index (E11000) or land among its documents."""
     name = _queries.foreign_index(existing)
     if name is not None:
         raise ValueError(
@@ -130,9 +124,8 @@ def _refuse_other_ttl_index(
     collection: str, indexes: Mapping[str, Any], expiry: ThreadExpiry | None
 ) -> None:
     """Refuse an index named like the whole-thread TTL index on other keys (`indexes`:
-    the collection's `index_information()`). A saver without `ttl` (a script, a
-    notebook) leaves an existing TTL index alone: it must not switch expiry off for the
-    services that share the collections, so dropping the index is left to a person."""
+    `index_information()`). A saver without `ttl` leaves a TTL index alone (only warns):
+    it must not switch expiry off for the services that share the collections."""
     name = _queries.TTL_INDEX_NAME
     existing = indexes.get(name)
     if existing is not None and not _queries.is_thread_ttl(existing):
@@ -150,20 +143,16 @@ def _refuse_other_ttl_index(
         )
 
 
-# Failures of createIndexes that are not the server refusing an index: the error comes
-# out as the server sent it (a write concern that cannot be met, a failed login, a time
-# limit, a node that stopped being primary), without index advice. (A user without the
-# createIndex privilege is told how to run without creating indexes: `IndexCreationError`.)
+# Failures of createIndexes that are not the server refusing an index (write concern, login,
+# time limit, a stepped-down primary): raised as the server sent them, without index advice.
 _NOT_INDEX_REFUSALS = frozenset(
     {18, 50, 64, 79, 91, 100, 189, 262, 10107, 11600, 11602, 13435, 13436}
 )
 
 
 def _create_indexes(collection: str, target: Target, indexes: Sequence[IndexModel]) -> Plan[None]:
-    """One createIndexes with all of `indexes`. When the server refuses it, each index is
-    created on its own, so that the error names the one it refuses
-    (`IndexCreationError`); a failure that is not an index refusal is raised as the
-    server sent it, with a note that it happened while setting up."""
+    """One createIndexes with all of `indexes`; when the server refuses it, each index on
+    its own, so the `IndexCreationError` names the one refused."""
     try:
         yield Command(target, Method.CREATE_INDEXES, (list(indexes),))
     except OperationFailure as exc:

@@ -68,11 +68,9 @@ def _read_apart(
     *,
     server_apart: bool = False,
 ) -> Plan[list[Any]]:
-    """The checkpoints of a read pipeline, then their writes in one `find`: two round
-    trips instead of one, for checkpoints too large to return with their writes, and on
-    servers whose `$lookup` would read every write (`server_apart`: see `WritesReads`),
-    where the writes of one thread's checkpoints are found by the filter of exactly the
-    `thread_checkpoint_id` index's fields, and the rest is checked here."""
+    """The checkpoints of a read pipeline, then their writes in one `find`: for checkpoints
+    too large to return with their writes, and on servers whose `$lookup` would read every
+    write (`server_apart`: see `WritesReads`; one thread's by `thread_checkpoint_id`)."""
     docs: list[Joined] = yield Command(
         Target.CHECKPOINTS, Method.AGGREGATE, (pipeline,), options or {}
     )
@@ -189,11 +187,9 @@ def _warn_not_stored(ref: CheckpointRef) -> None:
 def refresh_on_read(
     storage: Storage, config: RunnableConfig | None
 ) -> Generator[Detach, Any, None]:
-    """With `refresh_ttl_on_read`, what a read of `config`'s thread (`get_tuple`, `list`
-    of one thread) sends besides: the move of the thread's stamp, once per bucket and
-    process (`_ttl.move_thread`), detached, so the read does not wait for it. Reads of no
-    single thread move nothing; a config the read refuses is refused here with the
-    read's own error, as without the option."""
+    """With `refresh_ttl_on_read`, the detached move of the stamp of `config`'s thread, once
+    per bucket and process (`_ttl.move_thread`); a config the read refuses is refused here
+    with the read's own error."""
     expiry = storage.expiry
     if expiry is None or not storage.refresh_ttl_on_read or config is None:
         return
@@ -205,16 +201,14 @@ def refresh_on_read(
 
 MAX_LIMIT = 2**63 - 1
 
-
 # Checkpoints per page once a `list` reads apart: each may be near 16 MiB.
 LIST_APART_PAGE = 25
 
 
 class _ListedDocuments:
-    """The documents of a `list` pipeline in order: streamed from one aggregation; after
-    the server refuses a joined document over 16 MiB (`join_too_large`), the rest in
-    pages read apart, from where the stream stopped; all in pages read apart where the
-    server's `$lookup` would read every write (`joined` false: see `WritesReads`)."""
+    """The documents of a `list` pipeline in order: streamed from one aggregation, the rest
+    in pages read apart once the server refuses a joined document (`join_too_large`), or
+    all of them where its `$lookup` would read every write (`joined` false)."""
 
     def __init__(self, pipeline: list[dict[str, Any]], *, joined: bool) -> None:
         self.pipeline = pipeline

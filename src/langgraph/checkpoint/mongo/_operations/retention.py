@@ -1,11 +1,10 @@
 """Deleting checkpoints: the `keep_last` trim after a `put`, `prune`, `delete_thread`,
 `delete_for_runs`; and the pending writes no stored checkpoint owns, which `prune` deletes too.
 
-LangGraph stores a step's task writes (`put_writes` for checkpoint C) while C's own `put`
-may still be on its way (`durability="async"`, the default). A kill, cancellation or
-fault in between leaves writes, and chunks, whose checkpoint never exists; so does a
-`delete_thread` stopped between its two deletes. Reads never see them (a write is read
-through its checkpoint), but nothing else would ever delete them.
+LangGraph stores a step's task writes while the checkpoint's own `put` may still be on its way
+(`durability="async"`): a kill or fault in between, or a `delete_thread` stopped between its two
+deletes, leaves writes (and chunks) whose checkpoint never exists. Reads never see them, but
+nothing else would ever delete them.
 
 Which are orphans is decided from what the server holds: the checkpoints the threads' writes refer
 to, read *before* `prune` reads the threads' lineage, less those the lineage holds. Of those, only
@@ -13,13 +12,11 @@ ids that LangGraph made (a version-6 UUID, which carries its time) more than `OR
 LangGraph sends a checkpoint's `put` as its step starts, so a `put` that has not landed by then
 never will. Any other id (a custom one) is never taken for an orphan.
 
-Reading the writes first means the writes of a checkpoint stored meanwhile are never taken
-for orphans, unless the checkpoint lands after the lineage read while its writes landed
-before the writes read: both reads within the one round trip of a writer that stores the
-writes of an id older than the grace before the checkpoint itself. Copies into the thread
-do (`copy_thread`, `migrate`: they keep the source's ids; running the copy again restores
-the writes), and so does LangGraph's first checkpoint of a `durability="exit"` run on a new
-thread with `DeltaChannel`s, whose id dates from the run's start.
+Reading the writes first means a checkpoint stored meanwhile never has its writes taken for
+orphans, unless it lands after the lineage read and its writes before the writes read, with an
+id older than the grace: copies into the thread can (`copy_thread`, `migrate` keep the source's
+ids; copying again restores the writes), as can LangGraph's first checkpoint of a
+`durability="exit"` run on a new thread with `DeltaChannel`s, whose id dates from the run's start.
 """
 
 from __future__ import annotations
@@ -67,19 +64,16 @@ def trim_after_put(
     """With `keep_last`: after the `put(config, ..., metadata)` of `stored`, the trim its
     namespace needs, detached, so LangGraph does not wait for it (nothing: no trim).
 
-    The run's first reads decided (`get_tuple` counts the namespace in its own aggregation,
-    `delta_history` judges from the lineage it reads), and the first `put` of the run sends the
-    trim, so that a read alone never deletes. The trim is `prune(keep_last=N)` of the namespace as
-    its run found it: the `keep_last` newest up to the namespace's newest when the run read it (the
-    latest before the run, also when the run travels back in time), every newer one (the run's own),
-    the checkpoints the run read, and the ancestors they all rebuild a `DeltaChannel` from stay.
-    Nothing is remembered across runs: a trim that failed or never ran (a saver dropped, a process
-    killed) is decided again by the namespace's next run.
+    The run's first reads decide (`get_tuple`'s count, `delta_history`'s lineage) and its first
+    `put` sends the trim, so a read alone never deletes. The trim is `prune(keep_last=N)` of the
+    namespace as the run found it: the `keep_last` newest up to the newest when the run read it
+    (also when it travels back in time), every newer one (the run's own), the checkpoints the run
+    read, and the ancestors they rebuild a `DeltaChannel` from stay. A trim that failed or never
+    ran is decided again by the namespace's next run.
 
-    A read of a checkpoint the putting run wrote itself (`get_state` while it runs, a UI polling the
-    thread) is not where the run started: such reads set no boundary, so the newest checkpoint
-    before the run always stays, and rolling the run back (`delete_for_runs`) leaves it the latest.
-    Without such a read, nothing is trimmed until the next run.
+    Reads of checkpoints the putting run wrote itself (`get_state` while it runs) set no
+    boundary, so the newest checkpoint before the run stays, and rolling the run back
+    (`delete_for_runs`) leaves it the latest. Without a read, nothing is trimmed until the next run.
     """
     keep_last = storage.keep_last
     if keep_last is None:
@@ -105,10 +99,9 @@ def _trim(
     *,
     counted: bool,
 ) -> Plan[None]:
-    """The trim of `trim_after_put`. What the server holds decides what the run started
-    from, beside what this process saw it read: the newest checkpoint the putting run did
-    not write stays (a read of an older one while the run goes on, a UI browsing the
-    history, would otherwise move the boundary past it)."""
+    """The trim of `trim_after_put`. Beside what this process saw the run read, the newest
+    stored checkpoint the run did not write stays (a UI browsing older ones meanwhile would
+    otherwise move the boundary past it)."""
     if not counted:  # no count came with the read (`targeted_joins=False`)
         bound = count_bound(keep_last)
         pipeline = _queries.namespace_count(namespace, bound)
@@ -163,12 +156,10 @@ def _delete_checkpoints(
 ) -> Plan[None]:
     """Delete these checkpoints (`_id`s) and their writes, a batch of keys per command.
 
-    Per batch the writes go first. A failure in between leaves checkpoints that are still doomed,
-    which running the operation again finds and deletes, with whatever writes they still have: a
-    retry finishes the job. (The other order would leave writes that no checkpoint joins and that a
-    retry, reading the checkpoints that remain, could no longer find.) A `keep_last` trim, which
-    runs while readers may read the checkpoints it deletes, takes the checkpoints first: a reader
-    then finds a checkpoint with its writes or not at all.
+    Per batch the writes go first: a failure in between leaves checkpoints still doomed, which a
+    retry finds and deletes with their remaining writes (the other order would leave writes a
+    retry could no longer find). A `keep_last` trim, which runs while readers may read what it
+    deletes, takes the checkpoints first: a reader finds a checkpoint with its writes or not at all.
     """
     for start in range(0, len(keys), DELETE_BATCH):
         batch = list(keys[start : start + DELETE_BATCH])
@@ -198,9 +189,8 @@ def prune(
 
     `keep_last=N` (the Redis saver's semantics) overrides `strategy`: each namespace keeps its N
     newest checkpoints (0: none). `"keep_latest"` is `keep_last=1`; `"delete"` removes the threads
-    whole. A kept checkpoint also keeps the ancestors it rebuilds its `DeltaChannel`s from (dropping
-    those would silently empty the channels), so it reads back exactly as before. Only what was read
-    is deleted: a checkpoint written meanwhile is newer, and stays. Pending writes no stored
+    whole. A kept checkpoint also keeps the ancestors it rebuilds its `DeltaChannel`s from, so it
+    reads back exactly as before; a checkpoint written meanwhile stays. Pending writes no stored
     checkpoint owns go too, once old enough (see this module's docstring).
     """
     threads = str_list(thread_ids, "thread_ids")

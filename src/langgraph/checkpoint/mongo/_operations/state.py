@@ -18,11 +18,9 @@ from langgraph.checkpoint.mongo._ttl import ThreadExpiry
 @dataclass(slots=True)
 class WritesReads:
     """How reads get each checkpoint's pending writes on the saver's server: `joined`, in
-    the read's own aggregation (the `$lookup` of `Storage.join`: one round trip), or
-    else apart, the checkpoints and then their writes by one `find` (two), on a server
-    whose `$lookup` would read the whole writes collection for each checkpoint
-    (`_queries.joins_by_index`). `setup()` decides from what the server says it is, and
-    the process remembers it with the setup (`_base.SetupState`)."""
+    the read's own aggregation (one round trip), or else apart by one `find` (two), where
+    the `$lookup` would read the whole writes collection (`_queries.joins_by_index`).
+    `setup()` decides, and the process remembers it (`_base.SetupState`)."""
 
     joined: bool = True
 
@@ -39,19 +37,15 @@ class Storage:
         recent: the cache of channel values read or written lately, which a `put` of
             the next checkpoint reuses instead of reading its parent.
         keep_last: the saver's `keep_last`; `None` when threads keep every checkpoint.
-        count: with `keep_last`, how `get_tuple` counts the namespace's checkpoints
-            beside the one it returns; `None` without `keep_last`, or with
-            `targeted_joins=False` (services without MongoDB 5.0's `$lookup`: the trim
-            counts them first).
+        count: with `keep_last`, how `get_tuple` counts the namespace's checkpoints; `None`
+            without it or with `targeted_joins=False` (the trim counts first).
         run_starts: with `keep_last`, what each namespace's last reads found, for the
             next `put` (see `trim_after_put`).
-        refresh_ttl_on_read: the saver's option of that name: a read of a thread moves
-            its expiry stamp too (see `refresh_on_read`).
+        refresh_ttl_on_read: the saver's option (see `refresh_on_read`).
         max_bytes: the largest checkpoint or pending write stored (`state_max_bytes`).
         warn_bytes: the size of a checkpoint from which `put` logs a warning
             (`state_warn_bytes`; 0: never).
-        reads: how reads get pending writes on this server (`setup()` decides); shared
-            with `with_allowlist` copies, as the collections are.
+        reads: how reads get pending writes (`setup()` decides); shared with copies.
     """
 
     codec: Codec
@@ -93,10 +87,9 @@ class ReadCheckpoint(NamedTuple):
 
 
 class RunStart(NamedTuple):
-    """What the reads at the start of a run found of a namespace: the last two
-    checkpoints they returned (LangGraph reads the one a run goes on from and, when that
-    is not the latest, the latest too), and whether the namespace holds more than
-    `keep_last` + `slack` (`None`: not counted; the trim counts first)."""
+    """What a run's first reads found of a namespace: the last two checkpoints returned
+    (the one a run goes on from and, if not the latest, the latest), and whether it holds
+    more than `keep_last` + `slack` (`None`: not counted; the trim counts first)."""
 
     read: tuple[ReadCheckpoint, ...]
     over: bool | None

@@ -37,10 +37,8 @@ def list_threads(
     """`list_threads`: each thread by its latest root checkpoint, in thread id order,
     those after `before`, each yielded as soon as it is read; one aggregation.
 
-    The metadata filter applies to that latest checkpoint, as `list`'s does to each
-    checkpoint: where its server condition is exact, the server also applies `limit`
-    (a page is one command); otherwise each thread read is checked in Python and the
-    listing stops after `limit` accepted ones.
+    The metadata filter applies to that checkpoint: where its server condition is exact,
+    the server applies `limit` too; otherwise each thread is checked in Python.
     """
     _check_limit(limit)
     metadata = metadata_filter(filter)

@@ -35,17 +35,17 @@ def upsert_command(
     *,
     ordered: bool = False,
 ) -> Command:
-    """`(keep_existing, document)` upserts (`_queries.upsert`) in one command: a bulk
-    write (unordered unless `ordered` or `last`: then in order, stopping at the first
-    failure), or for a single document an `update_one`, which the driver dispatches for
-    less client CPU. `first` and `last`: updates of the same collection sent before and
-    after them in that command."""
+    """`(keep_existing, document)` upserts (`_queries.upsert`) in one command: a bulk write
+    (ordered with `ordered` or `last`), or for one document an `update_one`, cheaper for the
+    driver. `first` and `last`: updates of the collection sent before and after them."""
     if len(docs) == 1 and not first and not last:
         [(keep, doc)] = docs
         return Command(
             target, Method.UPDATE_ONE, _queries.upsert(doc, keep_existing=keep), _queries.UPSERT
         )
-    upserts = (_queries.upsert_request(doc, keep_existing=keep) for keep, doc in docs)
+    upserts = (
+        UpdateOne(*_queries.upsert(doc, keep_existing=keep), upsert=True) for keep, doc in docs
+    )
     options = _queries.ORDERED if ordered or last else _queries.UNORDERED
     return Command(target, Method.BULK_WRITE, ([*first, *upserts, *last],), options)
 
@@ -75,11 +75,9 @@ def store_checkpoint(
 ) -> Command:
     """The one command that stores a checkpoint document: an upsert (`update_one`).
 
-    `first`: updates of the checkpoints collection the write must not land without (the thread's
-    expiry stamp moved), sent before the upsert in the same command, an ordered `bulk_write` that
-    stops at the first failure; `last`: updates sent after it (the check of a pin). PyMongo sends
-    one wire command per kind of request: an `UpdateMany` shares the upsert's, a `DeleteMany`
-    would cost a round trip of its own.
+    `first`: updates the write must not land without (the thread's stamp move), sent before
+    the upsert in one ordered `bulk_write`; `last`: updates sent after it (the pin check).
+    PyMongo sends one wire command per kind of request: an `UpdateMany` shares the upsert's.
     """
     return upsert_command(Target.CHECKPOINTS, [(False, document)], first, last, ordered=True)
 
@@ -91,23 +89,18 @@ def put(
     metadata: CheckpointMetadata,
     new_versions: ChannelVersions,
 ) -> SaverPlan[RunnableConfig]:
-    """Store a checkpoint: validate what was handed over once (`new_checkpoint`), read
-    the parent's entries of unchanged channels if this process has not cached them,
-    build the document and its cache entry in one pass (`build_checkpoint`), send it
-    (`store_checkpoint`), cache its entries, move the thread's expiry stamp.
+    """Store a checkpoint: validate it once (`new_checkpoint`), read the parent's entries
+    of unchanged channels unless cached, build the document and its cache entry in one pass
+    (`build_checkpoint`), send it (`store_checkpoint`), cache its entries.
 
-    The seam for what a checkpoint write grows: commands that must land before the document (the
-    pieces of a value too large for one document) are yielded between `build_checkpoint` and
-    `store_checkpoint` (`_chunks`); updates that must ride with the document in its one command
-    (moving the thread's stamp) go in `store_checkpoint(..., first=...)` (`_ttl.stamped_write`).
-    With `keep_last`, the write acknowledged, it detaches the trim the run's first reads called for
-    (`trim_after_put`).
+    Commands that must land before the document (chunks) are yielded before
+    `store_checkpoint`; updates that ride in its command (the stamp move) go in its `first`
+    (`_ttl.stamped_write`). With `keep_last`, it then detaches the trim (`trim_after_put`).
     """
     new = new_checkpoint(ref_from_config(config), checkpoint, metadata, config, new_versions)
-    # A config that already names the checkpoint (peers' suites and users' tests put them
-    # so) is stored as `InMemorySaver` stores it: as its own parent, which every walk over
-    # parent ids takes for the root of its chain (`_delta.parent_id`). Its "parent" values
-    # are then its own earlier copy, if any, as `InMemorySaver`'s per-version blobs are.
+    # A config that already names the checkpoint is stored as `InMemorySaver` stores it: as
+    # its own parent, which walks take for the root (`_delta.parent_id`); its "parent"
+    # values are then its own earlier copy, if any.
     parent = yield from _parent_values(storage, new)
     expiry = storage.expiry
     write = expiry.start_write(new.ref.thread_id) if expiry else None
@@ -164,9 +157,8 @@ def put_writes(
             chunks=chunks,
         )
         if documents:
-            # A regular write keeps its first stored value, a special one is replaced; a
-            # retried write still keeps the thread alive (its stamp moves forward). Chunks
-            # come first, in the same ordered bulk write (see `_chunks`).
+            # A regular write keeps its first value, a special one is replaced (a retry still
+            # moves the stamp forward). Chunks come first, in the same ordered bulk write.
             upserts: list[tuple[bool, Mapping[str, Any]]] = [(False, c) for c in chunks]
             upserts += [(not replace, doc) for replace, doc in documents]
             send = partial(upsert_command, Target.WRITES, upserts, ordered=bool(chunks))

@@ -19,67 +19,53 @@ function first applies these fixes to mongomock (once per process; they patch mo
 classes, so they affect every mongomock client of the process, and nothing else):
 
 1. `Collection.options()`, which mongomock lacks (its `__getattr__` would hand back a
-   sub-collection named "options"): mongomock keeps no collection options, so it returns
-   `{}`, as a server does for a collection created without options (no upstream issue;
-   mongomock lists what it lacks in
+   sub-collection named "options"): it returns `{}`, as a server does for a collection
+   created without options (mongomock keeps none; see its
    https://github.com/mongomock/mongomock/blob/develop/Missing_Features.rst).
-2. `$lookup` with a `pipeline`, which mongomock refuses: the savers send MongoDB 5.0's
-   concise correlated form (`localField`/`foreignField` *and* a `pipeline` that runs on the
-   matched foreign documents); it is implemented as the server defines it: the equality
-   join, then the sub-pipeline on each joined array. A `let` (or a `pipeline` without
-   `localField`) is still refused (https://github.com/mongomock/mongomock/issues/845).
-3. `bulk_write` on pymongo >= 4.11: pymongo passes `sort=` to the bulk builder's
-   `add_update`/`add_replace`, which mongomock does not accept
-   (https://github.com/mongomock/mongomock/issues/912). The savers never send a `sort` on
-   an update, so one is refused rather than ignored.
-4. TTL expiry of a document whose `_id` is a subdocument (the savers' are): mongomock
-   stores such documents under a hashable copy of the `_id` but its TTL sweep deletes by
-   the raw dict and crashes with `TypeError: unhashable type: 'dict'` (the same
-   `del self[exp_id]` of the sweep as https://github.com/mongomock/mongomock/issues/799).
+2. `$lookup` with a `pipeline`, which mongomock refuses: MongoDB 5.0's concise correlated
+   form (`localField`/`foreignField` *and* a `pipeline`), which the savers send, runs as
+   the server defines it: the equality join, then the sub-pipeline on each joined array. A
+   `let`, or a `pipeline` without `localField`, is still refused
+   (https://github.com/mongomock/mongomock/issues/845).
+3. `bulk_write` on pymongo >= 4.11, which passes `sort=` to the bulk builder's
+   `add_update`/`add_replace` (https://github.com/mongomock/mongomock/issues/912). The
+   savers never send a `sort` on an update, so one is refused rather than ignored.
+4. TTL expiry of a document whose `_id` is a subdocument (the savers' are): mongomock's
+   sweep deletes by the raw dict and crashes with `TypeError: unhashable type: 'dict'`
+   (the `del self[exp_id]` of https://github.com/mongomock/mongomock/issues/799).
 5. Floats read back as new objects, as a server's reply decodes them: mongomock hands out
-   the float objects it stored (`copy.copy` of a float is the float itself), so a NaN
-   read back *is* the NaN that was written, and `[nan] == [nan]` holds by identity where
-   it never holds for what a server returns (no upstream issue: mongomock does not claim
-   to copy immutable values).
-6. The 16 MiB document limit, which mongomock does not enforce: it stores and returns
-   documents of any size, so code that works on it can fail on every server. A write
-   whose document would exceed 16 MiB fails as mongod 7.0 answers it, and nothing is
-   stored: an insert with a `WriteError` of code 2 ("object to insert too large"), an
-   update with 17419 ("Resulting document after update is larger than 16777216"), an
-   upsert that inserts with 17420 ("Document to upsert is larger than 16777216"), one
-   statement of a bulk write in its `BulkWriteError`. An aggregation result document over
-   the server's internal limit (16 MiB + 16 KiB: a `$lookup` that joins too much) fails
-   with `OperationFailure` code 4568, as mongod's classic engine answers such a `$lookup`.
-   (No upstream issue: mongomock does not claim to enforce server limits.)
-7. The `listCollections` and `buildInfo` database commands (`db.command("listCollections",
-   filter=...)`, `db.command("buildInfo")`), which mongomock's `command` lacks (it answers
-   `ping` only): the first lists the collections the filter matches, each with no options,
-   in a first batch as a server replies; the second answers as MongoDB 7.0 does (the
-   version the wire server reports too).
+   the float objects it stored, so `[nan] == [nan]` would hold by identity, as it never
+   does for what a server returns.
+6. The 16 MiB document limit, which mongomock does not enforce, so code that works on it
+   could fail on every server. A write whose document would exceed it fails as mongod 7.0
+   answers it, and nothing is stored: an insert with a `WriteError` of code 2 ("object to
+   insert too large"), an update with 17419 ("Resulting document after update is larger
+   than 16777216"), an upsert that inserts with 17420 ("Document to upsert is larger than
+   16777216"), one statement of a bulk write in its `BulkWriteError`. An aggregation result
+   over the server's internal limit (16 MiB + 16 KiB: a `$lookup` that joins too much)
+   fails with `OperationFailure` code 4568, as mongod's classic engine answers it.
+7. The `listCollections` and `buildInfo` database commands, which mongomock's `command`
+   lacks: the first lists the collections its `filter` matches, each with no options, in
+   a first batch as a server replies; the second answers as MongoDB 7.0 does (the version
+   the wire server reports too).
 8. BSON values stored as a server stores them, and so read back as a driver decodes them:
-   mongomock keeps the Python object it was given, so a `bson.datetime_ms.DatetimeMS`
-   read back as a `DatetimeMS` and a `Binary` of subtype 0 as a `Binary`, where a server
-   stores a BSON date and binary data, which PyMongo returns as a `datetime` and as
-   `bytes` (a `DatetimeMS` beyond `datetime`'s years stays one, as PyMongo's
-   `DATETIME_AUTO` returns it); and an empty `Timestamp(0, 0)` inside a subdocument or
-   array kept as it is, where mongomock replaces it by the current time at any depth (a
-   server does so only in top-level fields). Applied where mongomock already normalizes
-   what it stores and compares (datetimes to milliseconds), so filters compare them as a
-   server does too (no upstream issue found: mongomock's normalization predates
-   `DatetimeMS`).
-9. `create_indexes` with a partial index: mongomock's drops the `IndexModel`'s
-   `partialFilterExpression` (its `create_index` keeps it), so `index_information()` lists
-   the index without it, and a `setup()` that compares it with the index it wants creates
-   it again on every call (https://github.com/mongomock/mongomock/issues/798).
+   a `bson.datetime_ms.DatetimeMS` reads back as a `datetime` and a `Binary` of subtype 0
+   as `bytes`, where mongomock keeps the object it was given (a `DatetimeMS` beyond
+   `datetime`'s years stays one, as PyMongo's `DATETIME_AUTO` returns it); and an empty
+   `Timestamp(0, 0)` inside a subdocument or array is kept, where mongomock replaces it by
+   the current time at any depth (a server only in top-level fields). Filters compare them
+   as a server does too.
+9. `create_indexes` with a partial index: mongomock's drops the `partialFilterExpression`
+   (its `create_index` keeps it), so a `setup()` that compares the listed index with the
+   one it wants would create it again on every call
+   (https://github.com/mongomock/mongomock/issues/798).
 
 And two speed-ups, behaviour unchanged, so that a test suite with many threads stays fast:
 
 - mongomock's `aggregate` copies the whole collection before its first stage; a leading
   `$match` is applied as a `find` filter first (the same filter engine);
-- every scan of a collection walked its `OrderedDict` of documents, which looks each key up
-  again: a subdocument `_id` is re-hashed in Python, twice per document per scan. The scan
-  reads the same documents in the same order from the underlying dict (the store never
-  reorders them). A server finds these `_id`s through its index.
+- a scan of a collection reads its documents from the underlying dict, in the same order,
+  instead of walking its `OrderedDict`, which re-hashes each subdocument `_id` in Python.
 
 mongomock is not MongoDB: it proves your application's logic, not your deployment (indexes,
 timeouts, a network). Run the same tests against a real server too when you can.
@@ -217,9 +203,8 @@ def _patch_mongomock() -> None:
         return wrapper
 
     class TooLargeError(DuplicateKeyError):
-        # Raised where mongomock checks unique indexes, after it stored the document: it
-        # rolls a write back on a `DuplicateKeyError`, and the wrappers below turn this
-        # into the error a server answers before any caller sees it.
+        # Raised where mongomock checks unique indexes, so it rolls the write back; the
+        # wrappers below turn it into the server's error before any caller sees it.
         def __init__(self, size: int) -> None:
             super().__init__(f"document of {size} bytes", 11000)
             self.size = size

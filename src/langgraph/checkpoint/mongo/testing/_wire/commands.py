@@ -1,14 +1,10 @@
 """The commands the drivers and the savers send, executed on mongomock.
 
-Only those: measured by logging every command of the full test suite, of
-`python -m benchmarks --quick` and of `python -m benchmarks.turn_profile` (the official
-saver and the benchmarks' bare driver calls included). Tests send a few themselves:
-`buildInfo` (the gate of `support/real_server.py`, tested against this server) and
-`listDatabases` (names only). Any other command answers CommandNotFound (59), and a
-field, write statement or index option not listed here answers CommandNotSupported
-(115), so nothing is silently ignored. It also answers `ping` (PyMongo's documented
-connection check, which applications send at startup), and refuses a login (`saslStart`)
-as a server refuses an unknown user (AuthenticationFailed, 18), saying it has no users.
+Only those, as logged from the full test suite and the benchmarks, plus `buildInfo` and
+`listDatabases` (names only), which tests send, and `ping`, which applications send at startup.
+Any other command answers CommandNotFound (59), and a field, write statement or index option
+not listed here CommandNotSupported (115), so nothing is silently ignored. A login (`saslStart`)
+is refused as a server refuses an unknown user (AuthenticationFailed, 18): it has no users.
 
 Like mongod (and unlike bare mongomock), a collection stays once written to or indexed,
 after its last document is deleted. The hello reply has no `topologyVersion` (monitors

@@ -1,11 +1,9 @@
 """Server-side cursors: `find`, `aggregate` and `listIndexes` results, then `getMore`
 and `killCursors`.
 
-A result is read whole when the cursor opens (a snapshot) and handed out in real
-batches: the first `batchSize` or 101 documents, each `getMore` `batchSize` or the rest,
-every batch capped at 16 MiB (at least one document), so the drivers' batching and the
-savers' streaming are exercised as on a server. Open cursors are kept under a random
-positive int64 id; id 0 means exhausted.
+A result is read whole when the cursor opens (a snapshot) and handed out in batches as a
+server's (`batchSize` or 101 first, then `batchSize` or the rest, at most 16 MiB but at least
+one document each), so the drivers' batching is exercised. Id 0 means exhausted.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """MongoDB wire messages: the 16-byte header, OP_MSG requests and replies, and the
 legacy OP_QUERY handshake answered with OP_REPLY.
 
-PyMongo < 4.20 (the project supports 4.13 and later) sends the first `ismaster` of each
-connection as OP_QUERY; PyMongo 4.20 and everything after a handshake use OP_MSG. The
-drivers send OP_MSG with no flags here: no checksum, no `moreToCome` (unacknowledged
-writes) and no `exhaustAllowed` (the hello reply has no `topologyVersion`), so a message
+PyMongo < 4.20 sends the first `ismaster` of each connection as OP_QUERY; everything else is
+OP_MSG, sent here without flags (no checksum, `moreToCome` or `exhaustAllowed`), so a message
 with any flag, like any malformed one, is refused by hanging up, as mongod does.
 """
 

@@ -1,24 +1,19 @@
 """A loopback MongoDB wire-protocol server backed by mongomock, for tests and trials.
 
-`WireServer` listens on 127.0.0.1 (never any other address) and lets the real drivers
-(PyMongo `MongoClient` and `AsyncMongoClient`, Motor `AsyncIOMotorClient`) talk to it
-over a real TCP socket; every command runs on an in-process `mongomock.MongoClient`
-(`server.mock`). The modules of this package: `framing` (the messages), `cursors`
-(batches, `getMore`, `killCursors`), `commands` (what each command does) and this one
-(sockets, threads, counting, delay, holding, faults). The suite's `wire-*` backends and the
-benchmarks run it on a free port; `python -m langgraph.checkpoint.mongo.testing serve` (the
-package's `__main__`) on the port a user names.
+`WireServer` listens on 127.0.0.1 only and lets the real drivers (PyMongo, Motor) talk to it
+over TCP; every command runs on an in-process `mongomock.MongoClient` (`server.mock`). Modules:
+`framing` (the messages), `cursors` (batches, `getMore`, `killCursors`), `commands` (what each
+command does) and this one (sockets, threads, counting, delay, holding, faults). The suite's
+`wire-*` backends and the benchmarks run it on a free port; `testing serve` on a named one.
 
-Why not mockupdb: 1.8.1 runs every responder under one server-wide lock, so a responder
-that sleeps serialises all connections (measured: 10 concurrent `find`s with a 0.2 s
-sleep took 2.0 s, not 0.2 s), and its `stop()` waits up to 1 s for a `select` timeout.
+Not mockupdb: it runs every responder under one server-wide lock, so a sleeping responder
+serialises all connections, and its `stop()` waits up to 1 s for a `select` timeout.
 
-Here: one accept thread (woken for shutdown through a socket pair) and one daemon thread
-per connection. mongomock is not thread-safe, so all work on it runs under `self.lock`;
-the `delay` sleep, BSON encoding and socket I/O happen outside it, so N concurrent
-commands with delay d wait about d, not N*d. `stop()` interrupts `delay` and `hold`
-sleeps and hangs up on commands in flight (the drivers see a connection error, as when a server
-goes away). Touching `mock` directly while clients run commands should hold `lock`.
+Here: one accept thread (woken for shutdown through a socket pair) and one daemon thread per
+connection. mongomock is not thread-safe, so all work on it runs under `self.lock`; the `delay`
+sleep, BSON encoding and socket I/O happen outside it, so N concurrent commands with delay d wait
+about d, not N*d. `stop()` interrupts `delay` and `hold` sleeps and hangs up on commands in flight
+(a connection error, as when a server goes away). Touching `mock` directly should hold `lock`.
 """
 
 from __future__ import annotations
