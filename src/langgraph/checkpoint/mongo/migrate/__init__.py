@@ -20,7 +20,7 @@ cannot import) fails by name and nothing of it is written. See docs/migrating.md
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -94,14 +94,6 @@ def _reader(source: Source, fast_path: bool) -> Reader:
     )
 
 
-def _async_answers(source: Source, fast_path: bool) -> SourceAnswers:
-    """The source read through its async methods, or (the official saver's collections, a saver
-    whose async methods refuse to run or read a whole list) its sync ones in a worker thread."""
-    reader = _reader(source, fast_path)
-    asynchronous = isinstance(reader, SaverReader) and not reads_in_threads(reader.source)
-    return SourceAnswers(Requests(reader), threaded=not asynchronous)
-
-
 def _sync_target(target: Any, name: str) -> MongoDBSaver:
     if not isinstance(target, MongoDBSaver):
         raise TypeError(
@@ -171,21 +163,6 @@ def _run(
         run_source(requests.close())
 
 
-def _command_executor(
-    target: AsyncMongoDBSaver | MongoDBSaver, operation: str
-) -> Callable[[Command], Awaitable[Any]]:
-    if isinstance(target, AsyncMongoDBSaver):
-        return lambda command: execute_async(
-            operation, command_collection(target, command), command
-        )
-
-    async def in_a_thread(command: Command) -> Any:
-        collection = command_collection(target, command)
-        return await in_worker_thread(execute_sync, operation, collection, command)
-
-    return in_a_thread
-
-
 async def _arun(
     operation: str,
     plan: MigrationPlan[T],
@@ -193,14 +170,20 @@ async def _arun(
     fast_path: bool,
     target: AsyncMongoDBSaver | MongoDBSaver,
 ) -> T:
-    """`_run` for asyncio."""
-    answers = _async_answers(source, fast_path)
-    execute_command = _command_executor(target, operation)
+    """`_run` for asyncio: the source is read through its async methods, or (the official
+    saver's collections, a saver whose async methods refuse to run or read a whole list) its
+    sync ones in a worker thread; a `MongoDBSaver` target runs commands in worker threads."""
+    reader = _reader(source, fast_path)
+    threaded = not isinstance(reader, SaverReader) or reads_in_threads(reader.source)
+    answers = SourceAnswers(Requests(reader), threaded=threaded)
 
     async def execute(request: Command | SourceRead) -> Any:
         if isinstance(request, SourceRead):
             return await answers.answer(request)
-        return await execute_command(request)
+        collection = command_collection(target, request)
+        if isinstance(target, AsyncMongoDBSaver):
+            return await execute_async(operation, collection, request)
+        return await in_worker_thread(execute_sync, operation, collection, request)
 
     try:
         return await arun_plan(plan, execute)

@@ -1,20 +1,17 @@
 """Copying threads from any saver into ours, and comparing them afterwards, without I/O.
 
-The plans here yield two kinds of request: `Command`s for the target saver, as every saver operation
-does, and `ReadCheckpoints`/`ReadCheckpointsByKey`/`ReadLatest` for the source, which the executors
-in `migrate` answer from the source (its `list`/`get_tuple`, or the official MongoDB saver's
-collections). So the copy and the verification are written once for the sync and the async API.
+The plans yield `Command`s for the target and `SourceRead`s, which `migrate` answers from the source
+(its `list`/`get_tuple`, or the official saver's collections): the copy and the verification are
+written once for the sync and the async API.
 
-A thread is copied in two passes. The first reads the whole thread a batch at a time and turns every
-checkpoint into our documents, keeping only their keys: a checkpoint that does not decode exactly
-(see `_decoding`) or cannot be stored fails the thread, by name, before anything of it is written,
-and the other threads go on. It also compares them with what the target holds: a subset of the
-source (an interrupted copy, or a source that has grown since) is completed, an identical thread is
-left alone, anything else is a conflict, reported and left alone unless `overwrite` is set. The
-second pass reads the checkpoints again, parents first, and writes them with keyed upserts, each
-batch's pending writes before its checkpoints: a copy stopped at any point leaves an older,
-consistent history of the thread (never a checkpoint without its writes or ancestors), and running
-it again rewrites the same documents: nothing is duplicated.
+A thread is copied in two passes. The first reads it a batch at a time and builds our documents,
+keeping their keys: a checkpoint that does not decode exactly (`_decoding`) or cannot be stored
+fails the thread by name before anything of it is written. It also compares them with the target's:
+a subset of the source (an interrupted copy, or a source grown since) is completed, an identical
+thread left alone, anything else is a conflict, left alone unless `overwrite`. The second pass reads
+the checkpoints again, parents first, and upserts them by key, each batch's pending writes before
+its checkpoints: a copy stopped at any point leaves an older, consistent history of the thread
+(never a checkpoint without its writes or ancestors), and running it again duplicates nothing.
 """
 
 from __future__ import annotations
@@ -35,7 +32,6 @@ from langgraph.checkpoint.mongo import _ttl
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import (
-    DEFAULT_STATE_MAX_BYTES,
     checkpoint_document,
     checkpoint_tuple,
     stored_metadata,
@@ -59,8 +55,6 @@ from langgraph.checkpoint.mongo.migrate._decoding import UnrestorableValueError
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-# Requests to the source.
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,9 +152,6 @@ def inferred_writes(pending: Sequence[PendingWrite]) -> list[SourceWrite]:
     return [replace(w, task_path=f"{ordinals[w.task_id]:08}") for w in writes]
 
 
-# What a copy reports.
-
-
 class ThreadStatus(str, Enum):
     COPIED = "copied"  # written (in a dry run: would be)
     COMPLETED = "completed"  # the target held part of it (an interrupted copy): finished
@@ -255,7 +246,6 @@ class VerifyReport:
         return "\n".join(lines)
 
 
-OnProgress = Callable[[str, int], None]
 OnThread = Callable[[Any], None]
 
 
@@ -264,11 +254,8 @@ class CopyOptions:
     overwrite: bool = False
     dry_run: bool = False
     batch_size: int = 100
-    on_progress: OnProgress | None = None  # (thread id, checkpoints just done)
+    on_progress: Callable[[str, int], None] | None = None  # (thread id, checkpoints just done)
     on_thread: OnThread | None = None  # a finished thread's `ThreadCopy`
-
-
-# Source tuples -> our documents.
 
 
 def _ids(item: SourceCheckpoint, thread_id: str) -> tuple[str, str, str | None]:
@@ -293,39 +280,15 @@ def _ids(item: SourceCheckpoint, thread_id: str) -> tuple[str, str, str | None]:
     return configurable.get("checkpoint_ns", ""), checkpoint_id, parent_id
 
 
-def _write_document(
-    codec: Codec, ref: CheckpointRef, write: SourceWrite, stamp: datetime | None, max_bytes: int
-) -> WriteDocument:
-    """A write as `put_writes` builds it (whole: `ops.store_documents` splits it), under the
-    source's own `idx`."""
-    [(_, doc)] = write_documents(
-        codec,
-        ref,
-        [(write.channel, write.value)],
-        write.task_id,
-        write.task_path,
-        stamp,
-        max_bytes=max_bytes,
-    )
-    doc["_id"]["idx"] = write.idx
-    return doc
-
-
 def documents(
-    codec: Codec,
-    thread_id: str,
-    item: SourceCheckpoint,
-    stamp: datetime | None = None,
-    max_bytes: int = DEFAULT_STATE_MAX_BYTES,
+    target: ops.Storage, thread_id: str, item: SourceCheckpoint, stamp: datetime | None
 ) -> tuple[CheckpointDocument, list[WriteDocument]]:
-    """A source checkpoint as our checkpoint document and write documents, each whole
-    (values too large for one document are split into chunks when they are written: see
-    `ops.store_documents`), refused over the target's `state_max_bytes`.
-
-    Every channel value is serialized from the tuple (no `new_versions` involved), and the
-    metadata is the tuple's: `checkpoint_document` gets an empty config, so it adds no keys.
-    """
+    """A source checkpoint as our documents, each whole (`ops.store_documents` splits values
+    too large for one), refused over the target's `state_max_bytes`: every channel value
+    serialized from the tuple (no `new_versions`), its metadata (an empty config adds no keys),
+    and its writes as `put_writes` builds them, under the source's own `idx`."""
     ns, checkpoint_id, parent_id = _ids(item, thread_id)
+    codec, max_bytes = target.codec, target.max_bytes
     checkpoint = checkpoint_document(
         codec,
         CheckpointRef(thread_id, ns, parent_id),
@@ -336,7 +299,14 @@ def documents(
         max_bytes=max_bytes,
     )
     ref = CheckpointRef(thread_id, ns, checkpoint_id)
-    return checkpoint, [_write_document(codec, ref, w, stamp, max_bytes) for w in item.writes]
+    writes: list[WriteDocument] = []
+    for w in item.writes:
+        [(_, doc)] = write_documents(
+            codec, ref, [(w.channel, w.value)], w.task_id, w.task_path, stamp, max_bytes=max_bytes
+        )
+        doc["_id"]["idx"] = w.idx
+        writes.append(doc)
+    return checkpoint, writes
 
 
 def _source_label(item: SourceCheckpoint) -> str:
@@ -361,13 +331,10 @@ def _target_documents(
         if isinstance(item, UnreadableCheckpoint):
             raise _BadCheckpointError(f"{item.where}: {item.reason}")
         try:
-            built.append(documents(target.codec, thread_id, item, stamp, target.max_bytes))
+            built.append(documents(target, thread_id, item, stamp))
         except (TypeError, ValueError) as exc:
             raise _BadCheckpointError(f"{_source_label(item)}: {exc}") from exc
     return built
-
-
-# Comparing a source thread with what the target holds.
 
 
 def _write_fields(key: Any) -> tuple[str, str, str, str, int]:
@@ -533,9 +500,6 @@ def _compare_batch(
                 check.matched_writes += 1
 
 
-# Copying.
-
-
 def copy_thread(
     target: ops.Storage, thread_id: str, options: CopyOptions
 ) -> MigrationPlan[ThreadCopy]:
@@ -635,8 +599,6 @@ def _each_thread(
             on_thread(results[-1])
     return results
 
-
-# Verifying.
 
 # Differences listed per thread before the rest are only counted.
 MAX_DIFFERENCES = 20
