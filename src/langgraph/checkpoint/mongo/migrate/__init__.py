@@ -220,8 +220,7 @@ def copy_threads(
         target: a set-up `MongoDBSaver` (`acopy_threads` also takes `AsyncMongoDBSaver`).
         overwrite: replace threads the target holds with other data (else: conflicts).
         dry_run: read and check everything, write nothing; the report says what would be.
-        batch_size: checkpoints read and written per round trip (memory is about this
-            many checkpoints).
+        batch_size: checkpoints read and written per round trip (memory: about this many).
         fast_path: read the official saver's collections directly when `source` is its
             `MongoDBSaver` (exact task paths, fewer queries); `False` uses `list` only.
         on_progress: called with `(thread_id, checkpoints)` after each batch.

@@ -128,12 +128,11 @@ SourceItem = SourceCheckpoint | UnreadableCheckpoint
 def inferred_writes(pending: Sequence[PendingWrite]) -> list[SourceWrite]:
     """A tuple's `pending_writes` as stored writes, for sources that show nothing more.
 
-    `CheckpointTuple` carries task ids, channels, values and their order, but not the
-    `idx` each write is stored under nor the task's `task_path` (LangGraph uses it only
-    to order a step's writes). So a task's regular writes are numbered 0, 1, ... in
-    order, special channels (errors, interrupts, resumes) take their fixed `idx`, and
-    the task path is `""`; where ordering by `(task_id, idx)` would then differ from the
-    source's order, each task gets an ordinal path (`"00000000"`, ...) that keeps it.
+    A `CheckpointTuple` lacks each write's stored `idx` and its task's `task_path` (which LangGraph
+    uses only to order a step's writes): a task's regular writes are numbered 0, 1, ... in order,
+    special channels (errors, interrupts, resumes) take their fixed `idx`, and the path is `""`,
+    or, where ordering by `(task_id, idx)` would then change the source's order, an ordinal per
+    task (`"00000000"`, ...) that keeps it.
     """
     counters: dict[str, int] = {}
     writes = []
@@ -199,18 +198,16 @@ class CopyReport:
 
     def summary(self) -> str:
         written = [t for t in self.threads if t.status in _WRITTEN]
-        checkpoints = sum(t.checkpoints for t in written)
-        writes = sum(t.writes for t in written)
-        parts = [f"{len(self.threads)} thread(s)"]
-        parts += [
-            f"{self.count(s)} {'would be ' if self.dry_run and s in _WRITTEN else ''}{s.value}"
+        would = "would be " if self.dry_run else ""
+        counts = [
+            f"{self.count(s)} {would if s in _WRITTEN else ''}{s.value}"
             for s in ThreadStatus
             if self.count(s)
         ]
         lines = [
-            ", ".join(parts),
-            f"{checkpoints} checkpoint(s) and {writes} pending write(s) "
-            + ("would be written" if self.dry_run else "written"),
+            ", ".join([f"{len(self.threads)} thread(s)", *counts]),
+            f"{sum(t.checkpoints for t in written)} checkpoint(s) and "
+            f"{sum(t.writes for t in written)} pending write(s) {would}written",
         ]
         lines += [f"  {t.thread_id!r}: {t.status.value}: {t.detail}" for t in self.problems]
         return "\n".join(lines)
@@ -266,15 +263,11 @@ def _ids(item: SourceCheckpoint, thread_id: str) -> tuple[str, str, str | None]:
             f"the source returned a checkpoint of thread {configurable.get('thread_id')!r} "
             f"when asked for thread {thread_id!r}"
         )
-    checkpoint_id = configurable["checkpoint_id"]
-    if not isinstance(item.tuple.checkpoint, Mapping):
-        raise TypeError(
-            f"it decodes to {type(item.tuple.checkpoint).__name__}, not a checkpoint (a dict)"
-        )
-    if item.tuple.checkpoint.get("id") != checkpoint_id:
-        raise ValueError(
-            f"checkpoint {checkpoint_id!r} holds the id {item.tuple.checkpoint.get('id')!r}"
-        )
+    checkpoint_id, checkpoint = configurable["checkpoint_id"], item.tuple.checkpoint
+    if not isinstance(checkpoint, Mapping):
+        raise TypeError(f"it decodes to {type(checkpoint).__name__}, not a checkpoint (a dict)")
+    if checkpoint.get("id") != checkpoint_id:
+        raise ValueError(f"checkpoint {checkpoint_id!r} holds the id {checkpoint.get('id')!r}")
     parent = item.tuple.parent_config
     parent_id = parent["configurable"].get("checkpoint_id") if parent else None
     return configurable.get("checkpoint_ns", ""), checkpoint_id, parent_id
@@ -311,10 +304,8 @@ def documents(
 
 def _source_label(item: SourceCheckpoint) -> str:
     """The source checkpoint, as messages name it (from its config as the source gave it)."""
-    configurable = item.tuple.config["configurable"]
-    return checkpoint_label(
-        configurable.get("checkpoint_ns", ""), configurable.get("checkpoint_id")
-    )
+    ids = item.tuple.config["configurable"]
+    return checkpoint_label(ids.get("checkpoint_ns", ""), ids.get("checkpoint_id"))
 
 
 class _BadCheckpointError(Exception):
@@ -341,15 +332,17 @@ def _write_fields(key: Any) -> tuple[str, str, str, str, int]:
     return (*key_fields(key[Field.CHECKPOINT]), key[Field.TASK_ID], key[Field.IDX])
 
 
-def _same_value(codec: Codec, stored: StoredField, built: StoredField) -> bool:
-    """The same bytes, or (with a serializer that encrypts, or another compression) values
-    that decode equal, exactly (see `_decoding`: a value that cannot differs)."""
-    if stored == built:
-        return True
+def _decode_equal(decode: Callable[[Any], Any], stored: Any, built: Any) -> bool:
+    """Both decode equal, exactly (see `_decoding`: a value that cannot differs)."""
     try:
-        return bool(codec.decode(stored) == codec.decode(built))
+        return bool(decode(stored) == decode(built))
     except UnrestorableValueError:
         return False
+
+
+def _same_value(codec: Codec, stored: StoredField, built: StoredField) -> bool:
+    """The same bytes, or (a serializer that encrypts, another compression) equal values."""
+    return stored == built or _decode_equal(codec.decode, stored, built)
 
 
 def _same_metadata(codec: Codec, stored: Any, built: CheckpointDocument) -> bool:
@@ -357,10 +350,7 @@ def _same_metadata(codec: Codec, stored: Any, built: CheckpointDocument) -> bool
     copies = (Field.METADATA, Field.SERIALIZED_METADATA)
     if all(bson.encode({k: stored.get(k)}) == bson.encode({k: built.get(k)}) for k in copies):
         return True
-    try:
-        return bool(stored_metadata(codec, stored) == stored_metadata(codec, built))
-    except UnrestorableValueError:
-        return False
+    return _decode_equal(partial(stored_metadata, codec), stored, built)
 
 
 def _values_differ(codec: Codec, stored: Any, built: Any) -> bool:
@@ -711,9 +701,8 @@ def verify_thread(
         if (ns, cid) not in seen:
             differences.append(f"{checkpoint_label(ns, cid)}: in the target only")
     theirs = yield ReadLatest(thread_id)
-    root = CheckpointRef(thread_id, "", None).config()
     try:
-        ours_latest = yield from ops.read_tuple(target, root)
+        ours_latest = yield from ops.read_tuple(target, CheckpointRef(thread_id, "", None).config())
     except UnrestorableValueError as exc:
         differences.append(f"latest checkpoint: does not decode exactly in the target: {exc}")
     else:

@@ -250,12 +250,12 @@ def _loads_metadata(serde: SerializerProtocol, stored: Any) -> Any:
 class OfficialMongoDBSource:
     """The collections of `langgraph-checkpoint-mongodb` (0.3 to 0.5), read directly.
 
-    Pass it (or the official `MongoDBSaver` itself) as the source of `copy_threads`. Its
-    documents are plain, so reading them beats the saver's own `list`: two queries per
-    batch of checkpoints instead of one per checkpoint, in bounded memory (the official
-    `alist` reads a whole thread before yielding), exact (write documents carry the
-    `task_path` and `idx` that `list` does not return), and read-only, without the package
-    itself (which creates indexes when constructed and needs Python 3.11).
+    Pass it (or the official `MongoDBSaver` itself) as the source of `copy_threads`. Its documents
+    are plain, so reading them beats the saver's own `list`: two queries per batch of checkpoints
+    instead of one per checkpoint, in bounded memory (the official `alist` reads a whole thread
+    before yielding), exact (write documents carry the `task_path` and `idx` that `list` does not
+    return), and read-only, without the package itself (which creates indexes when constructed
+    and needs Python 3.11).
 
     Args:
         database: a `pymongo` `Database` (of a sync `MongoClient`).
@@ -355,25 +355,23 @@ class OfficialMongoDBSource:
             self.serde.loads_typed((doc["type"], bytes(doc["value"]))),
         )
 
-    def _checkpoint(
-        self, doc: Mapping[str, Any], write_docs: list[Mapping[str, Any]]
-    ) -> SourceItem:
+    def _checkpoint(self, doc: Mapping[str, Any], stored: list[Mapping[str, Any]]) -> SourceItem:
         ids = {k: doc[k] for k in ("thread_id", "checkpoint_ns", "checkpoint_id")}
         try:
-            writes = [self._write(write) for write in write_docs]
+            writes = [self._write(write) for write in stored]
             checkpoint = self.serde.loads_typed((doc["type"], bytes(doc["checkpoint"])))
             metadata = _loads_metadata(self.serde, doc.get("metadata", {}))
         except UnrestorableValueError as exc:
             return _inexact(checkpoint_label(ids["checkpoint_ns"], ids["checkpoint_id"]), exc)
         writes.sort(key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx))
-        parent_id = doc.get("parent_checkpoint_id")
+        parent = doc.get("parent_checkpoint_id")
         return SourceCheckpoint(
             CheckpointTuple(
                 config={"configurable": ids},
                 checkpoint=checkpoint,
                 metadata=metadata,
                 parent_config=(
-                    {"configurable": {**ids, "checkpoint_id": parent_id}} if parent_id else None
+                    {"configurable": {**ids, "checkpoint_id": parent}} if parent else None
                 ),
                 pending_writes=[(w.task_id, w.channel, w.value) for w in writes],
             ),
