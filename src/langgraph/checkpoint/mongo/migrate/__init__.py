@@ -113,8 +113,7 @@ def _async_target(target: Any, name: str) -> AsyncMongoDBSaver | MongoDBSaver:
 
 
 def _plan_target(saver: AsyncMongoDBSaver | MongoDBSaver) -> Storage:
-    """The target as the plans see it, decoding what it stores exactly (comparisons),
-    with its codec's serializer (which stores BSON values)."""
+    """The target as the plans see it: its codec, decoding exactly (for comparisons)."""
     codec = saver.storage.codec
     return dataclasses.replace(
         saver.storage, codec=Codec(ExactSerializer(codec.serde), codec.compression)
@@ -148,8 +147,7 @@ def _verify_plan(
 def _run(
     operation: str, plan: MigrationPlan[T], source: Source, fast_path: bool, target: MongoDBSaver
 ) -> T:
-    """Run the plan of `operation` (its name in the log): reads of `source` with its sync
-    methods, commands on `target`."""
+    """Run the plan of `operation` (its name in the log), reading `source` with sync methods."""
     requests = Requests(_reader(source, fast_path))
 
     def execute(request: Command | SourceRead) -> Any:

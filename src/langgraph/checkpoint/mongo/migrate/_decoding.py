@@ -65,11 +65,8 @@ def _checked_hook(serde: JsonPlusSerializer, failures: list[str], raises: bool) 
         except Exception as exc:
             # LangGraph's own types come with the package `langgraph`, which the `cli`
             # extra brings (a saver alone needs only `langgraph-checkpoint`).
-            install = (
-                '; pip install "langgraph-checkpoint-mongo[cli]" brings it'
-                if module.partition(".")[0] == "langgraph"
-                else ""
-            )
+            own = module.partition(".")[0] == "langgraph"
+            install = '; pip install "langgraph-checkpoint-mongo[cli]" brings it' if own else ""
             fail(f"{module}.{name} (cannot be imported here: {type(exc).__name__}: {exc}{install})")
             return base(code, data)
         value = base(code, data)
@@ -107,12 +104,10 @@ class ExactSerializer(SerializerProtocol):
         try:
             return self.serde.loads_typed(data)
         except Exception as exc:
-            reason = self.take_failure()
-            if reason is not None:
-                raise UnrestorableValueError(reason) from exc
-            raise UnrestorableValueError(
+            reason = self.take_failure() or (
                 f"its {data[0]!r} payload does not decode: {type(exc).__name__}: {exc}"
-            ) from exc
+            )
+            raise UnrestorableValueError(reason) from exc
 
     def take_failure(self) -> str | None:
         """With `keep_stand_ins`: why a value decoded since the last call is a stand-in."""

@@ -273,9 +273,13 @@ def _ids(item: SourceCheckpoint, thread_id: str) -> tuple[str, str, str | None]:
     return configurable.get("checkpoint_ns", ""), checkpoint_id, parent_id
 
 
+# A checkpoint as our documents: its own, and those of its writes.
+Built = tuple[CheckpointDocument, list[WriteDocument]]
+
+
 def documents(
     target: ops.Storage, thread_id: str, item: SourceCheckpoint, stamp: datetime | None
-) -> tuple[CheckpointDocument, list[WriteDocument]]:
+) -> Built:
     """A source checkpoint as our documents, each whole (`ops.store_documents` splits values
     too large for one), refused over the target's `state_max_bytes`: every channel value
     serialized from the tuple (no `new_versions`), its metadata (an empty config adds no keys),
@@ -314,9 +318,8 @@ class _BadCheckpointError(Exception):
 
 def _target_documents(
     target: ops.Storage, thread_id: str, batch: Sequence[SourceItem], stamp: datetime | None
-) -> list[tuple[CheckpointDocument, list[WriteDocument]]]:
-    """Our documents of a batch; the first checkpoint that cannot become them raises
-    `_BadCheckpointError` naming the thread, the checkpoint and why."""
+) -> list[Built]:
+    """Our documents of a batch; one that cannot be built raises `_BadCheckpointError`."""
     built = []
     for item in batch:
         if isinstance(item, UnreadableCheckpoint):
@@ -399,10 +402,10 @@ class _Check:
 
 
 def _parents_first(checkpoints: list[tuple[str, str, str | None]]) -> list[SourceKey]:
-    """`(namespace, id, parent id)`s, each after its parent, else by id (LangGraph's ids
-    grow with time): any prefix of this order is a history whose every checkpoint has its
-    ancestors, so a copy stopped halfway leaves an older state, never a shortened one (a
-    `DeltaChannel` is rebuilt from the ancestors' writes)."""
+    """`(namespace, id, parent id)`s, each after its parent, else by id (LangGraph's ids grow with
+    time): any prefix of this order is a history whose every checkpoint has its ancestors, so a
+    copy stopped halfway leaves an older state, never a shortened one (a `DeltaChannel` is
+    rebuilt from the ancestors' writes)."""
     present = {(ns, cid) for ns, cid, _ in checkpoints}
     children: dict[SourceKey, list[tuple[str, str]]] = {}
     ready: list[tuple[str, str]] = []  # (id, namespace): a heap, smallest id first
@@ -441,7 +444,7 @@ def _check(
             check.checkpoints += 1
             check.writes += len(write_docs)
         if held != (0, 0):
-            yield from _compare_batch(target.codec, thread_id, batch, built, check)
+            yield from _compare_batch(target.codec, batch, built, check)
     check.order = _parents_first(keys)
     if held == (0, 0):
         return check
@@ -459,34 +462,26 @@ def _check(
 
 
 def _compare_batch(
-    codec: Codec,
-    thread_id: str,
-    batch: list[SourceCheckpoint],
-    built: list[tuple[CheckpointDocument, list[WriteDocument]]],
-    check: _Check,
+    codec: Codec, batch: list[SourceCheckpoint], built: list[Built], check: _Check
 ) -> Plan[None]:
     checkpoints, writes = yield from ops.stored_documents([cp[Field.ID] for cp, _ in built])
     stored = {key_fields(doc[Field.ID]): doc for doc in checkpoints}
     stored_writes = {_write_fields(doc[Field.ID]): doc for doc in writes}
     for item, (checkpoint, write_docs) in zip(batch, built, strict=True):
+        label = _source_label(item)
         old = stored.get(key_fields(checkpoint[Field.ID]))
-        if old is not None:
-            if _checkpoint_differs(codec, written_by_us(old), checkpoint):
-                check.difference = (
-                    check.difference or f"{_source_label(item)} differs in the target"
-                )
-            else:
-                check.matched_checkpoints += 1
+        if old is not None and _checkpoint_differs(codec, written_by_us(old), checkpoint):
+            check.difference = check.difference or f"{label} differs in the target"
+        elif old is not None:
+            check.matched_checkpoints += 1
         for write in write_docs:
             old = stored_writes.get(_write_fields(write[Field.ID]))
-            if old is None:
-                continue
-            if _write_differs(codec, old, write):
+            if old is not None and _write_differs(codec, old, write):
                 check.difference = check.difference or (
                     f"a pending write of task {write[Field.ID][Field.TASK_ID]!r} (channel "
-                    f"{write[Field.CHANNEL]!r}) of {_source_label(item)} differs in the target"
+                    f"{write[Field.CHANNEL]!r}) of {label} differs in the target"
                 )
-            else:
+            elif old is not None:
                 check.matched_writes += 1
 
 
@@ -578,8 +573,7 @@ def _each_thread(
     run: Callable[[str], MigrationPlan[R]],
     on_thread: OnThread | None,
 ) -> MigrationPlan[list[R]]:
-    """`run` for each of these threads, or (`None`) every thread of the source, in order;
-    `on_thread` is called with each result."""
+    """`run` for each thread (`None`: every thread of the source), in order, then `on_thread`."""
     if thread_ids is None:
         thread_ids = yield ReadThreadIds()
     results = []
@@ -657,8 +651,7 @@ def tuple_differences(where: str, source: CheckpointTuple, target: CheckpointTup
 def _source_refs(
     thread_id: str, batch: Sequence[SourceItem], differences: list[str]
 ) -> list[tuple[SourceCheckpoint, tuple[str, str, str | None]]]:
-    """The batch's checkpoints with their ids; one that the source cannot give exactly is
-    a difference."""
+    """The batch's checkpoints with their ids; one the source cannot give exactly differs."""
     refs = []
     for item in batch:
         if isinstance(item, UnreadableCheckpoint):
