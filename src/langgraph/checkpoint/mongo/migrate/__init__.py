@@ -122,9 +122,7 @@ def _plan_target(saver: AsyncMongoDBSaver | MongoDBSaver) -> Storage:
 
 def _thread_list(thread_ids: Sequence[str] | None) -> list[str] | None:
     """The threads to copy, each once, in the order given; `None`: every thread."""
-    if thread_ids is None:
-        return None
-    return list(dict.fromkeys(str_list(thread_ids, "thread_ids")))
+    return None if thread_ids is None else list(dict.fromkeys(str_list(thread_ids, "thread_ids")))
 
 
 def _copy_plan(

@@ -589,7 +589,7 @@ MAX_DIFFERENCES = 20
 
 
 def _target_tuples(
-    codec: Codec, thread_id: str, keys: list[CheckpointKey]
+    codec: Codec, keys: list[CheckpointKey]
 ) -> Plan[dict[tuple[str, str, str], CheckpointTuple | str]]:
     """The target's tuples of these checkpoints, or why one cannot be restored exactly."""
     checkpoints, writes = yield from ops.stored_documents(keys)
@@ -676,7 +676,7 @@ def verify_thread(
         from_start = False
         refs = _source_refs(thread_id, batch, differences)
         keys = [checkpoint_key(thread_id, ns, cid) for _, (ns, cid, _) in refs]
-        stored = yield from _target_tuples(target.codec, thread_id, keys)
+        stored = yield from _target_tuples(target.codec, keys)
         for item, (ns, cid, _) in refs:
             seen.add((ns, cid))
             where = checkpoint_label(ns, cid)

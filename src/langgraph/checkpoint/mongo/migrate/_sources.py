@@ -3,7 +3,7 @@ or `alist`/`aget_tuple`), or straight from the collections of the official Mongo
 `langgraph-checkpoint-mongodb`.
 
 Readers and `Requests` yield `SourceCall`s, without I/O, answered by `run_source` (sync methods,
-also in a worker thread for a source that only reads synchronously) or `_acall` (async ones).
+also in a worker thread for a source that only reads synchronously) or `arun_source` (async ones).
 `Requests` keeps at most one stream open: reading never holds more than a batch, and a source that
 locks while it lists (`SqliteSaver`) is asked for nothing else meanwhile. Values decode exactly
 (`_decoding`): a checkpoint that does not is an `UnreadableCheckpoint` naming it.
@@ -69,7 +69,7 @@ def _missing(key: tuple[str, str]) -> UnreadableCheckpoint:
 
 class SaverCall(NamedTuple):
     """`saver.<method>(config)` (`"get_tuple"`: a checkpoint tuple or None; `"list"`: a stream
-    of them), or with `_acall` its async twin, `a<method>` (`alist` is a stream too)."""
+    of them), or with `arun_source` its async twin, `a<method>` (`alist` is a stream too)."""
 
     saver: BaseCheckpointSaver[Any]
     method: str
@@ -103,6 +103,11 @@ SourceIO = Generator[SourceCall, Any, T]
 def run_source(reading: SourceIO[T]) -> T:
     """Run `reading` with the saver's sync methods."""
     return run_plan(reading, _call)
+
+
+async def arun_source(reading: SourceIO[T]) -> T:
+    """Run `reading` with the saver's async methods."""
+    return await arun_plan(reading, _acall)
 
 
 def _call(call: SourceCall) -> Any:
@@ -191,8 +196,7 @@ class SaverReader:
         return list(seen)
 
     def checkpoints(self, thread_id: str) -> SourceIO[Listed]:
-        stream = yield SaverCall(self.saver, "list", _config(thread_id))
-        return Listed(stream)
+        return Listed((yield SaverCall(self.saver, "list", _config(thread_id))))
 
     def next_checkpoint(self, listed: Listed) -> SourceIO[SourceItem | None]:
         if listed.ended:
@@ -222,9 +226,8 @@ class SaverReader:
         return found
 
     def latest(self, thread_id: str) -> SourceIO[CheckpointTuple | UnreadableCheckpoint | None]:
-        config = _config(thread_id, checkpoint_ns="")
         try:
-            latest = yield SaverCall(self.saver, "get_tuple", config)
+            latest = yield SaverCall(self.saver, "get_tuple", _config(thread_id, checkpoint_ns=""))
         except UnrestorableValueError as exc:
             return _inexact("the latest checkpoint", exc)
         if latest is None:
@@ -467,7 +470,7 @@ class Requests:
 
 
 class SourceAnswers:
-    """A plan's reads answered for the async API: on the event loop by `_acall`, or, for a
+    """A plan's reads answered for the async API: on the event loop by `arun_source`, or, for a
     reader that reads only synchronously (`threaded`), by `run_source` in one worker thread of its
     own (a sync driver's cursor, or an sqlite3 connection, stays on one thread)."""
 
@@ -479,7 +482,7 @@ class SourceAnswers:
 
     async def _run(self, reading: SourceIO[T]) -> T:
         if self.worker is None:
-            return await arun_plan(reading, _acall)
+            return await arun_source(reading)
         return await asyncio.get_running_loop().run_in_executor(self.worker, run_source, reading)
 
     async def answer(self, request: SourceRead) -> Any:
