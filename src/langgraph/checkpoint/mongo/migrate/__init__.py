@@ -20,7 +20,7 @@ cannot import) fails by name and nothing of it is written. See docs/migrating.md
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -94,14 +94,6 @@ def _reader(source: Source, fast_path: bool) -> Reader:
     )
 
 
-def _async_answers(source: Source, fast_path: bool) -> SourceAnswers:
-    """The source read through its async methods, or (the official saver's collections, a saver
-    whose async methods refuse to run or read a whole list) its sync ones in a worker thread."""
-    reader = _reader(source, fast_path)
-    asynchronous = isinstance(reader, SaverReader) and not reads_in_threads(reader.source)
-    return SourceAnswers(Requests(reader), threaded=not asynchronous)
-
-
 def _sync_target(target: Any, name: str) -> MongoDBSaver:
     if not isinstance(target, MongoDBSaver):
         raise TypeError(
@@ -121,8 +113,7 @@ def _async_target(target: Any, name: str) -> AsyncMongoDBSaver | MongoDBSaver:
 
 
 def _plan_target(saver: AsyncMongoDBSaver | MongoDBSaver) -> Storage:
-    """The target as the plans see it, decoding what it stores exactly (comparisons),
-    with its codec's serializer (which stores BSON values)."""
+    """The target as the plans see it: its codec, decoding exactly (for comparisons)."""
     codec = saver.storage.codec
     return dataclasses.replace(
         saver.storage, codec=Codec(ExactSerializer(codec.serde), codec.compression)
@@ -131,9 +122,7 @@ def _plan_target(saver: AsyncMongoDBSaver | MongoDBSaver) -> Storage:
 
 def _thread_list(thread_ids: Sequence[str] | None) -> list[str] | None:
     """The threads to copy, each once, in the order given; `None`: every thread."""
-    if thread_ids is None:
-        return None
-    return list(dict.fromkeys(str_list(thread_ids, "thread_ids")))
+    return None if thread_ids is None else list(dict.fromkeys(str_list(thread_ids, "thread_ids")))
 
 
 def _copy_plan(
@@ -156,8 +145,7 @@ def _verify_plan(
 def _run(
     operation: str, plan: MigrationPlan[T], source: Source, fast_path: bool, target: MongoDBSaver
 ) -> T:
-    """Run the plan of `operation` (its name in the log): reads of `source` with its sync
-    methods, commands on `target`."""
+    """Run the plan of `operation` (its name in the log), reading `source` with sync methods."""
     requests = Requests(_reader(source, fast_path))
 
     def execute(request: Command | SourceRead) -> Any:
@@ -171,21 +159,6 @@ def _run(
         run_source(requests.close())
 
 
-def _command_executor(
-    target: AsyncMongoDBSaver | MongoDBSaver, operation: str
-) -> Callable[[Command], Awaitable[Any]]:
-    if isinstance(target, AsyncMongoDBSaver):
-        return lambda command: execute_async(
-            operation, command_collection(target, command), command
-        )
-
-    async def in_a_thread(command: Command) -> Any:
-        collection = command_collection(target, command)
-        return await in_worker_thread(execute_sync, operation, collection, command)
-
-    return in_a_thread
-
-
 async def _arun(
     operation: str,
     plan: MigrationPlan[T],
@@ -193,14 +166,20 @@ async def _arun(
     fast_path: bool,
     target: AsyncMongoDBSaver | MongoDBSaver,
 ) -> T:
-    """`_run` for asyncio."""
-    answers = _async_answers(source, fast_path)
-    execute_command = _command_executor(target, operation)
+    """`_run` for asyncio: the source is read through its async methods, or (the official
+    saver's collections, a saver whose async methods refuse to run or read a whole list) its
+    sync ones in a worker thread; a `MongoDBSaver` target runs commands in worker threads."""
+    reader = _reader(source, fast_path)
+    threaded = not isinstance(reader, SaverReader) or reads_in_threads(reader.source)
+    answers = SourceAnswers(Requests(reader), threaded=threaded)
 
     async def execute(request: Command | SourceRead) -> Any:
         if isinstance(request, SourceRead):
             return await answers.answer(request)
-        return await execute_command(request)
+        collection = command_collection(target, request)
+        if isinstance(target, AsyncMongoDBSaver):
+            return await execute_async(operation, collection, request)
+        return await in_worker_thread(execute_sync, operation, collection, request)
 
     try:
         return await arun_plan(plan, execute)
@@ -237,8 +216,7 @@ def copy_threads(
         target: a set-up `MongoDBSaver` (`acopy_threads` also takes `AsyncMongoDBSaver`).
         overwrite: replace threads the target holds with other data (else: conflicts).
         dry_run: read and check everything, write nothing; the report says what would be.
-        batch_size: checkpoints read and written per round trip (memory is about this
-            many checkpoints).
+        batch_size: checkpoints read and written per round trip (memory: about this many).
         fast_path: read the official saver's collections directly when `source` is its
             `MongoDBSaver` (exact task paths, fewer queries); `False` uses `list` only.
         on_progress: called with `(thread_id, checkpoints)` after each batch.

@@ -1,16 +1,14 @@
 """Decoding that fails instead of returning a stand-in, so a copy stores exactly what its
 source stores or fails the thread by name.
 
-LangGraph's `JsonPlusSerializer` rebuilds a stored object by importing its class; where the import
-or the construction fails (a type of an application that is not installed here,
-`langgraph.types.Interrupt` without `langgraph`), or an allowlist blocks the type
-(`LANGGRAPH_STRICT_MSGPACK=true`), it logs once and returns the object's serialized arguments
-instead: a `dict` where the application stored its own type. Copied, that dict would be stored as a
-dict, and read back equal to it. `ExactSerializer` wraps a serializer so that every such case, and
-any payload that does not decode at all, raises `UnrestorableValueError` naming the type; or, with
-`keep_stand_ins`, lets such a value decode as LangGraph's does and records why (`take_failure`), for
-a reader that must name the checkpoint holding it (a saver's `list` decodes a whole checkpoint
-before yielding it, so its caller learns the checkpoint's id only if the decode completes).
+Where LangGraph's `JsonPlusSerializer` cannot rebuild a stored object (its class, an application's
+or `langgraph.types.Interrupt` without `langgraph`, cannot be imported or constructed here, or an
+allowlist blocks it: `LANGGRAPH_STRICT_MSGPACK=true`), it logs and returns the object's serialized
+arguments: a `dict`, which a copy would store as a dict.
+`ExactSerializer` raises `UnrestorableValueError` naming the type instead (and for any payload
+that does not decode); or, with `keep_stand_ins`, decodes as LangGraph does and records why
+(`take_failure`), for a reader that must name the checkpoint holding it (a saver's `list`
+decodes a whole checkpoint before its caller learns the checkpoint's id).
 """
 
 from __future__ import annotations
@@ -67,11 +65,8 @@ def _checked_hook(serde: JsonPlusSerializer, failures: list[str], raises: bool) 
         except Exception as exc:
             # LangGraph's own types come with the package `langgraph`, which the `cli`
             # extra brings (a saver alone needs only `langgraph-checkpoint`).
-            install = (
-                '; pip install "langgraph-checkpoint-mongo[cli]" brings it'
-                if module.partition(".")[0] == "langgraph"
-                else ""
-            )
+            own = module.partition(".")[0] == "langgraph"
+            install = '; pip install "langgraph-checkpoint-mongo[cli]" brings it' if own else ""
             fail(f"{module}.{name} (cannot be imported here: {type(exc).__name__}: {exc}{install})")
             return base(code, data)
         value = base(code, data)
@@ -109,12 +104,10 @@ class ExactSerializer(SerializerProtocol):
         try:
             return self.serde.loads_typed(data)
         except Exception as exc:
-            reason = self.take_failure()
-            if reason is not None:
-                raise UnrestorableValueError(reason) from exc
-            raise UnrestorableValueError(
+            reason = self.take_failure() or (
                 f"its {data[0]!r} payload does not decode: {type(exc).__name__}: {exc}"
-            ) from exc
+            )
+            raise UnrestorableValueError(reason) from exc
 
     def take_failure(self) -> str | None:
         """With `keep_stand_ins`: why a value decoded since the last call is a stand-in."""

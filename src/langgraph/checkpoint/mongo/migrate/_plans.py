@@ -1,20 +1,17 @@
 """Copying threads from any saver into ours, and comparing them afterwards, without I/O.
 
-The plans here yield two kinds of request: `Command`s for the target saver, as every saver operation
-does, and `ReadCheckpoints`/`ReadCheckpointsByKey`/`ReadLatest` for the source, which the executors
-in `migrate` answer from the source (its `list`/`get_tuple`, or the official MongoDB saver's
-collections). So the copy and the verification are written once for the sync and the async API.
+The plans yield `Command`s for the target and `SourceRead`s, which `migrate` answers from the source
+(its `list`/`get_tuple`, or the official saver's collections): the copy and the verification are
+written once for the sync and the async API.
 
-A thread is copied in two passes. The first reads the whole thread a batch at a time and turns every
-checkpoint into our documents, keeping only their keys: a checkpoint that does not decode exactly
-(see `_decoding`) or cannot be stored fails the thread, by name, before anything of it is written,
-and the other threads go on. It also compares them with what the target holds: a subset of the
-source (an interrupted copy, or a source that has grown since) is completed, an identical thread is
-left alone, anything else is a conflict, reported and left alone unless `overwrite` is set. The
-second pass reads the checkpoints again, parents first, and writes them with keyed upserts, each
-batch's pending writes before its checkpoints: a copy stopped at any point leaves an older,
-consistent history of the thread (never a checkpoint without its writes or ancestors), and running
-it again rewrites the same documents: nothing is duplicated.
+A thread is copied in two passes. The first reads it a batch at a time and builds our documents,
+keeping their keys: a checkpoint that does not decode exactly (`_decoding`) or cannot be stored
+fails the thread by name before anything of it is written. It also compares them with the target's:
+a subset of the source (an interrupted copy, or a source grown since) is completed, an identical
+thread left alone, anything else is a conflict, left alone unless `overwrite`. The second pass reads
+the checkpoints again, parents first, and upserts them by key, each batch's pending writes before
+its checkpoints: a copy stopped at any point leaves an older, consistent history of the thread
+(never a checkpoint without its writes or ancestors), and running it again duplicates nothing.
 """
 
 from __future__ import annotations
@@ -35,7 +32,6 @@ from langgraph.checkpoint.mongo import _ttl
 from langgraph.checkpoint.mongo._codec import Codec
 from langgraph.checkpoint.mongo._commands import Command, Plan, Target
 from langgraph.checkpoint.mongo._documents import (
-    DEFAULT_STATE_MAX_BYTES,
     checkpoint_document,
     checkpoint_tuple,
     stored_metadata,
@@ -59,8 +55,6 @@ from langgraph.checkpoint.mongo.migrate._decoding import UnrestorableValueError
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-# Requests to the source.
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,12 +128,11 @@ SourceItem = SourceCheckpoint | UnreadableCheckpoint
 def inferred_writes(pending: Sequence[PendingWrite]) -> list[SourceWrite]:
     """A tuple's `pending_writes` as stored writes, for sources that show nothing more.
 
-    `CheckpointTuple` carries task ids, channels, values and their order, but not the
-    `idx` each write is stored under nor the task's `task_path` (LangGraph uses it only
-    to order a step's writes). So a task's regular writes are numbered 0, 1, ... in
-    order, special channels (errors, interrupts, resumes) take their fixed `idx`, and
-    the task path is `""`; where ordering by `(task_id, idx)` would then differ from the
-    source's order, each task gets an ordinal path (`"00000000"`, ...) that keeps it.
+    A `CheckpointTuple` lacks each write's stored `idx` and its task's `task_path` (which LangGraph
+    uses only to order a step's writes): a task's regular writes are numbered 0, 1, ... in order,
+    special channels (errors, interrupts, resumes) take their fixed `idx`, and the path is `""`,
+    or, where ordering by `(task_id, idx)` would then change the source's order, an ordinal per
+    task (`"00000000"`, ...) that keeps it.
     """
     counters: dict[str, int] = {}
     writes = []
@@ -156,9 +149,6 @@ def inferred_writes(pending: Sequence[PendingWrite]) -> list[SourceWrite]:
     for write in writes:
         ordinals.setdefault(write.task_id, len(ordinals))
     return [replace(w, task_path=f"{ordinals[w.task_id]:08}") for w in writes]
-
-
-# What a copy reports.
 
 
 class ThreadStatus(str, Enum):
@@ -208,18 +198,16 @@ class CopyReport:
 
     def summary(self) -> str:
         written = [t for t in self.threads if t.status in _WRITTEN]
-        checkpoints = sum(t.checkpoints for t in written)
-        writes = sum(t.writes for t in written)
-        parts = [f"{len(self.threads)} thread(s)"]
-        parts += [
-            f"{self.count(s)} {'would be ' if self.dry_run and s in _WRITTEN else ''}{s.value}"
+        would = "would be " if self.dry_run else ""
+        counts = [
+            f"{self.count(s)} {would if s in _WRITTEN else ''}{s.value}"
             for s in ThreadStatus
             if self.count(s)
         ]
         lines = [
-            ", ".join(parts),
-            f"{checkpoints} checkpoint(s) and {writes} pending write(s) "
-            + ("would be written" if self.dry_run else "written"),
+            ", ".join([f"{len(self.threads)} thread(s)", *counts]),
+            f"{sum(t.checkpoints for t in written)} checkpoint(s) and "
+            f"{sum(t.writes for t in written)} pending write(s) {would}written",
         ]
         lines += [f"  {t.thread_id!r}: {t.status.value}: {t.detail}" for t in self.problems]
         return "\n".join(lines)
@@ -255,7 +243,6 @@ class VerifyReport:
         return "\n".join(lines)
 
 
-OnProgress = Callable[[str, int], None]
 OnThread = Callable[[Any], None]
 
 
@@ -264,11 +251,8 @@ class CopyOptions:
     overwrite: bool = False
     dry_run: bool = False
     batch_size: int = 100
-    on_progress: OnProgress | None = None  # (thread id, checkpoints just done)
+    on_progress: Callable[[str, int], None] | None = None  # (thread id, checkpoints just done)
     on_thread: OnThread | None = None  # a finished thread's `ThreadCopy`
-
-
-# Source tuples -> our documents.
 
 
 def _ids(item: SourceCheckpoint, thread_id: str) -> tuple[str, str, str | None]:
@@ -279,53 +263,29 @@ def _ids(item: SourceCheckpoint, thread_id: str) -> tuple[str, str, str | None]:
             f"the source returned a checkpoint of thread {configurable.get('thread_id')!r} "
             f"when asked for thread {thread_id!r}"
         )
-    checkpoint_id = configurable["checkpoint_id"]
-    if not isinstance(item.tuple.checkpoint, Mapping):
-        raise TypeError(
-            f"it decodes to {type(item.tuple.checkpoint).__name__}, not a checkpoint (a dict)"
-        )
-    if item.tuple.checkpoint.get("id") != checkpoint_id:
-        raise ValueError(
-            f"checkpoint {checkpoint_id!r} holds the id {item.tuple.checkpoint.get('id')!r}"
-        )
+    checkpoint_id, checkpoint = configurable["checkpoint_id"], item.tuple.checkpoint
+    if not isinstance(checkpoint, Mapping):
+        raise TypeError(f"it decodes to {type(checkpoint).__name__}, not a checkpoint (a dict)")
+    if checkpoint.get("id") != checkpoint_id:
+        raise ValueError(f"checkpoint {checkpoint_id!r} holds the id {checkpoint.get('id')!r}")
     parent = item.tuple.parent_config
     parent_id = parent["configurable"].get("checkpoint_id") if parent else None
     return configurable.get("checkpoint_ns", ""), checkpoint_id, parent_id
 
 
-def _write_document(
-    codec: Codec, ref: CheckpointRef, write: SourceWrite, stamp: datetime | None, max_bytes: int
-) -> WriteDocument:
-    """A write as `put_writes` builds it (whole: `ops.store_documents` splits it), under the
-    source's own `idx`."""
-    [(_, doc)] = write_documents(
-        codec,
-        ref,
-        [(write.channel, write.value)],
-        write.task_id,
-        write.task_path,
-        stamp,
-        max_bytes=max_bytes,
-    )
-    doc["_id"]["idx"] = write.idx
-    return doc
+# A checkpoint as our documents: its own, and those of its writes.
+Built = tuple[CheckpointDocument, list[WriteDocument]]
 
 
 def documents(
-    codec: Codec,
-    thread_id: str,
-    item: SourceCheckpoint,
-    stamp: datetime | None = None,
-    max_bytes: int = DEFAULT_STATE_MAX_BYTES,
-) -> tuple[CheckpointDocument, list[WriteDocument]]:
-    """A source checkpoint as our checkpoint document and write documents, each whole
-    (values too large for one document are split into chunks when they are written: see
-    `ops.store_documents`), refused over the target's `state_max_bytes`.
-
-    Every channel value is serialized from the tuple (no `new_versions` involved), and the
-    metadata is the tuple's: `checkpoint_document` gets an empty config, so it adds no keys.
-    """
+    target: ops.Storage, thread_id: str, item: SourceCheckpoint, stamp: datetime | None
+) -> Built:
+    """A source checkpoint as our documents, each whole (`ops.store_documents` splits values
+    too large for one), refused over the target's `state_max_bytes`: every channel value
+    serialized from the tuple (no `new_versions`), its metadata (an empty config adds no keys),
+    and its writes as `put_writes` builds them, under the source's own `idx`."""
     ns, checkpoint_id, parent_id = _ids(item, thread_id)
+    codec, max_bytes = target.codec, target.max_bytes
     checkpoint = checkpoint_document(
         codec,
         CheckpointRef(thread_id, ns, parent_id),
@@ -336,15 +296,20 @@ def documents(
         max_bytes=max_bytes,
     )
     ref = CheckpointRef(thread_id, ns, checkpoint_id)
-    return checkpoint, [_write_document(codec, ref, w, stamp, max_bytes) for w in item.writes]
+    writes: list[WriteDocument] = []
+    for w in item.writes:
+        [(_, doc)] = write_documents(
+            codec, ref, [(w.channel, w.value)], w.task_id, w.task_path, stamp, max_bytes=max_bytes
+        )
+        doc["_id"]["idx"] = w.idx
+        writes.append(doc)
+    return checkpoint, writes
 
 
 def _source_label(item: SourceCheckpoint) -> str:
     """The source checkpoint, as messages name it (from its config as the source gave it)."""
-    configurable = item.tuple.config["configurable"]
-    return checkpoint_label(
-        configurable.get("checkpoint_ns", ""), configurable.get("checkpoint_id")
-    )
+    ids = item.tuple.config["configurable"]
+    return checkpoint_label(ids.get("checkpoint_ns", ""), ids.get("checkpoint_id"))
 
 
 class _BadCheckpointError(Exception):
@@ -353,36 +318,34 @@ class _BadCheckpointError(Exception):
 
 def _target_documents(
     target: ops.Storage, thread_id: str, batch: Sequence[SourceItem], stamp: datetime | None
-) -> list[tuple[CheckpointDocument, list[WriteDocument]]]:
-    """Our documents of a batch; the first checkpoint that cannot become them raises
-    `_BadCheckpointError` naming the thread, the checkpoint and why."""
+) -> list[Built]:
+    """Our documents of a batch; one that cannot be built raises `_BadCheckpointError`."""
     built = []
     for item in batch:
         if isinstance(item, UnreadableCheckpoint):
             raise _BadCheckpointError(f"{item.where}: {item.reason}")
         try:
-            built.append(documents(target.codec, thread_id, item, stamp, target.max_bytes))
+            built.append(documents(target, thread_id, item, stamp))
         except (TypeError, ValueError) as exc:
             raise _BadCheckpointError(f"{_source_label(item)}: {exc}") from exc
     return built
-
-
-# Comparing a source thread with what the target holds.
 
 
 def _write_fields(key: Any) -> tuple[str, str, str, str, int]:
     return (*key_fields(key[Field.CHECKPOINT]), key[Field.TASK_ID], key[Field.IDX])
 
 
-def _same_value(codec: Codec, stored: StoredField, built: StoredField) -> bool:
-    """The same bytes, or (with a serializer that encrypts, or another compression) values
-    that decode equal, exactly (see `_decoding`: a value that cannot differs)."""
-    if stored == built:
-        return True
+def _decode_equal(decode: Callable[[Any], Any], stored: Any, built: Any) -> bool:
+    """Both decode equal, exactly (see `_decoding`: a value that cannot differs)."""
     try:
-        return bool(codec.decode(stored) == codec.decode(built))
+        return bool(decode(stored) == decode(built))
     except UnrestorableValueError:
         return False
+
+
+def _same_value(codec: Codec, stored: StoredField, built: StoredField) -> bool:
+    """The same bytes, or (a serializer that encrypts, another compression) equal values."""
+    return stored == built or _decode_equal(codec.decode, stored, built)
 
 
 def _same_metadata(codec: Codec, stored: Any, built: CheckpointDocument) -> bool:
@@ -390,10 +353,7 @@ def _same_metadata(codec: Codec, stored: Any, built: CheckpointDocument) -> bool
     copies = (Field.METADATA, Field.SERIALIZED_METADATA)
     if all(bson.encode({k: stored.get(k)}) == bson.encode({k: built.get(k)}) for k in copies):
         return True
-    try:
-        return bool(stored_metadata(codec, stored) == stored_metadata(codec, built))
-    except UnrestorableValueError:
-        return False
+    return _decode_equal(partial(stored_metadata, codec), stored, built)
 
 
 def _values_differ(codec: Codec, stored: Any, built: Any) -> bool:
@@ -442,10 +402,10 @@ class _Check:
 
 
 def _parents_first(checkpoints: list[tuple[str, str, str | None]]) -> list[SourceKey]:
-    """`(namespace, id, parent id)`s, each after its parent, else by id (LangGraph's ids
-    grow with time): any prefix of this order is a history whose every checkpoint has its
-    ancestors, so a copy stopped halfway leaves an older state, never a shortened one (a
-    `DeltaChannel` is rebuilt from the ancestors' writes)."""
+    """`(namespace, id, parent id)`s, each after its parent, else by id (LangGraph's ids grow with
+    time): any prefix of this order is a history whose every checkpoint has its ancestors, so a
+    copy stopped halfway leaves an older state, never a shortened one (a `DeltaChannel` is
+    rebuilt from the ancestors' writes)."""
     present = {(ns, cid) for ns, cid, _ in checkpoints}
     children: dict[SourceKey, list[tuple[str, str]]] = {}
     ready: list[tuple[str, str]] = []  # (id, namespace): a heap, smallest id first
@@ -484,7 +444,7 @@ def _check(
             check.checkpoints += 1
             check.writes += len(write_docs)
         if held != (0, 0):
-            yield from _compare_batch(target.codec, thread_id, batch, built, check)
+            yield from _compare_batch(target.codec, batch, built, check)
     check.order = _parents_first(keys)
     if held == (0, 0):
         return check
@@ -502,38 +462,27 @@ def _check(
 
 
 def _compare_batch(
-    codec: Codec,
-    thread_id: str,
-    batch: list[SourceCheckpoint],
-    built: list[tuple[CheckpointDocument, list[WriteDocument]]],
-    check: _Check,
+    codec: Codec, batch: list[SourceCheckpoint], built: list[Built], check: _Check
 ) -> Plan[None]:
     checkpoints, writes = yield from ops.stored_documents([cp[Field.ID] for cp, _ in built])
     stored = {key_fields(doc[Field.ID]): doc for doc in checkpoints}
     stored_writes = {_write_fields(doc[Field.ID]): doc for doc in writes}
     for item, (checkpoint, write_docs) in zip(batch, built, strict=True):
+        label = _source_label(item)
         old = stored.get(key_fields(checkpoint[Field.ID]))
-        if old is not None:
-            if _checkpoint_differs(codec, written_by_us(old), checkpoint):
-                check.difference = (
-                    check.difference or f"{_source_label(item)} differs in the target"
-                )
-            else:
-                check.matched_checkpoints += 1
+        if old is not None and _checkpoint_differs(codec, written_by_us(old), checkpoint):
+            check.difference = check.difference or f"{label} differs in the target"
+        elif old is not None:
+            check.matched_checkpoints += 1
         for write in write_docs:
             old = stored_writes.get(_write_fields(write[Field.ID]))
-            if old is None:
-                continue
-            if _write_differs(codec, old, write):
+            if old is not None and _write_differs(codec, old, write):
                 check.difference = check.difference or (
                     f"a pending write of task {write[Field.ID][Field.TASK_ID]!r} (channel "
-                    f"{write[Field.CHANNEL]!r}) of {_source_label(item)} differs in the target"
+                    f"{write[Field.CHANNEL]!r}) of {label} differs in the target"
                 )
-            else:
+            elif old is not None:
                 check.matched_writes += 1
-
-
-# Copying.
 
 
 def copy_thread(
@@ -624,8 +573,7 @@ def _each_thread(
     run: Callable[[str], MigrationPlan[R]],
     on_thread: OnThread | None,
 ) -> MigrationPlan[list[R]]:
-    """`run` for each of these threads, or (`None`) every thread of the source, in order;
-    `on_thread` is called with each result."""
+    """`run` for each thread (`None`: every thread of the source), in order, then `on_thread`."""
     if thread_ids is None:
         thread_ids = yield ReadThreadIds()
     results = []
@@ -636,14 +584,12 @@ def _each_thread(
     return results
 
 
-# Verifying.
-
 # Differences listed per thread before the rest are only counted.
 MAX_DIFFERENCES = 20
 
 
 def _target_tuples(
-    codec: Codec, thread_id: str, keys: list[CheckpointKey]
+    codec: Codec, keys: list[CheckpointKey]
 ) -> Plan[dict[tuple[str, str, str], CheckpointTuple | str]]:
     """The target's tuples of these checkpoints, or why one cannot be restored exactly."""
     checkpoints, writes = yield from ops.stored_documents(keys)
@@ -705,8 +651,7 @@ def tuple_differences(where: str, source: CheckpointTuple, target: CheckpointTup
 def _source_refs(
     thread_id: str, batch: Sequence[SourceItem], differences: list[str]
 ) -> list[tuple[SourceCheckpoint, tuple[str, str, str | None]]]:
-    """The batch's checkpoints with their ids; one that the source cannot give exactly is
-    a difference."""
+    """The batch's checkpoints with their ids; one the source cannot give exactly differs."""
     refs = []
     for item in batch:
         if isinstance(item, UnreadableCheckpoint):
@@ -731,7 +676,7 @@ def verify_thread(
         from_start = False
         refs = _source_refs(thread_id, batch, differences)
         keys = [checkpoint_key(thread_id, ns, cid) for _, (ns, cid, _) in refs]
-        stored = yield from _target_tuples(target.codec, thread_id, keys)
+        stored = yield from _target_tuples(target.codec, keys)
         for item, (ns, cid, _) in refs:
             seen.add((ns, cid))
             where = checkpoint_label(ns, cid)
@@ -749,9 +694,8 @@ def verify_thread(
         if (ns, cid) not in seen:
             differences.append(f"{checkpoint_label(ns, cid)}: in the target only")
     theirs = yield ReadLatest(thread_id)
-    root = CheckpointRef(thread_id, "", None).config()
     try:
-        ours_latest = yield from ops.read_tuple(target, root)
+        ours_latest = yield from ops.read_tuple(target, CheckpointRef(thread_id, "", None).config())
     except UnrestorableValueError as exc:
         differences.append(f"latest checkpoint: does not decode exactly in the target: {exc}")
     else:

@@ -1,15 +1,12 @@
-"""Reading a source's threads for `migrate`: through any saver's public API
-(`list`/`get_tuple`, or `alist`/`aget_tuple`), or straight from the collections of the
-official MongoDB saver, `langgraph-checkpoint-mongodb`.
+"""Reading a source's threads for `migrate`: through any saver's public API (`list`/`get_tuple`,
+or `alist`/`aget_tuple`), or straight from the collections of the official MongoDB saver,
+`langgraph-checkpoint-mongodb`.
 
-Reading is written once, without I/O, as the core's plans are: a `Reader` and `Requests` (which
-hands a plan a thread's checkpoints batch by batch and keeps at most one stream open, so reading
-never holds more than a batch, and a source that locks while it lists, `SqliteSaver`, is never asked
-for something else meanwhile) yield `SourceCall`s. `run_source` answers them with a saver's sync
-methods, `arun_source` with their async twins; a source that only reads synchronously is read by
-`run_source` in a worker thread of its own for the async API (`SourceAnswers`). Readers decode with
-the source's serializer made exact (`_decoding`): a checkpoint that does not decode exactly is
-answered as an `UnreadableCheckpoint` naming it, and the plan fails its thread.
+Readers and `Requests` yield `SourceCall`s, without I/O, answered by `run_source` (sync methods,
+also in a worker thread for a source that only reads synchronously) or `arun_source` (async ones).
+`Requests` keeps at most one stream open: reading never holds more than a batch, and a source that
+locks while it lists (`SqliteSaver`) is asked for nothing else meanwhile. Values decode exactly
+(`_decoding`): a checkpoint that does not is an `UnreadableCheckpoint` naming it.
 """
 
 from __future__ import annotations
@@ -19,9 +16,9 @@ import copy
 import sys
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from enum import Enum
+from dataclasses import dataclass
 from itertools import islice
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, writes_sort_key
 from langgraph.checkpoint.serde.base import SerializerProtocol
@@ -46,15 +43,8 @@ from langgraph.checkpoint.mongo.migrate._plans import (
 T = TypeVar("T")
 
 
-def _thread_config(thread_id: str, root_only: bool = False) -> Any:
-    configurable = {"thread_id": thread_id}
-    return {"configurable": {**configurable, "checkpoint_ns": ""} if root_only else configurable}
-
-
-def _checkpoint_config(thread_id: str, key: tuple[str, str]) -> Any:
-    ns, checkpoint_id = key
-    configurable = {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}
-    return {"configurable": configurable}
+def _config(thread_id: str, **configurable: str) -> Any:
+    return {"configurable": {"thread_id": thread_id, **configurable}}
 
 
 def _listed_after(last: CheckpointTuple | None) -> str:
@@ -69,10 +59,6 @@ def _key(checkpoint: CheckpointTuple) -> tuple[str, str]:
     return configurable.get("checkpoint_ns", ""), configurable["checkpoint_id"]
 
 
-def _from_tuple(checkpoint: CheckpointTuple) -> SourceCheckpoint:
-    return SourceCheckpoint(checkpoint, inferred_writes(checkpoint.pending_writes or ()))
-
-
 def _inexact(where: str, reason: object) -> UnreadableCheckpoint:
     return UnreadableCheckpoint(where, f"does not decode exactly here: {reason}")
 
@@ -81,54 +67,12 @@ def _missing(key: tuple[str, str]) -> UnreadableCheckpoint:
     return UnreadableCheckpoint(checkpoint_label(*key), "the source no longer holds it")
 
 
-class _ExactSaver:
-    """A shallow copy of a saver that decodes exactly (as LangGraph's `with_allowlist`
-    copies a saver with another serializer), and names the checkpoint holding a value it
-    could not rebuild: its decodes keep LangGraph's stand-ins, so a `list` goes on, and
-    each tuple is checked once returned."""
-
-    def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
-        self.serde = ExactSerializer(saver.serde, keep_stand_ins=True)
-        self.saver = copy.copy(saver)
-        self.saver.serde = self.serde
-
-    def item(self, checkpoint: CheckpointTuple) -> SourceItem:
-        """The checkpoint just returned, or why it holds a value that is not exact."""
-        reason = self.serde.take_failure()
-        if reason is not None:
-            return _inexact(checkpoint_label(*_key(checkpoint)), reason)
-        return _from_tuple(checkpoint)
-
-    def latest(
-        self, checkpoint: CheckpointTuple | None
-    ) -> CheckpointTuple | UnreadableCheckpoint | None:
-        if checkpoint is None:
-            return None
-        item = self.item(checkpoint)
-        return item if isinstance(item, UnreadableCheckpoint) else checkpoint
-
-
-# What reading a source asks of it: the requests of `SourceIO`, answered by `run_source`
-# (sync) or `arun_source` (asyncio).
-
-
-class SaverMethod(Enum):
-    """A read method of a saver: `run_source` calls the sync one, `arun_source` its async
-    twin (`aget_tuple` is awaited; `alist` is a stream, as `list` is)."""
-
-    GET_TUPLE = ("get_tuple", "aget_tuple")
-    LIST = ("list", "alist")
-
-    def __init__(self, sync: str, asynchronous: str) -> None:
-        self.sync = sync
-        self.asynchronous = asynchronous
-
-
 class SaverCall(NamedTuple):
-    """`saver.<method>(config)`: a checkpoint tuple (or None), or a stream of them."""
+    """`saver.<method>(config)` (`"get_tuple"`: a checkpoint tuple or None; `"list"`: a stream
+    of them), or with `arun_source` its async twin, `a<method>` (`alist` is a stream too)."""
 
     saver: BaseCheckpointSaver[Any]
-    method: SaverMethod
+    method: str
     config: Any
 
 
@@ -145,16 +89,14 @@ class CloseListed(NamedTuple):
 
 
 class Blocking(NamedTuple):
-    """`function(*args)`, I/O of a source that reads only synchronously (the official
-    saver's collections, `SqliteSaver`'s table): only `run_source` answers it, in a worker
-    thread of its own for the async API (`reads_in_threads`)."""
+    """`function(*args)`: I/O of a source that reads only synchronously (the official saver's
+    collections, `SqliteSaver`'s table), which only `run_source` answers (`reads_in_threads`)."""
 
     function: Callable[..., Any]
     args: tuple[Any, ...] = ()
 
 
 SourceCall = SaverCall | NextListed | CloseListed | Blocking
-# Reading a source, step by step, without I/O.
 SourceIO = Generator[SourceCall, Any, T]
 
 
@@ -170,7 +112,7 @@ async def arun_source(reading: SourceIO[T]) -> T:
 
 def _call(call: SourceCall) -> Any:
     if isinstance(call, SaverCall):
-        return getattr(call.saver, call.method.sync)(call.config)
+        return getattr(call.saver, call.method)(call.config)
     if isinstance(call, NextListed):
         return next(call.stream, None)
     if isinstance(call, CloseListed):
@@ -181,8 +123,8 @@ def _call(call: SourceCall) -> Any:
 
 async def _acall(call: SourceCall) -> Any:
     if isinstance(call, SaverCall):
-        answer = getattr(call.saver, call.method.asynchronous)(call.config)
-        return answer if call.method is SaverMethod.LIST else await answer
+        answer = getattr(call.saver, f"a{call.method}")(call.config)
+        return answer if call.method == "list" else await answer
     if isinstance(call, NextListed):
         return await anext(call.stream, None)
     if isinstance(call, CloseListed):
@@ -193,22 +135,9 @@ async def _acall(call: SourceCall) -> Any:
     )
 
 
-class Reader(Protocol):
-    """A source, read without I/O: each method yields the calls it needs."""
-
-    def thread_ids(self) -> SourceIO[list[str]]: ...
-    def checkpoints(self, thread_id: str) -> SourceIO[Listed]:
-        """Open a stream of the thread's checkpoints (every namespace)."""
-        ...
-
-    def next_checkpoint(self, listed: Listed) -> SourceIO[SourceItem | None]:
-        """The stream's next checkpoint, or None after its last."""
-        ...
-
-    def checkpoints_by_key(
-        self, thread_id: str, keys: Sequence[tuple[str, str]]
-    ) -> SourceIO[list[SourceItem]]: ...
-    def latest(self, thread_id: str) -> SourceIO[CheckpointTuple | UnreadableCheckpoint | None]: ...
+def _blocking(function: Callable[..., T], *args: Any) -> SourceIO[T]:
+    answer: T = yield Blocking(function, args)
+    return answer
 
 
 def _sqlite_thread_ids(saver: BaseCheckpointSaver[Any]) -> list[str]:
@@ -218,42 +147,56 @@ def _sqlite_thread_ids(saver: BaseCheckpointSaver[Any]) -> list[str]:
         return [row[0] for row in cursor]
 
 
-def _is_sqlite(saver: BaseCheckpointSaver[Any]) -> bool:
-    module = sys.modules.get("langgraph.checkpoint.sqlite")
-    return module is not None and isinstance(saver, module.SqliteSaver)
+def _is_a(value: Any, module: str, name: str) -> bool:
+    """`isinstance(value, module.name)`, without importing `module` (an optional package)."""
+    cls = getattr(sys.modules.get(module), name, None)
+    return cls is not None and isinstance(value, cls)
 
 
+_SQLITE = ("langgraph.checkpoint.sqlite", "SqliteSaver")
+_OFFICIAL = ("langgraph.checkpoint.mongodb.saver", "MongoDBSaver")
+
+
+@dataclass
 class Listed:
     """A thread's checkpoints as a source streams them (a saver's `list`), the last one it
     returned, and whether it ended with an error (a saver's `list` ends with it)."""
 
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream
-        self.last: CheckpointTuple | None = None
-        self.ended = False
+    stream: Any
+    last: CheckpointTuple | None = None
+    ended: bool = False
 
 
 class SaverReader:
-    """Any saver, through `list` and `get_tuple` (or `alist` and `aget_tuple`)."""
+    """Any saver, through `list` and `get_tuple` (or `alist` and `aget_tuple`) of a shallow copy
+    that decodes exactly (as LangGraph's `with_allowlist` copies a saver with another serializer).
+    Its decodes keep LangGraph's stand-ins, so a `list` goes on, and each tuple is checked once
+    returned, to name the checkpoint holding a value that could not be rebuilt."""
 
     def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
         self.source = saver  # lists thread ids, whatever its values decode to
-        self.exact = _ExactSaver(saver)
-        self.saver = self.exact.saver
+        self.serde = ExactSerializer(saver.serde, keep_stand_ins=True)
+        self.saver = copy.copy(saver)
+        self.saver.serde = self.serde
+
+    def _item(self, checkpoint: CheckpointTuple) -> SourceItem:
+        """The checkpoint just returned, or why it holds a value that is not exact."""
+        reason = self.serde.take_failure()
+        if reason is not None:
+            return _inexact(checkpoint_label(*_key(checkpoint)), reason)
+        return SourceCheckpoint(checkpoint, inferred_writes(checkpoint.pending_writes or ()))
 
     def thread_ids(self) -> SourceIO[list[str]]:
-        if _is_sqlite(self.source):
-            ids: list[str] = yield Blocking(_sqlite_thread_ids, (self.source,))
-            return ids
+        if _is_a(self.source, *_SQLITE):
+            return (yield from _blocking(_sqlite_thread_ids, self.source))
         seen: dict[str, None] = {}
-        stream = yield SaverCall(self.source, SaverMethod.LIST, None)
+        stream = yield SaverCall(self.source, "list", None)
         while (checkpoint := (yield NextListed(stream))) is not None:
             seen.setdefault(checkpoint.config["configurable"]["thread_id"], None)
         return list(seen)
 
     def checkpoints(self, thread_id: str) -> SourceIO[Listed]:
-        stream = yield SaverCall(self.saver, SaverMethod.LIST, _thread_config(thread_id))
-        return Listed(stream)
+        return Listed((yield SaverCall(self.saver, "list", _config(thread_id))))
 
     def next_checkpoint(self, listed: Listed) -> SourceIO[SourceItem | None]:
         if listed.ended:
@@ -266,29 +209,31 @@ class SaverReader:
         if checkpoint is None:
             return None
         listed.last = checkpoint
-        return self.exact.item(checkpoint)
+        return self._item(checkpoint)
 
     def checkpoints_by_key(
         self, thread_id: str, keys: Sequence[tuple[str, str]]
     ) -> SourceIO[list[SourceItem]]:
         found: list[SourceItem] = []
         for key in keys:
-            config = _checkpoint_config(thread_id, key)
+            config = _config(thread_id, checkpoint_ns=key[0], checkpoint_id=key[1])
             try:
-                checkpoint = yield SaverCall(self.saver, SaverMethod.GET_TUPLE, config)
+                checkpoint = yield SaverCall(self.saver, "get_tuple", config)
             except UnrestorableValueError as exc:
                 found.append(_inexact(checkpoint_label(*key), exc))
             else:
-                found.append(_missing(key) if checkpoint is None else self.exact.item(checkpoint))
+                found.append(_missing(key) if checkpoint is None else self._item(checkpoint))
         return found
 
     def latest(self, thread_id: str) -> SourceIO[CheckpointTuple | UnreadableCheckpoint | None]:
-        config = _thread_config(thread_id, root_only=True)
         try:
-            latest = yield SaverCall(self.saver, SaverMethod.GET_TUPLE, config)
+            latest = yield SaverCall(self.saver, "get_tuple", _config(thread_id, checkpoint_ns=""))
         except UnrestorableValueError as exc:
             return _inexact("the latest checkpoint", exc)
-        return self.exact.latest(latest)
+        if latest is None:
+            return None
+        item = self._item(latest)
+        return item if isinstance(item, UnreadableCheckpoint) else latest
 
 
 def _loads_metadata(serde: SerializerProtocol, stored: Any) -> Any:
@@ -302,12 +247,12 @@ def _loads_metadata(serde: SerializerProtocol, stored: Any) -> Any:
 class OfficialMongoDBSource:
     """The collections of `langgraph-checkpoint-mongodb` (0.3 to 0.5), read directly.
 
-    Pass it (or the official `MongoDBSaver` itself) as the source of `copy_threads`. Its
-    documents are plain, so reading them beats the saver's own `list`: two queries per
-    batch of checkpoints instead of one per checkpoint, in bounded memory (the official
-    `alist` reads a whole thread before yielding), exact (write documents carry the
-    `task_path` and `idx` that `list` does not return), and read-only, without the package
-    itself (which creates indexes when constructed and needs Python 3.11).
+    Pass it (or the official `MongoDBSaver` itself) as the source of `copy_threads`. Its documents
+    are plain, so reading them beats the saver's own `list`: two queries per batch of checkpoints
+    instead of one per checkpoint, in bounded memory (the official `alist` reads a whole thread
+    before yielding), exact (write documents carry the `task_path` and `idx` that `list` does not
+    return), and read-only, without the package itself (which creates indexes when constructed
+    and needs Python 3.11).
 
     Args:
         database: a `pymongo` `Database` (of a sync `MongoClient`).
@@ -342,17 +287,15 @@ class OfficialMongoDBSource:
 
     def thread_ids(self) -> list[str]:
         pipeline = [{"$group": {"_id": "$thread_id"}}, {"$sort": {"_id": 1}}]
-        cursor = self.checkpoints_collection.aggregate(pipeline, allowDiskUse=True)
-        with cursor:
+        with self.checkpoints_collection.aggregate(pipeline, allowDiskUse=True) as cursor:
             return [doc["_id"] for doc in cursor]
 
     def checkpoints(self, thread_id: str) -> Iterator[SourceItem]:
-        cursor = self.checkpoints_collection.find(
+        with self.checkpoints_collection.find(
             {"thread_id": thread_id},
             sort=[("checkpoint_ns", 1), ("checkpoint_id", -1)],
             batch_size=self.batch_size,
-        )
-        with cursor:
+        ) as cursor:
             while docs := list(islice(cursor, self.batch_size)):
                 yield from self._with_writes(thread_id, docs)
 
@@ -409,25 +352,23 @@ class OfficialMongoDBSource:
             self.serde.loads_typed((doc["type"], bytes(doc["value"]))),
         )
 
-    def _checkpoint(
-        self, doc: Mapping[str, Any], write_docs: list[Mapping[str, Any]]
-    ) -> SourceItem:
+    def _checkpoint(self, doc: Mapping[str, Any], stored: list[Mapping[str, Any]]) -> SourceItem:
         ids = {k: doc[k] for k in ("thread_id", "checkpoint_ns", "checkpoint_id")}
         try:
-            writes = [self._write(write) for write in write_docs]
+            writes = [self._write(write) for write in stored]
             checkpoint = self.serde.loads_typed((doc["type"], bytes(doc["checkpoint"])))
             metadata = _loads_metadata(self.serde, doc.get("metadata", {}))
         except UnrestorableValueError as exc:
             return _inexact(checkpoint_label(ids["checkpoint_ns"], ids["checkpoint_id"]), exc)
         writes.sort(key=lambda w: writes_sort_key(w.task_path, w.task_id, w.idx))
-        parent_id = doc.get("parent_checkpoint_id")
+        parent = doc.get("parent_checkpoint_id")
         return SourceCheckpoint(
             CheckpointTuple(
                 config={"configurable": ids},
                 checkpoint=checkpoint,
                 metadata=metadata,
                 parent_config=(
-                    {"configurable": {**ids, "checkpoint_id": parent_id}} if parent_id else None
+                    {"configurable": {**ids, "checkpoint_id": parent}} if parent else None
                 ),
                 pending_writes=[(w.task_id, w.channel, w.value) for w in writes],
             ),
@@ -450,24 +391,13 @@ def reads_in_threads(saver: BaseCheckpointSaver[Any]) -> bool:
     """Savers whose async methods refuse to run (`SqliteSaver`) or only run the sync ones
     after reading a whole list (the official saver, our `MongoDBSaver`): the async API
     reads them through their sync methods, in a worker thread, as a stream."""
-    names = {
-        ("langgraph.checkpoint.sqlite", "SqliteSaver"),
-        ("langgraph.checkpoint.mongodb.saver", "MongoDBSaver"),
-        ("langgraph.checkpoint.mongo.sync", "MongoDBSaver"),
-    }
-    return any(
-        isinstance(saver, cls)
-        for module, name in names
-        if (cls := getattr(sys.modules.get(module), name, None)) is not None
-    )
+    ours = ("langgraph.checkpoint.mongo.sync", "MongoDBSaver")
+    return any(_is_a(saver, *kind) for kind in (_SQLITE, _OFFICIAL, ours))
 
 
 def official_source(source: Any) -> OfficialMongoDBSource | None:
     """The official saver's collections when `source` is its `MongoDBSaver`."""
-    module = sys.modules.get("langgraph.checkpoint.mongodb.saver")
-    if module is not None and isinstance(source, module.MongoDBSaver):
-        return OfficialMongoDBSource.from_saver(source)
-    return None
+    return OfficialMongoDBSource.from_saver(source) if _is_a(source, *_OFFICIAL) else None
 
 
 class OfficialReader:
@@ -477,11 +407,10 @@ class OfficialReader:
         self.source = source
 
     def thread_ids(self) -> SourceIO[list[str]]:
-        ids: list[str] = yield Blocking(self.source.thread_ids)
-        return ids
+        return _blocking(self.source.thread_ids)
 
     def checkpoints(self, thread_id: str) -> SourceIO[Listed]:
-        return Listed((yield Blocking(self.source.checkpoints, (thread_id,))))
+        return Listed((yield from _blocking(self.source.checkpoints, thread_id)))
 
     def next_checkpoint(self, listed: Listed) -> SourceIO[SourceItem | None]:
         item: SourceItem | None = yield NextListed(listed.stream)
@@ -490,22 +419,19 @@ class OfficialReader:
     def checkpoints_by_key(
         self, thread_id: str, keys: Sequence[tuple[str, str]]
     ) -> SourceIO[list[SourceItem]]:
-        found: list[SourceItem] = yield Blocking(self.source.checkpoints_by_key, (thread_id, keys))
-        return found
+        return _blocking(self.source.checkpoints_by_key, thread_id, keys)
 
     def latest(self, thread_id: str) -> SourceIO[CheckpointTuple | UnreadableCheckpoint | None]:
-        latest: CheckpointTuple | UnreadableCheckpoint | None = yield Blocking(
-            self.source.latest, (thread_id,)
-        )
-        return latest
+        return _blocking(self.source.latest, thread_id)
 
 
-# Answering a plan's reads.
+# A source, read without I/O: `checkpoints` opens a stream of a thread's checkpoints (every
+# namespace), `next_checkpoint` gives its next one (None after its last).
+Reader = SaverReader | OfficialReader
 
 
 class Requests:
-    """Answers a plan's reads from a reader, without I/O (`answer` and `close` yield the
-    reader's calls)."""
+    """Answers a plan's reads from a reader, without I/O (yielding the reader's calls)."""
 
     def __init__(self, reader: Reader) -> None:
         self.reader = reader
@@ -550,11 +476,9 @@ class SourceAnswers:
 
     def __init__(self, requests: Requests, *, threaded: bool) -> None:
         self.requests = requests
-        self.worker = (
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix="copy-threads")
-            if threaded
-            else None
-        )
+        self.worker: ThreadPoolExecutor | None = None
+        if threaded:
+            self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="copy-threads")
 
     async def _run(self, reading: SourceIO[T]) -> T:
         if self.worker is None:
