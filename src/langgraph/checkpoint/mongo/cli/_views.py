@@ -1,6 +1,5 @@
-"""What the `threads` commands share: reading a thread through the saver and the core's
-named plans, a checkpoint's state (`_inspect`), and printing them (times, tables, JSON).
-"""
+"""What the `threads` commands share: reading through the saver and the core's named
+plans, and printing what they read (times, tables, JSON)."""
 
 from __future__ import annotations
 
@@ -39,7 +38,6 @@ def counts(saver: MongoDBSaver, thread_ids: Sequence[str]) -> dict[str, dict[str
 
 
 def run_core(saver: MongoDBSaver, plan: Plan[T]) -> T:
-    """A plan of the core, on the saver's collections."""
     return run_plan(
         plan, lambda command: execute_sync("threads", command_collection(saver, command), command)
     )
@@ -96,8 +94,7 @@ def shown(thread_id: str) -> str:
 def state_at(
     saver: MongoDBSaver, args: argparse.Namespace, checkpoint_ns: str, checkpoint_id: str | None
 ) -> _inspect.State:
-    """The state at this checkpoint (the latest of the namespace for `None`), or the error
-    that says it is not stored."""
+    """The state at this checkpoint (None: the namespace's latest), or why there is none."""
     configurable = {"thread_id": args.thread_id, "checkpoint_ns": checkpoint_ns}
     if checkpoint_id is not None:
         configurable["checkpoint_id"] = checkpoint_id

@@ -13,31 +13,12 @@ from typing import Any, TextIO
 
 from pymongo import MongoClient
 
-from langgraph.checkpoint.mongo import _options
+from langgraph.checkpoint.mongo import _options, migrate
 from langgraph.checkpoint.mongo._base import DEFAULT_DB_NAME
 from langgraph.checkpoint.mongo._codec import COMPRESSIONS
-from langgraph.checkpoint.mongo.cli._common import (
-    Progress,
-    SetupError,
-    UsageError,
-    add_names,
-    add_no_progress,
-    add_timeout,
-    connect,
-    distinct_collections,
-    flag,
-    require_collections,
-)
-from langgraph.checkpoint.mongo.migrate import (
-    OfficialMongoDBSource,
-    Source,
-    ThreadCopy,
-    ThreadStatus,
-    ThreadVerification,
-    copy_threads,
-    source_thread_ids,
-    verify_threads,
-)
+from langgraph.checkpoint.mongo.cli import _common
+from langgraph.checkpoint.mongo.cli._common import Progress
+from langgraph.checkpoint.mongo.migrate import ThreadCopy, ThreadStatus, ThreadVerification
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
 
 DESCRIPTION = """\
@@ -98,7 +79,7 @@ def add_parser(commands: Any) -> None:
         type=Path,
         help="a SqliteSaver database file, opened read-only (needs the [sqlite] extra)",
     )
-    add_names(
+    _common.add_names(
         source,
         "--from-",
         "with --from-mongodb: the database name (default: %(default)s)",
@@ -109,7 +90,7 @@ def add_parser(commands: Any) -> None:
     target.add_argument(
         "--to", required=True, metavar="URI", help="connection string of the target MongoDB"
     )
-    add_names(
+    _common.add_names(
         target,
         "--to-",
         "the target database (default: %(default)s); it must not be the source's "
@@ -124,11 +105,11 @@ def add_parser(commands: Any) -> None:
     )
     target.add_argument(
         "--ttl",
-        type=flag(_ttl, "--ttl"),
+        type=_common.flag(_ttl, "--ttl"),
         metavar="SECONDS",
         help="the ttl your savers use: copied threads get a fresh whole-thread TTL stamp",
     )
-    add_timeout(target, "a server (source or target)")
+    _common.add_timeout(target, "a server (source or target)")
     what = copy.add_argument_group("what to do")
     what.add_argument(
         "--thread",
@@ -157,13 +138,13 @@ def add_parser(commands: Any) -> None:
     )
     what.add_argument(
         "--batch-size",
-        type=flag(_batch_size, "--batch-size"),
+        type=_common.flag(_batch_size, "--batch-size"),
         default=100,
         metavar="N",
         help="checkpoints read and written per round trip; memory holds about this many "
         "(default: %(default)s)",
     )
-    add_no_progress(what)
+    _common.add_no_progress(what)
     copy.set_defaults(handler=run, parser=copy)
 
 
@@ -177,20 +158,22 @@ def _same_collections(args: argparse.Namespace) -> bool:
 def _check_arguments(args: argparse.Namespace) -> None:
     """What argparse cannot check, before any connection is made."""
     if args.from_mongodb is not None and _same_collections(args):
-        raise UsageError(
+        raise _common.UsageError(
             "the source and the target are the same collections: both packages use the names "
             "'checkpoints' and 'checkpoint_writes' by default, so copy into another database "
             "(--to-db) or other collections (--to-checkpoints, --to-writes)"
         )
     if args.from_sqlite is not None and not args.from_sqlite.is_file():
-        raise UsageError(f"--from-sqlite {str(args.from_sqlite)!r}: no such file")
-    distinct_collections(args.to_checkpoints, args.to_writes, ("--to-checkpoints", "--to-writes"))
+        raise _common.UsageError(f"--from-sqlite {str(args.from_sqlite)!r}: no such file")
+    _common.distinct_collections(
+        args.to_checkpoints, args.to_writes, ("--to-checkpoints", "--to-writes")
+    )
 
 
 @contextmanager
-def _source(args: argparse.Namespace, err: TextIO) -> Iterator[Source]:
+def _source(args: argparse.Namespace, err: TextIO) -> Iterator[migrate.Source]:
     if args.from_mongodb is not None:
-        client = connect(args.from_mongodb, "source (--from-mongodb)", args.timeout)
+        client = _common.connect(args.from_mongodb, "source (--from-mongodb)", args.timeout)
         try:
             # Refuse a source database without the official saver's collections.
             wanted = {
@@ -198,11 +181,11 @@ def _source(args: argparse.Namespace, err: TextIO) -> Iterator[Source]:
                 "--from-writes": args.from_writes,
             }
             check = f"--from-db (langgraph-checkpoint-mongodb's default is {DEFAULT_DB_NAME!r})"
-            require_collections(client, args.from_mongodb, args.from_db, wanted, check)
+            _common.require_collections(client, args.from_mongodb, args.from_db, wanted, check)
             if _holds_our_documents(client[args.from_db][args.from_checkpoints]):
                 yield _our_collections(client, args, err)
                 return
-            yield OfficialMongoDBSource(
+            yield migrate.OfficialMongoDBSource(
                 client[args.from_db],
                 args.from_checkpoints,
                 args.from_writes,
@@ -214,7 +197,7 @@ def _source(args: argparse.Namespace, err: TextIO) -> Iterator[Source]:
     try:
         from langgraph.checkpoint.sqlite import SqliteSaver
     except ImportError as exc:
-        raise SetupError(
+        raise _common.SetupError(
             "--from-sqlite needs langgraph-checkpoint-sqlite: "
             'pip install "langgraph-checkpoint-mongo[sqlite]"'
         ) from exc
@@ -235,7 +218,9 @@ def _holds_our_documents(collection: Any) -> bool:
     return doc is not None and isinstance(doc["_id"], Mapping)
 
 
-def _our_collections(client: MongoClient[Any], args: argparse.Namespace, err: TextIO) -> Source:
+def _our_collections(
+    client: MongoClient[Any], args: argparse.Namespace, err: TextIO
+) -> migrate.Source:
     """This package's collections as the source, read through its saver (set up with no
     index created: the source is only read)."""
     where = f"{args.from_db}.{args.from_checkpoints}"
@@ -256,10 +241,12 @@ def _require_sqlite_saver_tables(conn: sqlite3.Connection, path: Path) -> None:
     try:
         found = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
     except sqlite3.DatabaseError as exc:  # not SQLite at all
-        raise SetupError(f"--from-sqlite {str(path)!r} is not a SQLite database: {exc}") from None
+        raise _common.SetupError(
+            f"--from-sqlite {str(path)!r} is not a SQLite database: {exc}"
+        ) from None
     missing = sorted({"checkpoints", "writes"} - {name for (name,) in found})
     if missing:
-        raise SetupError(
+        raise _common.SetupError(
             f"--from-sqlite {str(path)!r} is not a SqliteSaver database: it has no table "
             f"{' or '.join(map(repr, missing))}"
         )
@@ -267,7 +254,7 @@ def _require_sqlite_saver_tables(conn: sqlite3.Connection, path: Path) -> None:
 
 @contextmanager
 def _target(args: argparse.Namespace) -> Iterator[MongoDBSaver]:
-    client = connect(args.to, "target (--to)", args.timeout)
+    client = _common.connect(args.to, "target (--to)", args.timeout)
     try:
         saver = MongoDBSaver(
             client,
@@ -289,9 +276,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _check_arguments(args)
     show = not args.no_progress and err.isatty()
     with _source(args, err) as source, _target(args) as target:
-        threads = args.threads or source_thread_ids(source)
+        threads = args.threads or migrate.source_thread_ids(source)
         with Progress("copy", len(threads), show, err, "checkpoints") as progress:
-            report = copy_threads(
+            report = migrate.copy_threads(
                 source,
                 target,
                 threads,
@@ -305,7 +292,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if not args.verify or args.dry_run:
             return 0 if report.ok else 1
         with Progress("verify", len(threads), show, err, "checkpoints") as progress:
-            verified = verify_threads(
+            verified = migrate.verify_threads(
                 source, target, threads, batch_size=args.batch_size, on_thread=_noting(progress)
             )
         print("verify: " + verified.summary(), file=out)

@@ -1,15 +1,6 @@
-"""`python -m langgraph.checkpoint.mongo threads ls | show ID | history ID | diff ID |
-prune | delete ID... | pin ID... | unpin ID...`: see the threads a database holds, look at
-one, at its history and at what changed between two of its checkpoints, prune their
-history, delete some, keep some from ttl expiry.
-
-Everything goes through a `MongoDBSaver` (`list_threads`, `get_tuple`, `list`,
-`get_delta_channel_history`, `prune`, `delete_thread`, `pin_thread`, `unpin_thread`) and
-four named functions of the core (`checkpoint_counts`, what the collections store;
-`thread_pinned`, whether `show`'s thread is pinned; `history_page`, a page of a
-namespace's checkpoints with their sizes; `foreign_index`, the official saver's mark);
-the connection, errors, timeout and the check that the database and collections exist
-are `_common`'s, the serializer `_serde`'s, a checkpoint's state and a diff `_inspect`'s.
+"""`python -m langgraph.checkpoint.mongo threads ACTION` (see DESCRIPTION): everything
+goes through a `MongoDBSaver` and named plans of the core (`_views.run_core`), never
+through queries of its own.
 """
 
 from __future__ import annotations
@@ -80,11 +71,8 @@ examples:
   python -m langgraph.checkpoint.mongo threads pin user-42
 """
 
-# Threads counted, pruned or shown per round trip of `ls` and `prune`.
-BATCH = 100
-
-# How many checkpoints `show` lists by default.
-DEFAULT_HISTORY = 20
+BATCH = 100  # threads counted, pruned or shown per round trip of `ls` and `prune`
+DEFAULT_HISTORY = 20  # checkpoints `show` and `history` list by default
 
 _DURATION_UNITS = {"w": 7 * 86400, "d": 86400, "h": 3600, "m": 60, "s": 1}
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([wdhms])")
@@ -128,7 +116,6 @@ def _at_least_one(text: str, name: str) -> int:
 
 
 def _keep_last(text: str, name: str) -> int | None:
-    """`prune`'s own check of `keep_last`, naming the flag."""
     return _options.prune_keep_last(_options.parse_int(text, name), name)
 
 
@@ -148,7 +135,6 @@ def _filter_entry(text: str) -> tuple[str, Any]:
 
 
 def _connection_options() -> argparse.ArgumentParser:
-    """The options every `threads` command takes (after its name)."""
     common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     where = common.add_argument_group("where")
     where.add_argument(
@@ -208,7 +194,6 @@ def add_parser(commands: Any) -> None:
     actions = threads.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     def action(name: str, help: str, description: str, *arguments: _Adder) -> None:
-        """A `threads` command, taking the connection options; its refusals name it."""
         parser = actions.add_parser(name, parents=common, help=help, description=description)
         parser.set_defaults(parser=parser)
         for add in arguments:
@@ -337,8 +322,8 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Run `threads ACTION`; an error propagates to `main`, which prints it in one line."""
-    # What argparse cannot check (it checked each name, and `--db`, on its own).
+    """Run `threads ACTION`; `main` reports what it raises. First what argparse cannot
+    check (it checked each name on its own)."""
     _common.distinct_collections(args.checkpoints, args.writes, ("--checkpoints", "--writes"))
     if not args.uri:
         raise _common.UsageError("no server: pass --uri or set MONGODB_URI")
@@ -361,7 +346,7 @@ def _saver(args: argparse.Namespace) -> Iterator[MongoDBSaver]:
             _refuse_official_collection(client[args.db][name], option, args)
         serde = _serde.serializer(args.serde)
         saver = MongoDBSaver(client, args.db, args.checkpoints, args.writes, serde=serde)
-        # Reads only: refuses collections it cannot read (another package's, a collation).
+        # Refuses collections it cannot read (another package's, a collation); no writes.
         saver.setup(create_indexes=False)
         yield saver
     finally:
@@ -371,8 +356,8 @@ def _saver(args: argparse.Namespace) -> Iterator[MongoDBSaver]:
 def _refuse_official_collection(
     collection: Collection[Any], option: str, args: argparse.Namespace
 ) -> None:
-    """The saver's own refusal of `langgraph-checkpoint-mongodb`'s collections (which
-    names its Python arguments), told with this command's flags and copy-threads."""
+    """The saver's refusal of `langgraph-checkpoint-mongodb`'s collections (which names
+    Python arguments), told with this command's flags."""
     index = _queries.foreign_index(collection.index_information())
     if index is None:
         return
@@ -418,8 +403,8 @@ def _ls(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO)
 
 
 def _ts(info: ThreadInfo) -> str:
-    """When the thread's latest checkpoint was written: its `ts`, or, where that is
-    encrypted and no key was given, the time in its id (LangGraph's ids carry it)."""
+    """When the latest checkpoint was written: its `ts`, else (encrypted, no key given)
+    the time in its id."""
     if info.ts:
         return info.ts
     when = ops.checkpoint_id_time(info.config["configurable"]["checkpoint_id"])
@@ -427,8 +412,7 @@ def _ts(info: ThreadInfo) -> str:
 
 
 def _ls_line(checkpoints: str, last_activity: str, pinned: str, thread: str) -> str:
-    """A row of `ls`: the thread id last, so that rows streamed in batches line up
-    whatever the ids' lengths."""
+    """A row of `ls`: the thread id last, so that rows streamed in batches line up."""
     return f"{checkpoints:>11}  {last_activity:<36}  {pinned:<6}  {thread}"
 
 
@@ -448,7 +432,6 @@ def _thread_json(info: ThreadInfo, checkpoints: int) -> str:
 def _show(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     thread_id: str = args.thread_id
     latest = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
-    # Every stored checkpoint is one reads see: counted from the index, every namespace.
     namespaces = _views.counts(saver, [thread_id]).get(thread_id, {})
     if latest is None and not namespaces:
         raise _common.NotFoundError(f"no thread {thread_id!r} in {_views.where(saver, args)}")
@@ -480,13 +463,11 @@ def _show(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextI
     return 0
 
 
-# How many of the latest checkpoint's largest channels `show` names.
-_LARGEST_SHOWN = 5
+_LARGEST_SHOWN = 5  # the latest checkpoint's largest channels `show` names
 
 
 def _stored_json(saver: MongoDBSaver, latest: CheckpointTuple) -> dict[str, Any] | None:
-    """What the latest checkpoint takes as stored, and its largest channels (one read;
-    None when it was deleted meanwhile)."""
+    """The latest checkpoint's stored size and largest channels (None: deleted meanwhile)."""
     stored = _views.run_core(saver, ops.stored_size(ref_from_config(latest.config)))
     if stored is None:
         return None
@@ -605,8 +586,8 @@ def _prune(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: Text
 def _named_threads(
     saver: MongoDBSaver, args: argparse.Namespace, err: TextIO
 ) -> tuple[dict[str, int], list[str]]:
-    """The threads `args.thread_ids` names that exist, each with its checkpoints, and the
-    ones that do not (each said on `err`), in the order named."""
+    """The named threads that exist, with their checkpoints, and those that do not (said
+    on `err`)."""
     thread_ids = list(dict.fromkeys(args.thread_ids))
     counts = _views.counts(saver, thread_ids)
     missing = [t for t in thread_ids if t not in counts]
@@ -622,8 +603,7 @@ def _no_thread(saver: MongoDBSaver, args: argparse.Namespace, thread_id: str) ->
 def _print_json_report(
     saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, done: dict[str, Any], code: int
 ) -> None:
-    """`--json` of `delete`, `pin`, `unpin`: what was done, the threads not found, and,
-    when it exits 1, the error and exit code, as `main` reports any other error."""
+    """`--json` of `delete`, `pin`, `unpin`; on exit 1 with the error, as `main` does."""
     missing: list[str] = done["not_found"]
     if code:
         problems = [_no_thread(saver, args, t) for t in missing]
@@ -647,8 +627,7 @@ def _delete(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: Tex
 def _deleting(
     saver: MongoDBSaver, args: argparse.Namespace, found: dict[str, int], err: TextIO
 ) -> Iterator[tuple[str, int]]:
-    """Delete the threads `found` (thread id: checkpoints), after asking unless `--yes`;
-    each one once gone (none when the answer was no)."""
+    """Delete the threads `found` after asking unless `--yes`, yielding each once gone."""
     if not found:
         return
     if not args.yes:
@@ -670,7 +649,6 @@ def _deleting(
 
 
 def _pin(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """`pin` and `unpin`: each thread found, as `delete` does; exit 1 if any was not."""
     found, missing = _named_threads(saver, args, err)
     pin = saver.pin_thread if args.action == "pin" else saver.unpin_thread
     done = []
