@@ -11,7 +11,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TextIO
 
 from langgraph.checkpoint.mongo._drivers import __version__
@@ -45,8 +45,7 @@ def main(
             _json_error(out, exc.problem, 2)
         raise
     try:
-        handler: Callable[[argparse.Namespace, TextIO, TextIO], int] = args.handler
-        code = handler(args, out, err)
+        code: int = args.handler(args, out, err)
         out.flush()  # a closed pipe fails here, not at the interpreter's exit
         return code
     except BrokenPipeError:

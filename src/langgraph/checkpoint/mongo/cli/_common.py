@@ -4,6 +4,7 @@ connection, the check that a database and its collections exist, and the progres
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 from collections.abc import Callable, Mapping
@@ -181,7 +182,7 @@ def require_collections(
     raise UsageError(f"{where} has no collection {lacking}; its collections: {sorted(names)}")
 
 
-class Progress:
+class Progress(contextlib.AbstractContextManager["Progress"]):
     """A tqdm bar over threads (when `show` and tqdm is installed) with a running count
     of checkpoints (`counted`: what they are), and notes printed above it."""
 
@@ -209,9 +210,6 @@ class Progress:
             self.bar.write(line, file=self.out)
         else:
             print(line, file=self.out)
-
-    def __enter__(self) -> Progress:
-        return self
 
     def __exit__(self, *exc_info: object) -> None:
         if self.bar is not None:

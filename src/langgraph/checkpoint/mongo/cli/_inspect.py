@@ -17,6 +17,7 @@ from langgraph.checkpoint.serde.types import INTERRUPT, TASKS
 
 from langgraph.checkpoint.mongo._langgraph_serde import DeltaSnapshot
 from langgraph.checkpoint.mongo._metadata import DELTA_COUNTERS
+from langgraph.checkpoint.mongo.cli import _serde
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
 
 START = "__start__"
@@ -47,8 +48,10 @@ class State:
         return str(self.item.config["configurable"]["checkpoint_id"])
 
 
-def load(saver: MongoDBSaver, item: CheckpointTuple) -> State:
-    """`item` with its `DeltaChannel`s rebuilt (one `get_delta_channel_history`, if any)."""
+def load(saver: MongoDBSaver, item: CheckpointTuple, thread_id: str) -> State:
+    """`item` with its `DeltaChannel`s rebuilt (one `get_delta_channel_history`, if any),
+    or the error that says which key is missing."""
+    _serde.require_key(item, f"thread {thread_id!r}")
     checkpoint = item.checkpoint
     stored = checkpoint["channel_values"]
     values = {k: v for k, v in stored.items() if not k.startswith(("__", BRANCH_PREFIX))}

@@ -18,7 +18,7 @@ from langgraph.checkpoint.mongo._commands import Plan
 from langgraph.checkpoint.mongo._executors import execute_sync
 from langgraph.checkpoint.mongo._options import redact_uri
 from langgraph.checkpoint.mongo._runners import run_plan
-from langgraph.checkpoint.mongo.cli import _inspect, _serde
+from langgraph.checkpoint.mongo.cli import _inspect
 from langgraph.checkpoint.mongo.cli._common import NotFoundError, T
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
 
@@ -66,13 +66,9 @@ def age(ts: str, now: datetime) -> str:
     if when is None:
         return ts or "-"
     seconds = max(0, int((now - when).total_seconds()))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            ago = f"{seconds // size}{unit} ago"
-            break
-    else:
-        ago = f"{seconds}s ago"
-    return f"{when.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} UTC ({ago})"
+    units = (("d", 86400), ("h", 3600), ("m", 60))
+    unit, size = next(((unit, size) for unit, size in units if seconds >= size), ("s", 1))
+    return f"{when.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} UTC ({seconds // size}{unit} ago)"
 
 
 def print_table(rows: Sequence[tuple[str, ...]], right: set[int], out: TextIO) -> None:
@@ -105,12 +101,7 @@ def state_at(
             f"{what} in namespace {checkpoint_ns!r} of thread {args.thread_id!r} in "
             f"{where(saver, args)} (see `threads history {shown(args.thread_id)}`)"
         )
-    return load(saver, item, args.thread_id)
-
-
-def load(saver: MongoDBSaver, item: CheckpointTuple, thread_id: str) -> _inspect.State:
-    _serde.require_key(item, f"thread {thread_id!r}")
-    return _inspect.load(saver, item)
+    return _inspect.load(saver, item, args.thread_id)
 
 
 def checkpoint_json(item: CheckpointTuple) -> dict[str, Any]:

@@ -148,16 +148,11 @@ def add_parser(commands: Any) -> None:
     copy.set_defaults(handler=run, parser=copy)
 
 
-def _same_collections(args: argparse.Namespace) -> bool:
-    return bool(args.from_mongodb == args.to and args.from_db == args.to_db) and (
-        args.from_checkpoints in (args.to_checkpoints, args.to_writes)
-        or args.from_writes in (args.to_checkpoints, args.to_writes)
-    )
-
-
 def _check_arguments(args: argparse.Namespace) -> None:
     """What argparse cannot check, before any connection is made."""
-    if args.from_mongodb is not None and _same_collections(args):
+    same_db = args.from_mongodb == args.to and args.from_db == args.to_db  # never for sqlite
+    targets = {args.to_checkpoints, args.to_writes}
+    if same_db and {args.from_checkpoints, args.from_writes} & targets:
         raise _common.UsageError(
             "the source and the target are the same collections: both packages use the names "
             "'checkpoints' and 'checkpoint_writes' by default, so copy into another database "
@@ -182,7 +177,10 @@ def _source(args: argparse.Namespace, err: TextIO) -> Iterator[migrate.Source]:
             }
             check = f"--from-db (langgraph-checkpoint-mongodb's default is {DEFAULT_DB_NAME!r})"
             _common.require_collections(client, args.from_mongodb, args.from_db, wanted, check)
-            if _holds_our_documents(client[args.from_db][args.from_checkpoints]):
+            # This package's documents (a composite `_id`), not the official saver's: both
+            # use the same default names.
+            doc = client[args.from_db][args.from_checkpoints].find_one({}, {"_id": 1})
+            if doc is not None and isinstance(doc["_id"], Mapping):
                 yield _our_collections(client, args, err)
                 return
             yield migrate.OfficialMongoDBSource(
@@ -211,18 +209,10 @@ def _source(args: argparse.Namespace, err: TextIO) -> Iterator[migrate.Source]:
         conn.close()
 
 
-def _holds_our_documents(collection: Any) -> bool:
-    """Whether a source collection holds this package's documents (a composite `_id`),
-    not the official saver's: both use the same default names."""
-    doc = collection.find_one({}, {"_id": 1})
-    return doc is not None and isinstance(doc["_id"], Mapping)
-
-
 def _our_collections(
     client: MongoClient[Any], args: argparse.Namespace, err: TextIO
 ) -> migrate.Source:
-    """This package's collections as the source, read through its saver (set up with no
-    index created: the source is only read)."""
+    """This package's collections as the source, read through its saver (no index made)."""
     where = f"{args.from_db}.{args.from_checkpoints}"
     print(
         f"note: {where} holds langgraph-checkpoint-mongo's own documents, not "
@@ -236,8 +226,7 @@ def _our_collections(
 
 def _require_sqlite_saver_tables(conn: sqlite3.Connection, path: Path) -> None:
     """Refuse a file that is not a SqliteSaver database before `SqliteSaver` tries to
-    create its tables in it (which read-only fails with `attempt to write a readonly
-    database`)."""
+    create its tables in it (read-only: `attempt to write a readonly database`)."""
     try:
         found = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
     except sqlite3.DatabaseError as exc:  # not SQLite at all
@@ -272,7 +261,6 @@ def _target(args: argparse.Namespace) -> Iterator[MongoDBSaver]:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Run `copy-threads`; an error propagates to `main`, which prints it in one line."""
     _check_arguments(args)
     show = not args.no_progress and err.isatty()
     with _source(args, err) as source, _target(args) as target:
@@ -300,7 +288,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _noting(progress: Progress) -> Callable[[ThreadCopy | ThreadVerification], None]:
-    """Told each thread copied or verified: its problem noted above the bar, if any."""
+    """Notes each thread's problem, if any, above the bar."""
 
     def done(result: ThreadCopy | ThreadVerification) -> None:
         checkpoints = 0

@@ -17,7 +17,6 @@ from typing import Any, TextIO
 
 from bson import json_util
 from bson.errors import BSONError
-from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from pymongo.collection import Collection
 
@@ -26,7 +25,7 @@ from langgraph.checkpoint.mongo import _options, _queries
 from langgraph.checkpoint.mongo._documents import ThreadInfo
 from langgraph.checkpoint.mongo._keys import ref_from_config
 from langgraph.checkpoint.mongo._options import redact_uri
-from langgraph.checkpoint.mongo.cli import _common, _serde, _views
+from langgraph.checkpoint.mongo.cli import _common, _inspect, _serde, _views
 from langgraph.checkpoint.mongo.cli.history import show_diff, show_history
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
 
@@ -387,7 +386,15 @@ def _ls(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO)
         for info in batch:
             total = sum(counts.get(info.thread_id, {}).values())
             if args.json:
-                out.write(("[" if not listed else ",") + "\n  " + _thread_json(info, total))
+                entry = {
+                    "thread_id": info.thread_id,
+                    "checkpoints": total,
+                    "last_activity": _ts(info),
+                    "checkpoint_id": info.config["configurable"]["checkpoint_id"],
+                    "metadata": info.metadata,
+                    "pinned": info.pinned,
+                }
+                out.write(("[" if not listed else ",") + "\n  " + _views.json_text(entry))
             else:
                 if not listed:
                     print(_ls_line("CHECKPOINTS", "LAST ACTIVITY", "PINNED", "THREAD"), file=out)
@@ -416,19 +423,6 @@ def _ls_line(checkpoints: str, last_activity: str, pinned: str, thread: str) -> 
     return f"{checkpoints:>11}  {last_activity:<36}  {pinned:<6}  {thread}"
 
 
-def _thread_json(info: ThreadInfo, checkpoints: int) -> str:
-    return _views.json_text(
-        {
-            "thread_id": info.thread_id,
-            "checkpoints": checkpoints,
-            "last_activity": _ts(info),
-            "checkpoint_id": info.config["configurable"]["checkpoint_id"],
-            "metadata": info.metadata,
-            "pinned": info.pinned,
-        }
-    )
-
-
 def _show(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     thread_id: str = args.thread_id
     latest = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
@@ -440,9 +434,8 @@ def _show(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextI
         asked = _views.state_at(saver, args, args.checkpoint_ns or "", args.checkpoint)
     elif args.checkpoint_ns is not None:
         raise _common.UsageError("--ns goes with --checkpoint: name the checkpoint to show")
-    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-    history = list(saver.list(config, limit=args.history))
-    state = None if latest is None else _views.load(saver, latest, thread_id)
+    history = list(saver.list({"configurable": {"thread_id": thread_id}}, limit=args.history))
+    state = None if latest is None else _inspect.load(saver, latest, thread_id)
     shown = {
         "thread_id": thread_id,
         "checkpoints": sum(namespaces.values()),
@@ -583,51 +576,46 @@ def _prune(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: Text
     return 0
 
 
-def _named_threads(
-    saver: MongoDBSaver, args: argparse.Namespace, err: TextIO
-) -> tuple[dict[str, int], list[str]]:
-    """The named threads that exist, with their checkpoints, and those that do not (said
-    on `err`)."""
+def _change(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`delete`, `pin`, `unpin`: each named thread found, said as it goes (an interrupted
+    command says what it did); exit 1 when one was not found, or nothing was done."""
     thread_ids = list(dict.fromkeys(args.thread_ids))
     counts = _views.counts(saver, thread_ids)
     missing = [t for t in thread_ids if t not in counts]
     for thread_id in missing:
         print(_no_thread(saver, args, thread_id), file=err)
-    return {t: sum(counts[t].values()) for t in thread_ids if t in counts}, missing
+    found = {t: sum(counts[t].values()) for t in thread_ids if t in counts}
+    done = []
+    for entry, line in _changing(saver, args, found, err):
+        done.append(entry)
+        if not args.json:
+            print(line, file=out)
+    code = 1 if missing or not done else 0
+    if args.json:
+        key = "deleted" if args.action == "delete" else f"{args.action}ned"
+        report: dict[str, Any] = {key: done, "not_found": missing}
+        if code:  # as `main` reports any other error
+            problems = [_no_thread(saver, args, t) for t in missing] or ["nothing deleted"]
+            report.update(error="; ".join(problems), exit_code=code)
+        print(_views.json_text(report), file=out)
+    return code
 
 
 def _no_thread(saver: MongoDBSaver, args: argparse.Namespace, thread_id: str) -> str:
     return f"no thread {thread_id!r} in {_views.where(saver, args)}"
 
 
-def _print_json_report(
-    saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, done: dict[str, Any], code: int
-) -> None:
-    """`--json` of `delete`, `pin`, `unpin`; on exit 1 with the error, as `main` does."""
-    missing: list[str] = done["not_found"]
-    if code:
-        problems = [_no_thread(saver, args, t) for t in missing]
-        done = {**done, "error": "; ".join(problems or ["nothing deleted"]), "exit_code": code}
-    print(_views.json_text(done), file=out)
-
-
-def _delete(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    found, missing = _named_threads(saver, args, err)
-    deleted = []
-    for thread_id, checkpoints in _deleting(saver, args, found, err):
-        deleted.append({"thread_id": thread_id, "checkpoints": checkpoints})
-        if not args.json:  # as each goes: an interrupted delete says what it did
-            print(f"deleted {thread_id!r} ({checkpoints} checkpoints)", file=out)
-    code = 0 if deleted and not missing else 1
-    if args.json:
-        _print_json_report(saver, args, out, {"deleted": deleted, "not_found": missing}, code)
-    return code
-
-
-def _deleting(
+def _changing(
     saver: MongoDBSaver, args: argparse.Namespace, found: dict[str, int], err: TextIO
-) -> Iterator[tuple[str, int]]:
-    """Delete the threads `found` after asking unless `--yes`, yielding each once gone."""
+) -> Iterator[tuple[Any, str]]:
+    """Pin, unpin or delete (after asking, unless `--yes`) the threads `found`, yielding
+    each one's JSON entry and line once done."""
+    if args.action != "delete":
+        pin = saver.pin_thread if args.action == "pin" else saver.unpin_thread
+        for thread_id in found:
+            pin(thread_id)
+            yield thread_id, f"{args.action}ned {thread_id!r}"
+        return
     if not found:
         return
     if not args.yes:
@@ -645,24 +633,8 @@ def _deleting(
             return
     for thread_id, checkpoints in found.items():
         saver.delete_thread(thread_id)
-        yield thread_id, checkpoints
-
-
-def _pin(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    found, missing = _named_threads(saver, args, err)
-    pin = saver.pin_thread if args.action == "pin" else saver.unpin_thread
-    done = []
-    for thread_id in found:
-        pin(thread_id)
-        done.append(thread_id)
-        if not args.json:
-            print(f"{args.action}ned {thread_id!r}", file=out)
-    code = 1 if missing else 0
-    if args.json:
-        _print_json_report(
-            saver, args, out, {f"{args.action}ned": done, "not_found": missing}, code
-        )
-    return code
+        entry = {"thread_id": thread_id, "checkpoints": checkpoints}
+        yield entry, f"deleted {thread_id!r} ({checkpoints} checkpoints)"
 
 
 def _can_ask() -> bool:
@@ -675,7 +647,7 @@ ACTIONS = {
     "history": show_history,
     "diff": show_diff,
     "prune": _prune,
-    "delete": _delete,
-    "pin": _pin,
-    "unpin": _pin,
+    "delete": _change,
+    "pin": _change,
+    "unpin": _change,
 }
