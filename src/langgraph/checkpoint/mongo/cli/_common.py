@@ -67,13 +67,15 @@ class SetupError(Exception):
     """A problem with the environment or a connection, told as one line (exit code 1)."""
 
 
-def flag(parse: Callable[[str, str], T], name: str) -> Callable[[str], T]:
-    """An argparse `type` for the flag `name` from `parse`, a validator of `_options` (the
-    saver's own check), whose refusal argparse tells (`argument --ttl: must be ...`)."""
+def flag(
+    check: Callable[[Any, str], T], name: str, parse: Callable[[str, str], Any] = lambda t, _: t
+) -> Callable[[str], T]:
+    """An argparse `type` for the flag `name`: `check`, a validator of `_options` (the saver's
+    own check), of what `parse` reads; a refusal told as argparse tells one (exit code 2)."""
 
     def checked(text: str) -> T:
         try:
-            return parse(text, name)
+            return check(parse(text, name), name)
         except (TypeError, ValueError) as exc:
             raise argparse.ArgumentTypeError(getattr(exc, "problem", str(exc))) from None
 

@@ -73,7 +73,7 @@ def load(saver: MongoDBSaver, item: CheckpointTuple, thread_id: str) -> State:
 
 
 def rebuild(history: DeltaChannelHistory) -> Any:
-    """As `replay_writes` rebuilds it: the last `Overwrite` resets it, later writes reduce."""
+    """A value as `replay_writes` rebuilds it: the last `Overwrite` resets, later writes reduce."""
     # LangGraph itself comes with the `cli` extra: every other command runs without it.
     from langgraph.graph.message import add_messages
     from langgraph.types import Overwrite

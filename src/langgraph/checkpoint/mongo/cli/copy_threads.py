@@ -7,7 +7,6 @@ import argparse
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -45,14 +44,6 @@ examples:
   python -m langgraph.checkpoint.mongo copy-threads --from-sqlite checkpoints.db \\
       --to "$MONGODB_URI" --thread user-42 --thread user-43 --dry-run
 """
-
-
-def _ttl(text: str, name: str) -> timedelta | None:
-    return _options.ttl(_options.parse_seconds(text, name), name)
-
-
-def _batch_size(text: str, name: str) -> int:
-    return _options.batch_size(_options.parse_int(text, name), name)
 
 
 def add_parser(commands: Any) -> None:
@@ -105,7 +96,7 @@ def add_parser(commands: Any) -> None:
     )
     target.add_argument(
         "--ttl",
-        type=_common.flag(_ttl, "--ttl"),
+        type=_common.flag(_options.ttl, "--ttl", _options.parse_seconds),
         metavar="SECONDS",
         help="the ttl your savers use: copied threads get a fresh whole-thread TTL stamp",
     )
@@ -138,7 +129,7 @@ def add_parser(commands: Any) -> None:
     )
     what.add_argument(
         "--batch-size",
-        type=_common.flag(_batch_size, "--batch-size"),
+        type=_common.flag(_options.batch_size, "--batch-size", _options.parse_int),
         default=100,
         metavar="N",
         help="checkpoints read and written per round trip; memory holds about this many "

@@ -1,6 +1,5 @@
-"""`python -m langgraph.checkpoint.mongo threads ACTION` (see DESCRIPTION): everything
-goes through a `MongoDBSaver` and named plans of the core (`_views.run_core`), never
-through queries of its own.
+"""`python -m langgraph.checkpoint.mongo threads ACTION` (see DESCRIPTION): reads and
+writes go through a `MongoDBSaver` and named plans of the core (`_views.run_core`).
 """
 
 from __future__ import annotations
@@ -114,10 +113,6 @@ def _at_least_one(text: str, name: str) -> int:
     return value
 
 
-def _keep_last(text: str, name: str) -> int | None:
-    return _options.prune_keep_last(_options.parse_int(text, name), name)
-
-
 def _filter_entry(text: str) -> tuple[str, Any]:
     """`KEY=VALUE`: the value as MongoDB Extended JSON when it reads as JSON (`step=3`,
     `ok=true`, `tags=["a"]`, `user={"$oid": "65a1..."}` for an `ObjectId`), else the text
@@ -161,6 +156,7 @@ def _connection_options() -> argparse.ArgumentParser:
 
 
 _Adder = Callable[[argparse.ArgumentParser], object]
+_Action = Callable[[MongoDBSaver, argparse.Namespace, TextIO, TextIO], int]
 
 
 def _arg(*flags: str, **options: Any) -> _Adder:
@@ -192,14 +188,15 @@ def add_parser(commands: Any) -> None:
     common = [_connection_options()]
     actions = threads.add_subparsers(dest="action", required=True, metavar="ACTION")
 
-    def action(name: str, help: str, description: str, *arguments: _Adder) -> None:
+    def action(name: str, act: _Action, help: str, description: str, *arguments: _Adder) -> None:
         parser = actions.add_parser(name, parents=common, help=help, description=description)
-        parser.set_defaults(parser=parser)
+        parser.set_defaults(parser=parser, act=act)
         for add in arguments:
             add(parser)
 
     action(
         "ls",
+        _ls,
         "every thread: checkpoints and last activity",
         "Every thread in thread id order: how many checkpoints it has (all "
         "namespaces) and when its latest root checkpoint was written.",
@@ -222,6 +219,7 @@ def add_parser(commands: Any) -> None:
     )
     action(
         "show",
+        _show,
         "a thread's latest state and its history",
         "A thread's latest root checkpoint (its channels, its pending writes "
         "and the interrupt it waits on, if any) and its checkpoints newest first, every "
@@ -247,6 +245,7 @@ def add_parser(commands: Any) -> None:
     )
     action(
         "history",
+        show_history,
         "a thread's checkpoints, newest first, a page at a time",
         "A thread's checkpoints newest first, per namespace (or the one "
         "--ns names): id, step, source, time, the nodes that run next, pending writes "
@@ -262,6 +261,7 @@ def add_parser(commands: Any) -> None:
     )
     action(
         "diff",
+        show_diff,
         "what changed between two checkpoints",
         "What changed between two checkpoints of a thread (forks included), "
         "per channel: added, removed or changed; lists of messages by message id (added, "
@@ -274,13 +274,14 @@ def add_parser(commands: Any) -> None:
     )
     action(
         "prune",
+        _prune,
         "keep each thread's newest checkpoints",
         "Keep each thread's N newest checkpoints per namespace (and the older ones a DeltaChannel "
         "rebuilds its value from); delete the rest with their pending writes, and pending writes "
         "no checkpoint owns once an hour old. Safe to run again: an interrupted prune finishes.",
         _arg(
             "--keep-last",
-            type=_common.flag(_keep_last, "--keep-last"),
+            type=_common.flag(_options.prune_keep_last, "--keep-last", _options.parse_int),
             required=True,
             metavar="N",
             help="checkpoints to keep per namespace of each thread (0: delete them all)",
@@ -301,6 +302,7 @@ def add_parser(commands: Any) -> None:
     )
     action(
         "delete",
+        _change,
         "delete whole threads",
         "Delete these threads: every checkpoint of every namespace and every "
         "pending write. Asks first, on the terminal, unless --yes.",
@@ -311,6 +313,7 @@ def add_parser(commands: Any) -> None:
     for name, doing in (("pin", "Keep"), ("unpin", "Stop keeping")):
         action(
             name,
+            _change,
             f"{doing.lower()} threads from ttl expiry",
             f"{doing} these threads from the savers' ttl expiry (a pinned thread never "
             "expires, whatever is written to it, until unpinned; unpinned, it expires ttl "
@@ -332,7 +335,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "--yes to delete without asking"
         )
     with _saver(args) as saver:
-        return ACTIONS[args.action](saver, args, out, err)
+        code: int = args.act(saver, args, out, err)
+        return code
 
 
 @contextmanager
@@ -639,15 +643,3 @@ def _changing(
 
 def _can_ask() -> bool:
     return sys.stdin is not None and not sys.stdin.closed and sys.stdin.isatty()
-
-
-ACTIONS = {
-    "ls": _ls,
-    "show": _show,
-    "history": show_history,
-    "diff": show_diff,
-    "prune": _prune,
-    "delete": _change,
-    "pin": _change,
-    "unpin": _change,
-}
