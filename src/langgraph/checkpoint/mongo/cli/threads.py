@@ -115,8 +115,7 @@ def _at_least_one(text: str, name: str) -> int:
 
 def _filter_entry(text: str) -> tuple[str, Any]:
     """`KEY=VALUE`: the value as MongoDB Extended JSON when it reads as JSON (`step=3`,
-    `ok=true`, `tags=["a"]`, `user={"$oid": "65a1..."}` for an `ObjectId`), else the text
-    itself (`source=loop`)."""
+    `user={"$oid": "65a1..."}` for an `ObjectId`), else the text (`source=loop`)."""
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"must be KEY=VALUE, got {text!r}")
