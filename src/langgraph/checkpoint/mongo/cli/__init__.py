@@ -1,12 +1,7 @@
-"""`python -m langgraph.checkpoint.mongo COMMAND`: the parser of every command and `main`,
-which runs one and turns what it raises into a line on stderr and an exit code.
-
-Each command adds its own parser (`copy_threads.add_parser`, `threads.add_parser`) and
-shares `_common`'s errors, flags and connection; neither imports the other.
-
-It behaves as a Unix tool: output cut short by a closed pipe (`threads ls | head -1`)
-ends quietly with exit code 0, and with `--json` an error is a JSON object on stdout too
-(`{"error": ..., "exit_code": ...}`), besides its line on stderr.
+"""`python -m langgraph.checkpoint.mongo COMMAND`: every command's parser, and `main`, which
+runs one and turns what it raises into a line on stderr and an exit code. As a Unix tool,
+output cut short by a closed pipe (`threads ls | head -1`) ends quietly with exit code 0;
+with `--json` an error is also a JSON object on stdout.
 """
 
 from __future__ import annotations
@@ -16,23 +11,16 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TextIO
 
 from langgraph.checkpoint.mongo._drivers import __version__
-from langgraph.checkpoint.mongo.cli import copy_threads, threads
-from langgraph.checkpoint.mongo.cli._common import (
-    NotFoundError,
-    Parser,
-    Refused,
-    SetupError,
-    UsageError,
-)
+from langgraph.checkpoint.mongo.cli import _common, copy_threads, threads
 from langgraph.checkpoint.mongo.errors import server_message
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = Parser(
+    parser = _common.Parser(
         prog="python -m langgraph.checkpoint.mongo",
         description="Tools for langgraph-checkpoint-mongo.",
     )
@@ -52,13 +40,12 @@ def main(
         args, unknown = _parser().parse_known_args(argv)
         if unknown:  # told with the usage of the command they were given to, not the root's
             args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
-    except Refused as exc:  # argparse printed the usage and the error on stderr
+    except _common.Refused as exc:  # argparse printed the usage and the error on stderr
         if as_json and exc.code == 2:
             _json_error(out, exc.problem, 2)
         raise
     try:
-        handler: Callable[[argparse.Namespace, TextIO, TextIO], int] = args.handler
-        code = handler(args, out, err)
+        code: int = args.handler(args, out, err)
         out.flush()  # a closed pipe fails here, not at the interpreter's exit
         return code
     except BrokenPipeError:
@@ -68,9 +55,9 @@ def main(
             "\ninterrupted: nothing is half-written; run the same command again to finish", file=err
         )
         return 130
-    except UsageError as exc:
+    except _common.UsageError as exc:
         return _failed(out, err, str(exc), 2, as_json)
-    except (SetupError, NotFoundError) as exc:
+    except (_common.SetupError, _common.NotFoundError) as exc:
         return _failed(out, err, str(exc), 1, as_json)
     except Exception as exc:  # any failure: one line (drivers name the server or document)
         return _failed(out, err, f"{type(exc).__name__}: {server_message(exc)}", 1, as_json)
@@ -92,9 +79,8 @@ def _json_error(out: TextIO, problem: str, code: int) -> None:
 
 
 def _pipe_closed(out: TextIO) -> int:
-    """The reader of stdout went away (`| head`): the output it wanted is out; nothing
-    more is written, and the interpreter's last flush at exit must not fail either."""
-    # Not a file (a test's StringIO): nothing to flush at exit.
+    """The reader of stdout went away (`| head`): write nothing more, and keep the
+    interpreter's last flush at exit from failing (a test's StringIO has no file)."""
     with contextlib.suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
     return 0

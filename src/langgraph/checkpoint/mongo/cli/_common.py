@@ -1,11 +1,10 @@
-"""What every command of `python -m langgraph.checkpoint.mongo` shares: its two errors
-(bad arguments, exit code 2; a problem with the environment, exit code 1), flags checked
-by the saver's own validators, the connection with its timeout, the check that a database
-and its collections exist, and the progress bar."""
+"""What every command shares: its errors, flags checked by the saver's own validators, the
+connection, the check that a database and its collections exist, and the progress bar."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 from collections.abc import Callable, Mapping
@@ -26,7 +25,6 @@ from langgraph.checkpoint.mongo.errors import AUTHENTICATION_FAILED, server_mess
 
 T = TypeVar("T")
 
-# Seconds to wait for a server to answer before saying which one did not.
 DEFAULT_TIMEOUT = 10.0
 MIN_TIMEOUT = 0.1
 
@@ -35,9 +33,8 @@ _SERVER_DATABASES = frozenset({"admin", "config", "local"})
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse's parser, for every command and subcommand: a flag is never taken for
-    another by abbreviation (`--checkpoint` is not `--checkpoints`), and its refusals
-    (usage line, error, exit code 2) raise `Refused`, which `main` also reports as JSON."""
+    """argparse's parser without abbreviated flags (`--checkpoint` is not `--checkpoints`),
+    whose refusals raise `Refused`, which `main` also reports as JSON."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["allow_abbrev"] = False
@@ -50,8 +47,8 @@ class Parser(argparse.ArgumentParser):
 
 
 class Refused(SystemExit):
-    """argparse ended the command (`--help`, `--version`: 0; bad arguments: 2), having
-    printed what it says; `problem` is its error line."""
+    """argparse ended the command (`--help`: 0; bad arguments: 2), having printed why;
+    `problem` is its error line."""
 
     def __init__(self, code: int, problem: str) -> None:
         super().__init__(code)
@@ -70,14 +67,15 @@ class SetupError(Exception):
     """A problem with the environment or a connection, told as one line (exit code 1)."""
 
 
-def flag(parse: Callable[[str, str], T], name: str) -> Callable[[str], T]:
-    """An argparse `type` for the flag `name`: `parse` (a parser and validator of
-    `_options`, the saver's own check), its refusal told as argparse tells one
-    (`argument --ttl: must be ...`, exit code 2)."""
+def flag(
+    check: Callable[[Any, str], T], name: str, parse: Callable[[str, str], Any] = lambda t, _: t
+) -> Callable[[str], T]:
+    """An argparse `type` for the flag `name`: `check`, a validator of `_options` (the saver's
+    own check), of what `parse` reads; a refusal told as argparse tells one (exit code 2)."""
 
     def checked(text: str) -> T:
         try:
-            return parse(text, name)
+            return check(parse(text, name), name)
         except (TypeError, ValueError) as exc:
             raise argparse.ArgumentTypeError(getattr(exc, "problem", str(exc))) from None
 
@@ -85,8 +83,7 @@ def flag(parse: Callable[[str, str], T], name: str) -> Callable[[str], T]:
 
 
 def add_names(group: Any, prefix: str, *helps: str) -> None:
-    """`<prefix>db`, `<prefix>checkpoints` and `<prefix>writes` (`--db`, `--to-db`, ...),
-    checked as the saver checks its `db_name` and collection names."""
+    """`<prefix>db`, `<prefix>checkpoints`, `<prefix>writes`, checked as the saver checks them."""
     names = [
         ("db", DEFAULT_DB_NAME, _options.db_name),
         ("checkpoints", DEFAULT_CHECKPOINT_COLLECTION, _options.collection_name),
@@ -109,7 +106,6 @@ def add_no_progress(group: Any) -> None:
 
 
 def add_timeout(group: Any, servers: str) -> None:
-    """`--timeout SECONDS`: how long to wait for `servers` to answer."""
     group.add_argument(
         "--timeout",
         type=flag(_timeout, "--timeout"),
@@ -121,7 +117,6 @@ def add_timeout(group: Any, servers: str) -> None:
 
 
 def _timeout(text: str, name: str) -> float:
-    """Seconds to wait for a server: at least a tenth of a second, and finite."""
     seconds = _options.parse_seconds(text, name)
     if not MIN_TIMEOUT <= seconds < math.inf:  # NaN compares false
         raise _options.OptionValueError(
@@ -131,8 +126,7 @@ def _timeout(text: str, name: str) -> float:
 
 
 def distinct_collections(checkpoints: str, writes: str, flags: tuple[str, str]) -> None:
-    """The savers' check that the two collections differ (`_options.collection_names`),
-    refused as bad arguments naming the flags, before any connection is made."""
+    """The savers' check that the two collections differ, as bad arguments naming `flags`."""
     try:
         _options.collection_names(checkpoints, writes, flags)
     except ValueError as exc:
@@ -172,10 +166,9 @@ def connect(uri: str, what: str, seconds: float) -> MongoClient[dict[str, Any]]:
 def require_collections(
     client: MongoClient[Any], uri: str, db: str, wanted: Mapping[str, str], check: str
 ) -> None:
-    """Refuse a database or a collection (`wanted`: flag to name) that does not exist,
-    naming it and what does exist, as bad arguments: a misspelt name reads as empty, and
-    a command on it would report success having done nothing. `check` says which flag to
-    check when the database itself is missing."""
+    """Refuse a missing database or collection (`wanted`: flag to name; `check`: the flag
+    for the database) as bad arguments: a misspelt name reads as empty, and a command on
+    it would report success having done nothing."""
     names = set(client[db].list_collection_names())
     missing = {flag: name for flag, name in wanted.items() if name not in names}
     if not missing:
@@ -191,10 +184,9 @@ def require_collections(
     raise UsageError(f"{where} has no collection {lacking}; its collections: {sorted(names)}")
 
 
-class Progress:
+class Progress(contextlib.AbstractContextManager["Progress"]):
     """A tqdm bar over threads (when `show` and tqdm is installed) with a running count
-    of checkpoints (`counted`: what they are); notes are printed above it as they
-    happen. Closed when its `with` block ends."""
+    of checkpoints (`counted`: what they are), and notes printed above it."""
 
     def __init__(self, what: str, total: int, show: bool, out: TextIO, counted: str) -> None:
         self.out = out
@@ -220,9 +212,6 @@ class Progress:
             self.bar.write(line, file=self.out)
         else:
             print(line, file=self.out)
-
-    def __enter__(self) -> Progress:
-        return self
 
     def __exit__(self, *exc_info: object) -> None:
         if self.bar is not None:

@@ -1,17 +1,9 @@
-"""The operator's view of one checkpoint, without the graph that wrote it: its state as
-LangGraph loads it, the nodes that run next, the interrupts it waits on; and what
-changed between two checkpoints.
+"""One checkpoint as the operator sees it without the graph that wrote it (its state,
+the nodes that run next, its interrupts), and what changed between two checkpoints.
 
-A `DeltaChannel` stores its value only every few updates; LangGraph rebuilds the rest
-from the saver's `get_delta_channel_history` (the nearest stored value, the `seed`, and
-the writes since) through the channel's reducer. The reducer is the graph's; here, the
-one every `DeltaChannel` of messages uses is applied (`add_messages`, messages by id), and
-list concatenation to other lists. A channel whose writes are neither is shown as its
-seed and writes (`Unrebuilt`).
-
-What runs next is LangGraph's rule for a `StateGraph`: a node whose trigger channel
-(`branch:to:NODE`, or `__start__`) holds a version newer than the node has seen, and a
-`Send` pending in `__pregel_tasks`.
+A `DeltaChannel`'s value is rebuilt from its `seed` and the writes since; the reducer is
+the graph's, so here lists of messages get `add_messages` (by id), other lists are
+concatenated, and anything else is shown as seed and writes (`Unrebuilt`).
 """
 
 from __future__ import annotations
@@ -25,6 +17,7 @@ from langgraph.checkpoint.serde.types import INTERRUPT, TASKS
 
 from langgraph.checkpoint.mongo._langgraph_serde import DeltaSnapshot
 from langgraph.checkpoint.mongo._metadata import DELTA_COUNTERS
+from langgraph.checkpoint.mongo.cli import _serde
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
 
 START = "__start__"
@@ -33,8 +26,8 @@ BRANCH_PREFIX = "branch:to:"
 
 @dataclass(frozen=True)
 class Unrebuilt:
-    """A `DeltaChannel` value rebuilt by a reducer this view does not know: its seed
-    (`None` for none) and the writes since, oldest first."""
+    """A `DeltaChannel` value this view cannot reduce: its seed (or None) and the writes
+    since, oldest first."""
 
     seed: Any
     writes: list[Any]
@@ -55,20 +48,22 @@ class State:
         return str(self.item.config["configurable"]["checkpoint_id"])
 
 
-def load(saver: MongoDBSaver, item: CheckpointTuple) -> State:
-    """`item` (as `get_tuple` or `list` read it) with its `DeltaChannel`s rebuilt: one
-    `get_delta_channel_history` when any needs it."""
+def load(saver: MongoDBSaver, item: CheckpointTuple, thread_id: str) -> State:
+    """`item` with its `DeltaChannel`s rebuilt (one `get_delta_channel_history`, if any),
+    or the error that says which key is missing."""
+    _serde.require_key(item, f"thread {thread_id!r}")
     checkpoint = item.checkpoint
     stored = checkpoint["channel_values"]
-    values = {k: v for k, v in stored.items() if _is_state(k)}
+    values = {k: v for k, v in stored.items() if not k.startswith(("__", BRANCH_PREFIX))}
     for channel, value in values.items():
         if isinstance(value, DeltaSnapshot):
             values[channel] = value.value
-    counted = delta_channels(item)
+    # The `DeltaChannel`s: those whose updates LangGraph counts in the metadata.
+    counters = item.metadata.get(DELTA_COUNTERS)
+    counted = sorted(counters) if isinstance(counters, dict) else []
     replayed = [c for c in counted if c in checkpoint["channel_versions"] and c not in stored]
     for channel in counted:
-        # Never written: LangGraph reads it as its type's empty value (a list, as the
-        # DeltaChannels of messages and logs are).
+        # Never written: LangGraph reads it as its type's empty value, here a list.
         values.setdefault(channel, [])
     if replayed:
         histories = saver.get_delta_channel_history(config=item.config, channels=replayed)
@@ -77,22 +72,9 @@ def load(saver: MongoDBSaver, item: CheckpointTuple) -> State:
     return State(item, dict(sorted(values.items())), next_nodes(checkpoint), interrupts(item))
 
 
-def _is_state(channel: str) -> bool:
-    return not channel.startswith(("__", BRANCH_PREFIX))
-
-
-def delta_channels(item: CheckpointTuple) -> list[str]:
-    """The checkpoint's `DeltaChannel`s: those LangGraph counts updates of in the
-    metadata (`counters_since_delta_snapshot`)."""
-    counters = item.metadata.get(DELTA_COUNTERS)
-    return sorted(counters) if isinstance(counters, dict) else []
-
-
 def rebuild(history: DeltaChannelHistory) -> Any:
-    """A `DeltaChannel`'s value from its seed and the writes since, as `replay_writes`
-    does: the last `Overwrite` resets it, the writes after it are reduced."""
-    # LangGraph itself (not only langgraph-checkpoint) is the `cli` extra's: every other
-    # command runs without it.
+    """A value as `replay_writes` rebuilds it: the last `Overwrite` resets, later writes reduce."""
+    # LangGraph itself comes with the `cli` extra: every other command runs without it.
     from langgraph.graph.message import add_messages
     from langgraph.types import Overwrite
 
@@ -115,8 +97,8 @@ def rebuild(history: DeltaChannelHistory) -> Any:
 
 
 def next_nodes(checkpoint: Checkpoint) -> list[str]:
-    """The nodes LangGraph runs from this checkpoint (a `StateGraph`'s): `Send`s first,
-    then triggered nodes by name."""
+    """LangGraph's rule for a `StateGraph`: pending `Send`s, then (by name) each node whose
+    trigger (`branch:to:NODE`, `__start__`) has a version newer than the node has seen."""
     values = checkpoint["channel_values"]
     versions = checkpoint["channel_versions"]
     seen = checkpoint["versions_seen"]
@@ -124,11 +106,8 @@ def next_nodes(checkpoint: Checkpoint) -> list[str]:
     found = [str(getattr(send, "node", send)) for send in sends]
     triggered = []
     for channel in values:
-        if channel == START:
-            node = START
-        elif channel.startswith(BRANCH_PREFIX):
-            node = channel.removeprefix(BRANCH_PREFIX)
-        else:
+        node = channel.removeprefix(BRANCH_PREFIX)
+        if node == channel and channel != START:
             continue
         read = seen.get(node, {}).get(channel)
         try:
@@ -140,22 +119,20 @@ def next_nodes(checkpoint: Checkpoint) -> list[str]:
     return found + sorted(triggered)
 
 
-def interrupts(item: CheckpointTuple | None) -> list[dict[str, Any]]:
-    """The interrupts raised at this checkpoint: those its pending writes hold
-    (LangGraph writes a task's `interrupt()`s there, as one sequence, and resumes from
-    them)."""
+def interrupts(item: CheckpointTuple) -> list[dict[str, Any]]:
+    """The interrupts raised at this checkpoint: LangGraph writes a task's `interrupt()`s
+    to its pending writes, as one sequence."""
     return [
         {"value": getattr(each, "value", each), "id": getattr(each, "id", None), "task_id": task}
-        for task, channel, value in ((item.pending_writes or []) if item else [])
+        for task, channel, value in item.pending_writes or []
         if channel == INTERRUPT
         for each in (value if isinstance(value, (list, tuple)) else [value])
     ]
 
 
 def diff(old: State, new: State) -> dict[str, Any]:
-    """Per channel that differs: `added` or `removed` (with its value), or `changed`;
-    lists of messages by message id (`messages`: added, removed, edited), other values
-    whole (`from`, `to`)."""
+    """Per channel that differs: `added` or `removed` (with its value), or `changed`:
+    lists of messages by id (`messages`), other values whole (`from`, `to`)."""
     changes: dict[str, Any] = {}
     for channel in sorted(old.values.keys() | new.values.keys()):
         if channel not in old.values:

@@ -1,12 +1,8 @@
-"""The serializer the `threads` command reads with: the application's, as it configures
-it.
-
-With `--serde module:factory`, what that factory returns. Else, with `LANGGRAPH_AES_KEY`
-set, LangGraph's `EncryptedSerializer.from_pycryptodome_aes()`, which reads that variable
-as the application does (docs/security.md's recipe) and reads unencrypted values too.
-Else LangGraph's default serializer, which cannot decrypt: an encrypted value reads as
-`Sealed`, so that what is stored in plain text (the metadata, the ids) still lists, and
-a command that needs the values says which key is missing.
+"""The serializer `threads` reads with, the application's: what `--serde module:factory`
+returns; else, with `LANGGRAPH_AES_KEY` set, `EncryptedSerializer.from_pycryptodome_aes()`
+(docs/security.md's recipe; it reads unencrypted values too); else LangGraph's default,
+with an encrypted value read as `Sealed`, so that what is stored in plain text (metadata,
+ids) still lists and a command that needs the values says which key is missing.
 """
 
 from __future__ import annotations
@@ -27,7 +23,7 @@ KEY_VARIABLE = "LANGGRAPH_AES_KEY"
 
 class Sealed(dict[str, Any]):
     """An encrypted value read without its key: an empty mapping (a checkpoint read so
-    has no `ts`, no versions), with the serializer type it was stored as."""
+    has no `ts`, no versions) that knows its serializer type."""
 
     def __init__(self, type: str) -> None:
         super().__init__()
@@ -38,8 +34,7 @@ class Sealed(dict[str, Any]):
 
 
 class _WithoutKey(JsonPlusSerializer):
-    """LangGraph's default serializer, with encrypted values (`<type>+<cipher>`) read as
-    `Sealed` instead of refused."""
+    """LangGraph's default serializer, reading encrypted values (`<type>+<cipher>`) as `Sealed`."""
 
     def loads_typed(self, data: tuple[str, bytes]) -> Any:
         if "+" in data[0]:
@@ -48,9 +43,8 @@ class _WithoutKey(JsonPlusSerializer):
 
 
 def serializer(spec: str | None) -> SerializerProtocol:
-    """The serializer `--serde` names (`module:factory`, the factory maybe a class's
-    method: `module:Class.method`), else the one the environment implies (see the
-    module's docstring)."""
+    """The serializer `--serde` names (`module:factory` or `module:Class.method`), else the
+    one the environment implies."""
     if spec is not None:
         module_name, _, attribute = spec.partition(":")
         if not module_name or not attribute:
@@ -87,8 +81,7 @@ def serializer(spec: str | None) -> SerializerProtocol:
 
 
 def sealed_types(value: Any) -> set[str]:
-    """The serializer types of the `Sealed` values in `value` (nested in lists, tuples
-    and dicts)."""
+    """The serializer types of the `Sealed` values nested in `value`."""
     if isinstance(value, Sealed):
         return {value.type}
     if isinstance(value, dict):
@@ -99,8 +92,8 @@ def sealed_types(value: Any) -> set[str]:
 
 
 def require_key(item: CheckpointTuple, what: str) -> None:
-    """Refuse to read `item` when part of it is encrypted and no key was given (a
-    checkpoint read so is merged into a plain dict: it then lacks its versions)."""
+    """Refuse `item` when part of it is encrypted and no key was given (a checkpoint read
+    so is merged into a plain dict that lacks its versions)."""
     types = sealed_types([item.checkpoint, item.pending_writes])
     if "channel_versions" not in item.checkpoint and not types:
         types.add("TYPE+CIPHER")

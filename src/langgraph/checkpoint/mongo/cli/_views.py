@@ -1,6 +1,5 @@
-"""What the `threads` commands share: reading a thread through the saver and the core's
-named plans, a checkpoint's state (`_inspect`), and printing them (times, tables, JSON).
-"""
+"""What the `threads` commands share: reading through the saver and the core's named
+plans, and printing what they read (times, tables, JSON)."""
 
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ from langgraph.checkpoint.mongo._commands import Plan
 from langgraph.checkpoint.mongo._executors import execute_sync
 from langgraph.checkpoint.mongo._options import redact_uri
 from langgraph.checkpoint.mongo._runners import run_plan
-from langgraph.checkpoint.mongo.cli import _inspect, _serde
+from langgraph.checkpoint.mongo.cli import _inspect
 from langgraph.checkpoint.mongo.cli._common import NotFoundError, T
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
 
@@ -39,7 +38,6 @@ def counts(saver: MongoDBSaver, thread_ids: Sequence[str]) -> dict[str, dict[str
 
 
 def run_core(saver: MongoDBSaver, plan: Plan[T]) -> T:
-    """A plan of the core, on the saver's collections."""
     return run_plan(
         plan, lambda command: execute_sync("threads", command_collection(saver, command), command)
     )
@@ -68,13 +66,9 @@ def age(ts: str, now: datetime) -> str:
     if when is None:
         return ts or "-"
     seconds = max(0, int((now - when).total_seconds()))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            ago = f"{seconds // size}{unit} ago"
-            break
-    else:
-        ago = f"{seconds}s ago"
-    return f"{when.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} UTC ({ago})"
+    units = (("d", 86400), ("h", 3600), ("m", 60))
+    unit, size = next(((unit, size) for unit, size in units if seconds >= size), ("s", 1))
+    return f"{when.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} UTC ({seconds // size}{unit} ago)"
 
 
 def print_table(rows: Sequence[tuple[str, ...]], right: set[int], out: TextIO) -> None:
@@ -96,8 +90,7 @@ def shown(thread_id: str) -> str:
 def state_at(
     saver: MongoDBSaver, args: argparse.Namespace, checkpoint_ns: str, checkpoint_id: str | None
 ) -> _inspect.State:
-    """The state at this checkpoint (the latest of the namespace for `None`), or the error
-    that says it is not stored."""
+    """The state at this checkpoint (None: the namespace's latest), or why there is none."""
     configurable = {"thread_id": args.thread_id, "checkpoint_ns": checkpoint_ns}
     if checkpoint_id is not None:
         configurable["checkpoint_id"] = checkpoint_id
@@ -108,12 +101,7 @@ def state_at(
             f"{what} in namespace {checkpoint_ns!r} of thread {args.thread_id!r} in "
             f"{where(saver, args)} (see `threads history {shown(args.thread_id)}`)"
         )
-    return load(saver, item, args.thread_id)
-
-
-def load(saver: MongoDBSaver, item: CheckpointTuple, thread_id: str) -> _inspect.State:
-    _serde.require_key(item, f"thread {thread_id!r}")
-    return _inspect.load(saver, item)
+    return _inspect.load(saver, item, args.thread_id)
 
 
 def checkpoint_json(item: CheckpointTuple) -> dict[str, Any]:

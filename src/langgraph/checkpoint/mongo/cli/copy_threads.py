@@ -7,37 +7,17 @@ import argparse
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
 from pymongo import MongoClient
 
-from langgraph.checkpoint.mongo import _options
+from langgraph.checkpoint.mongo import _options, migrate
 from langgraph.checkpoint.mongo._base import DEFAULT_DB_NAME
 from langgraph.checkpoint.mongo._codec import COMPRESSIONS
-from langgraph.checkpoint.mongo.cli._common import (
-    Progress,
-    SetupError,
-    UsageError,
-    add_names,
-    add_no_progress,
-    add_timeout,
-    connect,
-    distinct_collections,
-    flag,
-    require_collections,
-)
-from langgraph.checkpoint.mongo.migrate import (
-    OfficialMongoDBSource,
-    Source,
-    ThreadCopy,
-    ThreadStatus,
-    ThreadVerification,
-    copy_threads,
-    source_thread_ids,
-    verify_threads,
-)
+from langgraph.checkpoint.mongo.cli import _common
+from langgraph.checkpoint.mongo.cli._common import Progress
+from langgraph.checkpoint.mongo.migrate import ThreadCopy, ThreadStatus, ThreadVerification
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
 
 DESCRIPTION = """\
@@ -66,14 +46,6 @@ examples:
 """
 
 
-def _ttl(text: str, name: str) -> timedelta | None:
-    return _options.ttl(_options.parse_seconds(text, name), name)
-
-
-def _batch_size(text: str, name: str) -> int:
-    return _options.batch_size(_options.parse_int(text, name), name)
-
-
 def add_parser(commands: Any) -> None:
     """Add `copy-threads` to the `python -m langgraph.checkpoint.mongo` parser."""
     copy = commands.add_parser(
@@ -98,7 +70,7 @@ def add_parser(commands: Any) -> None:
         type=Path,
         help="a SqliteSaver database file, opened read-only (needs the [sqlite] extra)",
     )
-    add_names(
+    _common.add_names(
         source,
         "--from-",
         "with --from-mongodb: the database name (default: %(default)s)",
@@ -109,7 +81,7 @@ def add_parser(commands: Any) -> None:
     target.add_argument(
         "--to", required=True, metavar="URI", help="connection string of the target MongoDB"
     )
-    add_names(
+    _common.add_names(
         target,
         "--to-",
         "the target database (default: %(default)s); it must not be the source's "
@@ -124,11 +96,11 @@ def add_parser(commands: Any) -> None:
     )
     target.add_argument(
         "--ttl",
-        type=flag(_ttl, "--ttl"),
+        type=_common.flag(_options.ttl, "--ttl", _options.parse_seconds),
         metavar="SECONDS",
         help="the ttl your savers use: copied threads get a fresh whole-thread TTL stamp",
     )
-    add_timeout(target, "a server (source or target)")
+    _common.add_timeout(target, "a server (source or target)")
     what = copy.add_argument_group("what to do")
     what.add_argument(
         "--thread",
@@ -157,40 +129,37 @@ def add_parser(commands: Any) -> None:
     )
     what.add_argument(
         "--batch-size",
-        type=flag(_batch_size, "--batch-size"),
+        type=_common.flag(_options.batch_size, "--batch-size", _options.parse_int),
         default=100,
         metavar="N",
         help="checkpoints read and written per round trip; memory holds about this many "
         "(default: %(default)s)",
     )
-    add_no_progress(what)
+    _common.add_no_progress(what)
     copy.set_defaults(handler=run, parser=copy)
-
-
-def _same_collections(args: argparse.Namespace) -> bool:
-    return bool(args.from_mongodb == args.to and args.from_db == args.to_db) and (
-        args.from_checkpoints in (args.to_checkpoints, args.to_writes)
-        or args.from_writes in (args.to_checkpoints, args.to_writes)
-    )
 
 
 def _check_arguments(args: argparse.Namespace) -> None:
     """What argparse cannot check, before any connection is made."""
-    if args.from_mongodb is not None and _same_collections(args):
-        raise UsageError(
+    same_db = args.from_mongodb == args.to and args.from_db == args.to_db  # never for sqlite
+    targets = {args.to_checkpoints, args.to_writes}
+    if same_db and {args.from_checkpoints, args.from_writes} & targets:
+        raise _common.UsageError(
             "the source and the target are the same collections: both packages use the names "
             "'checkpoints' and 'checkpoint_writes' by default, so copy into another database "
             "(--to-db) or other collections (--to-checkpoints, --to-writes)"
         )
     if args.from_sqlite is not None and not args.from_sqlite.is_file():
-        raise UsageError(f"--from-sqlite {str(args.from_sqlite)!r}: no such file")
-    distinct_collections(args.to_checkpoints, args.to_writes, ("--to-checkpoints", "--to-writes"))
+        raise _common.UsageError(f"--from-sqlite {str(args.from_sqlite)!r}: no such file")
+    _common.distinct_collections(
+        args.to_checkpoints, args.to_writes, ("--to-checkpoints", "--to-writes")
+    )
 
 
 @contextmanager
-def _source(args: argparse.Namespace, err: TextIO) -> Iterator[Source]:
+def _source(args: argparse.Namespace, err: TextIO) -> Iterator[migrate.Source]:
     if args.from_mongodb is not None:
-        client = connect(args.from_mongodb, "source (--from-mongodb)", args.timeout)
+        client = _common.connect(args.from_mongodb, "source (--from-mongodb)", args.timeout)
         try:
             # Refuse a source database without the official saver's collections.
             wanted = {
@@ -198,11 +167,14 @@ def _source(args: argparse.Namespace, err: TextIO) -> Iterator[Source]:
                 "--from-writes": args.from_writes,
             }
             check = f"--from-db (langgraph-checkpoint-mongodb's default is {DEFAULT_DB_NAME!r})"
-            require_collections(client, args.from_mongodb, args.from_db, wanted, check)
-            if _holds_our_documents(client[args.from_db][args.from_checkpoints]):
+            _common.require_collections(client, args.from_mongodb, args.from_db, wanted, check)
+            # This package's documents (a composite `_id`), not the official saver's: both
+            # use the same default names.
+            doc = client[args.from_db][args.from_checkpoints].find_one({}, {"_id": 1})
+            if doc is not None and isinstance(doc["_id"], Mapping):
                 yield _our_collections(client, args, err)
                 return
-            yield OfficialMongoDBSource(
+            yield migrate.OfficialMongoDBSource(
                 client[args.from_db],
                 args.from_checkpoints,
                 args.from_writes,
@@ -214,7 +186,7 @@ def _source(args: argparse.Namespace, err: TextIO) -> Iterator[Source]:
     try:
         from langgraph.checkpoint.sqlite import SqliteSaver
     except ImportError as exc:
-        raise SetupError(
+        raise _common.SetupError(
             "--from-sqlite needs langgraph-checkpoint-sqlite: "
             'pip install "langgraph-checkpoint-mongo[sqlite]"'
         ) from exc
@@ -228,16 +200,10 @@ def _source(args: argparse.Namespace, err: TextIO) -> Iterator[Source]:
         conn.close()
 
 
-def _holds_our_documents(collection: Any) -> bool:
-    """Whether a source collection holds this package's documents (a composite `_id`),
-    not the official saver's: both use the same default names."""
-    doc = collection.find_one({}, {"_id": 1})
-    return doc is not None and isinstance(doc["_id"], Mapping)
-
-
-def _our_collections(client: MongoClient[Any], args: argparse.Namespace, err: TextIO) -> Source:
-    """This package's collections as the source, read through its saver (set up with no
-    index created: the source is only read)."""
+def _our_collections(
+    client: MongoClient[Any], args: argparse.Namespace, err: TextIO
+) -> migrate.Source:
+    """This package's collections as the source, read through its saver (no index made)."""
     where = f"{args.from_db}.{args.from_checkpoints}"
     print(
         f"note: {where} holds langgraph-checkpoint-mongo's own documents, not "
@@ -251,15 +217,16 @@ def _our_collections(client: MongoClient[Any], args: argparse.Namespace, err: Te
 
 def _require_sqlite_saver_tables(conn: sqlite3.Connection, path: Path) -> None:
     """Refuse a file that is not a SqliteSaver database before `SqliteSaver` tries to
-    create its tables in it (which read-only fails with `attempt to write a readonly
-    database`)."""
+    create its tables in it (read-only: `attempt to write a readonly database`)."""
     try:
         found = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
     except sqlite3.DatabaseError as exc:  # not SQLite at all
-        raise SetupError(f"--from-sqlite {str(path)!r} is not a SQLite database: {exc}") from None
+        raise _common.SetupError(
+            f"--from-sqlite {str(path)!r} is not a SQLite database: {exc}"
+        ) from None
     missing = sorted({"checkpoints", "writes"} - {name for (name,) in found})
     if missing:
-        raise SetupError(
+        raise _common.SetupError(
             f"--from-sqlite {str(path)!r} is not a SqliteSaver database: it has no table "
             f"{' or '.join(map(repr, missing))}"
         )
@@ -267,7 +234,7 @@ def _require_sqlite_saver_tables(conn: sqlite3.Connection, path: Path) -> None:
 
 @contextmanager
 def _target(args: argparse.Namespace) -> Iterator[MongoDBSaver]:
-    client = connect(args.to, "target (--to)", args.timeout)
+    client = _common.connect(args.to, "target (--to)", args.timeout)
     try:
         saver = MongoDBSaver(
             client,
@@ -285,13 +252,12 @@ def _target(args: argparse.Namespace) -> Iterator[MongoDBSaver]:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Run `copy-threads`; an error propagates to `main`, which prints it in one line."""
     _check_arguments(args)
     show = not args.no_progress and err.isatty()
     with _source(args, err) as source, _target(args) as target:
-        threads = args.threads or source_thread_ids(source)
+        threads = args.threads or migrate.source_thread_ids(source)
         with Progress("copy", len(threads), show, err, "checkpoints") as progress:
-            report = copy_threads(
+            report = migrate.copy_threads(
                 source,
                 target,
                 threads,
@@ -305,7 +271,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if not args.verify or args.dry_run:
             return 0 if report.ok else 1
         with Progress("verify", len(threads), show, err, "checkpoints") as progress:
-            verified = verify_threads(
+            verified = migrate.verify_threads(
                 source, target, threads, batch_size=args.batch_size, on_thread=_noting(progress)
             )
         print("verify: " + verified.summary(), file=out)
@@ -313,7 +279,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _noting(progress: Progress) -> Callable[[ThreadCopy | ThreadVerification], None]:
-    """Told each thread copied or verified: its problem noted above the bar, if any."""
+    """Notes each thread's problem, if any, above the bar."""
 
     def done(result: ThreadCopy | ThreadVerification) -> None:
         checkpoints = 0

@@ -8,7 +8,6 @@ from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from langchain_core.messages import BaseMessage
-from langgraph.checkpoint.base import CheckpointTuple
 
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo.cli import _inspect, _serde, _views
@@ -33,7 +32,14 @@ def show_history(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err
         listed = []
         for item, size in _views.run_core(saver, plan):
             _serde.require_key(item, f"thread {thread_id!r}")
-            listed.append(_history_json(item, size))
+            listed.append(
+                {
+                    **_views.checkpoint_json(item),
+                    "next": _inspect.next_nodes(item.checkpoint),
+                    "interrupts": _inspect.interrupts(item),
+                    "size": size,
+                }
+            )
         pages.append({"checkpoint_ns": ns, "checkpoints": namespaces[ns], "history": listed})
     if args.json:
         print(_views.json_text({"thread_id": thread_id, "namespaces": pages}), file=out)
@@ -67,15 +73,6 @@ def show_history(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err
             ns = f" --ns {page['checkpoint_ns']!r}" if page["checkpoint_ns"] else ""
             print(f"  (more: --before {last}{ns})", file=out)
     return 0
-
-
-def _history_json(item: CheckpointTuple, size: int) -> dict[str, Any]:
-    return {
-        **_views.checkpoint_json(item),
-        "next": _inspect.next_nodes(item.checkpoint),
-        "interrupts": _inspect.interrupts(item),
-        "size": size,
-    }
 
 
 def show_diff(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -1,15 +1,5 @@
-"""`python -m langgraph.checkpoint.mongo threads ls | show ID | history ID | diff ID |
-prune | delete ID... | pin ID... | unpin ID...`: see the threads a database holds, look at
-one, at its history and at what changed between two of its checkpoints, prune their
-history, delete some, keep some from ttl expiry.
-
-Everything goes through a `MongoDBSaver` (`list_threads`, `get_tuple`, `list`,
-`get_delta_channel_history`, `prune`, `delete_thread`, `pin_thread`, `unpin_thread`) and
-four named functions of the core (`checkpoint_counts`, what the collections store;
-`thread_pinned`, whether `show`'s thread is pinned; `history_page`, a page of a
-namespace's checkpoints with their sizes; `foreign_index`, the official saver's mark);
-the connection, errors, timeout and the check that the database and collections exist
-are `_common`'s, the serializer `_serde`'s, a checkpoint's state and a diff `_inspect`'s.
+"""`python -m langgraph.checkpoint.mongo threads ACTION` (see DESCRIPTION): reads and
+writes go through a `MongoDBSaver` and named plans of the core (`_views.run_core`).
 """
 
 from __future__ import annotations
@@ -26,7 +16,6 @@ from typing import Any, TextIO
 
 from bson import json_util
 from bson.errors import BSONError
-from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from pymongo.collection import Collection
 
@@ -35,7 +24,7 @@ from langgraph.checkpoint.mongo import _options, _queries
 from langgraph.checkpoint.mongo._documents import ThreadInfo
 from langgraph.checkpoint.mongo._keys import ref_from_config
 from langgraph.checkpoint.mongo._options import redact_uri
-from langgraph.checkpoint.mongo.cli import _common, _serde, _views
+from langgraph.checkpoint.mongo.cli import _common, _inspect, _serde, _views
 from langgraph.checkpoint.mongo.cli.history import show_diff, show_history
 from langgraph.checkpoint.mongo.sync import MongoDBSaver
 
@@ -80,11 +69,8 @@ examples:
   python -m langgraph.checkpoint.mongo threads pin user-42
 """
 
-# Threads counted, pruned or shown per round trip of `ls` and `prune`.
-BATCH = 100
-
-# How many checkpoints `show` lists by default.
-DEFAULT_HISTORY = 20
+BATCH = 100  # threads counted, pruned or shown per round trip of `ls` and `prune`
+DEFAULT_HISTORY = 20  # checkpoints `show` and `history` list by default
 
 _DURATION_UNITS = {"w": 7 * 86400, "d": 86400, "h": 3600, "m": 60, "s": 1}
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([wdhms])")
@@ -127,15 +113,9 @@ def _at_least_one(text: str, name: str) -> int:
     return value
 
 
-def _keep_last(text: str, name: str) -> int | None:
-    """`prune`'s own check of `keep_last`, naming the flag."""
-    return _options.prune_keep_last(_options.parse_int(text, name), name)
-
-
 def _filter_entry(text: str) -> tuple[str, Any]:
     """`KEY=VALUE`: the value as MongoDB Extended JSON when it reads as JSON (`step=3`,
-    `ok=true`, `tags=["a"]`, `user={"$oid": "65a1..."}` for an `ObjectId`), else the text
-    itself (`source=loop`)."""
+    `user={"$oid": "65a1..."}` for an `ObjectId`), else the text (`source=loop`)."""
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"must be KEY=VALUE, got {text!r}")
@@ -148,7 +128,6 @@ def _filter_entry(text: str) -> tuple[str, Any]:
 
 
 def _connection_options() -> argparse.ArgumentParser:
-    """The options every `threads` command takes (after its name)."""
     common = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     where = common.add_argument_group("where")
     where.add_argument(
@@ -176,6 +155,7 @@ def _connection_options() -> argparse.ArgumentParser:
 
 
 _Adder = Callable[[argparse.ArgumentParser], object]
+_Action = Callable[[MongoDBSaver, argparse.Namespace, TextIO, TextIO], int]
 
 
 def _arg(*flags: str, **options: Any) -> _Adder:
@@ -207,15 +187,15 @@ def add_parser(commands: Any) -> None:
     common = [_connection_options()]
     actions = threads.add_subparsers(dest="action", required=True, metavar="ACTION")
 
-    def action(name: str, help: str, description: str, *arguments: _Adder) -> None:
-        """A `threads` command, taking the connection options; its refusals name it."""
+    def action(name: str, act: _Action, help: str, description: str, *arguments: _Adder) -> None:
         parser = actions.add_parser(name, parents=common, help=help, description=description)
-        parser.set_defaults(parser=parser)
+        parser.set_defaults(parser=parser, act=act)
         for add in arguments:
             add(parser)
 
     action(
         "ls",
+        _ls,
         "every thread: checkpoints and last activity",
         "Every thread in thread id order: how many checkpoints it has (all "
         "namespaces) and when its latest root checkpoint was written.",
@@ -238,6 +218,7 @@ def add_parser(commands: Any) -> None:
     )
     action(
         "show",
+        _show,
         "a thread's latest state and its history",
         "A thread's latest root checkpoint (its channels, its pending writes "
         "and the interrupt it waits on, if any) and its checkpoints newest first, every "
@@ -263,6 +244,7 @@ def add_parser(commands: Any) -> None:
     )
     action(
         "history",
+        show_history,
         "a thread's checkpoints, newest first, a page at a time",
         "A thread's checkpoints newest first, per namespace (or the one "
         "--ns names): id, step, source, time, the nodes that run next, pending writes "
@@ -278,6 +260,7 @@ def add_parser(commands: Any) -> None:
     )
     action(
         "diff",
+        show_diff,
         "what changed between two checkpoints",
         "What changed between two checkpoints of a thread (forks included), "
         "per channel: added, removed or changed; lists of messages by message id (added, "
@@ -290,13 +273,14 @@ def add_parser(commands: Any) -> None:
     )
     action(
         "prune",
+        _prune,
         "keep each thread's newest checkpoints",
         "Keep each thread's N newest checkpoints per namespace (and the older ones a DeltaChannel "
         "rebuilds its value from); delete the rest with their pending writes, and pending writes "
         "no checkpoint owns once an hour old. Safe to run again: an interrupted prune finishes.",
         _arg(
             "--keep-last",
-            type=_common.flag(_keep_last, "--keep-last"),
+            type=_common.flag(_options.prune_keep_last, "--keep-last", _options.parse_int),
             required=True,
             metavar="N",
             help="checkpoints to keep per namespace of each thread (0: delete them all)",
@@ -317,6 +301,7 @@ def add_parser(commands: Any) -> None:
     )
     action(
         "delete",
+        _change,
         "delete whole threads",
         "Delete these threads: every checkpoint of every namespace and every "
         "pending write. Asks first, on the terminal, unless --yes.",
@@ -327,6 +312,7 @@ def add_parser(commands: Any) -> None:
     for name, doing in (("pin", "Keep"), ("unpin", "Stop keeping")):
         action(
             name,
+            _change,
             f"{doing.lower()} threads from ttl expiry",
             f"{doing} these threads from the savers' ttl expiry (a pinned thread never "
             "expires, whatever is written to it, until unpinned; unpinned, it expires ttl "
@@ -337,8 +323,8 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Run `threads ACTION`; an error propagates to `main`, which prints it in one line."""
-    # What argparse cannot check (it checked each name, and `--db`, on its own).
+    """Run `threads ACTION`; `main` reports what it raises. First what argparse cannot
+    check (it checked each name on its own)."""
     _common.distinct_collections(args.checkpoints, args.writes, ("--checkpoints", "--writes"))
     if not args.uri:
         raise _common.UsageError("no server: pass --uri or set MONGODB_URI")
@@ -348,7 +334,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "--yes to delete without asking"
         )
     with _saver(args) as saver:
-        return ACTIONS[args.action](saver, args, out, err)
+        code: int = args.act(saver, args, out, err)
+        return code
 
 
 @contextmanager
@@ -361,7 +348,7 @@ def _saver(args: argparse.Namespace) -> Iterator[MongoDBSaver]:
             _refuse_official_collection(client[args.db][name], option, args)
         serde = _serde.serializer(args.serde)
         saver = MongoDBSaver(client, args.db, args.checkpoints, args.writes, serde=serde)
-        # Reads only: refuses collections it cannot read (another package's, a collation).
+        # Refuses collections it cannot read (another package's, a collation); no writes.
         saver.setup(create_indexes=False)
         yield saver
     finally:
@@ -371,8 +358,8 @@ def _saver(args: argparse.Namespace) -> Iterator[MongoDBSaver]:
 def _refuse_official_collection(
     collection: Collection[Any], option: str, args: argparse.Namespace
 ) -> None:
-    """The saver's own refusal of `langgraph-checkpoint-mongodb`'s collections (which
-    names its Python arguments), told with this command's flags and copy-threads."""
+    """The saver's refusal of `langgraph-checkpoint-mongodb`'s collections (which names
+    Python arguments), told with this command's flags."""
     index = _queries.foreign_index(collection.index_information())
     if index is None:
         return
@@ -402,7 +389,15 @@ def _ls(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO)
         for info in batch:
             total = sum(counts.get(info.thread_id, {}).values())
             if args.json:
-                out.write(("[" if not listed else ",") + "\n  " + _thread_json(info, total))
+                entry = {
+                    "thread_id": info.thread_id,
+                    "checkpoints": total,
+                    "last_activity": _ts(info),
+                    "checkpoint_id": info.config["configurable"]["checkpoint_id"],
+                    "metadata": info.metadata,
+                    "pinned": info.pinned,
+                }
+                out.write(("[" if not listed else ",") + "\n  " + _views.json_text(entry))
             else:
                 if not listed:
                     print(_ls_line("CHECKPOINTS", "LAST ACTIVITY", "PINNED", "THREAD"), file=out)
@@ -418,8 +413,8 @@ def _ls(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO)
 
 
 def _ts(info: ThreadInfo) -> str:
-    """When the thread's latest checkpoint was written: its `ts`, or, where that is
-    encrypted and no key was given, the time in its id (LangGraph's ids carry it)."""
+    """When the latest checkpoint was written: its `ts`, else (encrypted, no key given)
+    the time in its id."""
     if info.ts:
         return info.ts
     when = ops.checkpoint_id_time(info.config["configurable"]["checkpoint_id"])
@@ -427,28 +422,13 @@ def _ts(info: ThreadInfo) -> str:
 
 
 def _ls_line(checkpoints: str, last_activity: str, pinned: str, thread: str) -> str:
-    """A row of `ls`: the thread id last, so that rows streamed in batches line up
-    whatever the ids' lengths."""
+    """A row of `ls`: the thread id last, so that rows streamed in batches line up."""
     return f"{checkpoints:>11}  {last_activity:<36}  {pinned:<6}  {thread}"
-
-
-def _thread_json(info: ThreadInfo, checkpoints: int) -> str:
-    return _views.json_text(
-        {
-            "thread_id": info.thread_id,
-            "checkpoints": checkpoints,
-            "last_activity": _ts(info),
-            "checkpoint_id": info.config["configurable"]["checkpoint_id"],
-            "metadata": info.metadata,
-            "pinned": info.pinned,
-        }
-    )
 
 
 def _show(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     thread_id: str = args.thread_id
     latest = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
-    # Every stored checkpoint is one reads see: counted from the index, every namespace.
     namespaces = _views.counts(saver, [thread_id]).get(thread_id, {})
     if latest is None and not namespaces:
         raise _common.NotFoundError(f"no thread {thread_id!r} in {_views.where(saver, args)}")
@@ -457,9 +437,8 @@ def _show(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextI
         asked = _views.state_at(saver, args, args.checkpoint_ns or "", args.checkpoint)
     elif args.checkpoint_ns is not None:
         raise _common.UsageError("--ns goes with --checkpoint: name the checkpoint to show")
-    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-    history = list(saver.list(config, limit=args.history))
-    state = None if latest is None else _views.load(saver, latest, thread_id)
+    history = list(saver.list({"configurable": {"thread_id": thread_id}}, limit=args.history))
+    state = None if latest is None else _inspect.load(saver, latest, thread_id)
     shown = {
         "thread_id": thread_id,
         "checkpoints": sum(namespaces.values()),
@@ -480,13 +459,11 @@ def _show(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextI
     return 0
 
 
-# How many of the latest checkpoint's largest channels `show` names.
-_LARGEST_SHOWN = 5
+_LARGEST_SHOWN = 5  # the latest checkpoint's largest channels `show` names
 
 
 def _stored_json(saver: MongoDBSaver, latest: CheckpointTuple) -> dict[str, Any] | None:
-    """What the latest checkpoint takes as stored, and its largest channels (one read;
-    None when it was deleted meanwhile)."""
+    """The latest checkpoint's stored size and largest channels (None: deleted meanwhile)."""
     stored = _views.run_core(saver, ops.stored_size(ref_from_config(latest.config)))
     if stored is None:
         return None
@@ -602,53 +579,46 @@ def _prune(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: Text
     return 0
 
 
-def _named_threads(
-    saver: MongoDBSaver, args: argparse.Namespace, err: TextIO
-) -> tuple[dict[str, int], list[str]]:
-    """The threads `args.thread_ids` names that exist, each with its checkpoints, and the
-    ones that do not (each said on `err`), in the order named."""
+def _change(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """`delete`, `pin`, `unpin`: each named thread found, said as it goes (an interrupted
+    command says what it did); exit 1 when one was not found, or nothing was done."""
     thread_ids = list(dict.fromkeys(args.thread_ids))
     counts = _views.counts(saver, thread_ids)
     missing = [t for t in thread_ids if t not in counts]
     for thread_id in missing:
         print(_no_thread(saver, args, thread_id), file=err)
-    return {t: sum(counts[t].values()) for t in thread_ids if t in counts}, missing
+    found = {t: sum(counts[t].values()) for t in thread_ids if t in counts}
+    done = []
+    for entry, line in _changing(saver, args, found, err):
+        done.append(entry)
+        if not args.json:
+            print(line, file=out)
+    code = 1 if missing or not done else 0
+    if args.json:
+        key = "deleted" if args.action == "delete" else f"{args.action}ned"
+        report: dict[str, Any] = {key: done, "not_found": missing}
+        if code:  # as `main` reports any other error
+            problems = [_no_thread(saver, args, t) for t in missing] or ["nothing deleted"]
+            report.update(error="; ".join(problems), exit_code=code)
+        print(_views.json_text(report), file=out)
+    return code
 
 
 def _no_thread(saver: MongoDBSaver, args: argparse.Namespace, thread_id: str) -> str:
     return f"no thread {thread_id!r} in {_views.where(saver, args)}"
 
 
-def _print_json_report(
-    saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, done: dict[str, Any], code: int
-) -> None:
-    """`--json` of `delete`, `pin`, `unpin`: what was done, the threads not found, and,
-    when it exits 1, the error and exit code, as `main` reports any other error."""
-    missing: list[str] = done["not_found"]
-    if code:
-        problems = [_no_thread(saver, args, t) for t in missing]
-        done = {**done, "error": "; ".join(problems or ["nothing deleted"]), "exit_code": code}
-    print(_views.json_text(done), file=out)
-
-
-def _delete(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    found, missing = _named_threads(saver, args, err)
-    deleted = []
-    for thread_id, checkpoints in _deleting(saver, args, found, err):
-        deleted.append({"thread_id": thread_id, "checkpoints": checkpoints})
-        if not args.json:  # as each goes: an interrupted delete says what it did
-            print(f"deleted {thread_id!r} ({checkpoints} checkpoints)", file=out)
-    code = 0 if deleted and not missing else 1
-    if args.json:
-        _print_json_report(saver, args, out, {"deleted": deleted, "not_found": missing}, code)
-    return code
-
-
-def _deleting(
+def _changing(
     saver: MongoDBSaver, args: argparse.Namespace, found: dict[str, int], err: TextIO
-) -> Iterator[tuple[str, int]]:
-    """Delete the threads `found` (thread id: checkpoints), after asking unless `--yes`;
-    each one once gone (none when the answer was no)."""
+) -> Iterator[tuple[Any, str]]:
+    """Pin, unpin or delete (after asking, unless `--yes`) the threads `found`, yielding
+    each one's JSON entry and line once done."""
+    if args.action != "delete":
+        pin = saver.pin_thread if args.action == "pin" else saver.unpin_thread
+        for thread_id in found:
+            pin(thread_id)
+            yield thread_id, f"{args.action}ned {thread_id!r}"
+        return
     if not found:
         return
     if not args.yes:
@@ -666,38 +636,9 @@ def _deleting(
             return
     for thread_id, checkpoints in found.items():
         saver.delete_thread(thread_id)
-        yield thread_id, checkpoints
-
-
-def _pin(saver: MongoDBSaver, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """`pin` and `unpin`: each thread found, as `delete` does; exit 1 if any was not."""
-    found, missing = _named_threads(saver, args, err)
-    pin = saver.pin_thread if args.action == "pin" else saver.unpin_thread
-    done = []
-    for thread_id in found:
-        pin(thread_id)
-        done.append(thread_id)
-        if not args.json:
-            print(f"{args.action}ned {thread_id!r}", file=out)
-    code = 1 if missing else 0
-    if args.json:
-        _print_json_report(
-            saver, args, out, {f"{args.action}ned": done, "not_found": missing}, code
-        )
-    return code
+        entry = {"thread_id": thread_id, "checkpoints": checkpoints}
+        yield entry, f"deleted {thread_id!r} ({checkpoints} checkpoints)"
 
 
 def _can_ask() -> bool:
     return sys.stdin is not None and not sys.stdin.closed and sys.stdin.isatty()
-
-
-ACTIONS = {
-    "ls": _ls,
-    "show": _show,
-    "history": show_history,
-    "diff": show_diff,
-    "prune": _prune,
-    "delete": _delete,
-    "pin": _pin,
-    "unpin": _pin,
-}
