@@ -360,24 +360,12 @@ class MongoDBSaverBase(BaseCheckpointSaver[int], Generic[ClientT, OpenedT]):
 
         On entry it opens a `pymongo.MongoClient` (`AsyncMongoClient` for `AsyncMongoDBSaver`),
         builds the saver on it and runs `setup()` unless this process set the same collections up
-        before; on exit it closes that client. The saver's parameters come in the official
-        `langgraph-checkpoint-mongodb` saver's positional order.
+        before; on exit it closes that client. Every other parameter is the constructor's, in
+        the official `langgraph-checkpoint-mongodb` saver's positional order.
 
         Args:
             conn_string: a MongoDB connection string (`mongodb://...` or
                 `mongodb+srv://...`), as `pymongo.MongoClient` takes it.
-            db_name: as in the constructor.
-            checkpoint_collection_name: as in the constructor.
-            writes_collection_name: as in the constructor.
-            ttl: as in the constructor.
-            serde: as in the constructor.
-            compression: as in the constructor.
-            targeted_joins: as in the constructor.
-            cache_max_bytes: as in the constructor.
-            keep_last: as in the constructor.
-            refresh_ttl_on_read: as in the constructor.
-            state_max_bytes: as in the constructor.
-            state_warn_bytes: as in the constructor.
             **client_kwargs: PyMongo client options, passed to the client
                 (`timeoutMS`, `serverSelectionTimeoutMS`, TLS options, `w`, `driver`, ...).
 
