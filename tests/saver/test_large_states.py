@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import operator
 import os
+import sys
+import threading
 from typing import Annotated, Any, TypedDict
 
 import pytest
 from langgraph.graph import END, START, StateGraph
 
-from langgraph.checkpoint.mongo import CheckpointTooLargeError
+from langgraph.checkpoint.mongo import CheckpointTooLargeError, _sizes
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._drivers import maybe_await
+from langgraph.checkpoint.mongo._keys import CheckpointRef
 from langgraph.checkpoint.mongo.testing._wire import cursors
 from support.backends import Backend
 from support.graphs import Driver
@@ -334,3 +337,35 @@ async def test_state_warn_bytes_zero_never_warns(
         with caplog.at_level("WARNING", logger="langgraph.checkpoint.mongo"):
             await put(saver, new_thread(), values={"files": os.urandom(100 * 1024)})
         assert [r for r in caplog.records if r.levelname == "WARNING"] == []
+
+
+def test_threads_warning_at_once_past_the_memo_bound_never_fail_a_put(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The memo of warned threads evicts its oldest past its bound: threads of a sync saver
+    evicting at once (the same oldest key) must not raise inside `put`."""
+    monkeypatch.setattr(_sizes, "_WARNED_THREADS_MAX", 1)
+    monkeypatch.setattr(_sizes, "_warned_threads", _sizes.OrderedDict())
+    monkeypatch.setattr(_sizes.logger, "warning", lambda *args: None)
+    errors: list[BaseException] = []
+
+    def warn(worker: int) -> None:
+        try:
+            for i in range(3000):
+                ref = CheckpointRef(f"{worker}-{i}", "", None)
+                _sizes.warn_if_large(ref, 2, [], 1, 4)
+        except BaseException as exc:
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        workers = [threading.Thread(target=warn, args=(n,)) for n in range(8)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    assert len(_sizes._warned_threads) <= 1 + len(workers)

@@ -7,6 +7,7 @@ channels, with the size `_documents` measured for `state_max_bytes` (no encoding
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import NamedTuple
 
@@ -18,9 +19,10 @@ from langgraph.checkpoint.mongo._schema import ChannelValue, Field
 # eighth of the default bound, where LibreChat's own wrapper starts warning.
 DEFAULT_STATE_WARN_BYTES = 8 * 1024 * 1024
 
-# The threads this process warned about, at most this many (then the oldest is forgotten).
+# The threads this process warned about, at most this many (then the oldest is forgotten:
+# `popitem` is one atomic call, so threads of a sync saver evicting at once never fail a put).
 _WARNED_THREADS_MAX = 10_000
-_warned_threads: dict[str, None] = {}
+_warned_threads: OrderedDict[str, None] = OrderedDict()
 # How many of a checkpoint's largest channels a warning names.
 _LARGEST_NAMED = 3
 
@@ -57,7 +59,7 @@ def warn_if_large(
         return
     _warned_threads[ref.thread_id] = None
     if len(_warned_threads) > _WARNED_THREADS_MAX:
-        del _warned_threads[next(iter(_warned_threads))]
+        _warned_threads.popitem(last=False)
     largest = ", ".join(
         f"{channel!r} {_mib(bytes_)}"
         for channel, bytes_ in largest_channels(entries)[:_LARGEST_NAMED]

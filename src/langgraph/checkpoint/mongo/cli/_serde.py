@@ -53,7 +53,7 @@ def serializer(spec: str | None) -> SerializerProtocol:
             factory = functools.reduce(
                 getattr, attribute.split("."), importlib.import_module(module_name)
             )
-        except (ImportError, AttributeError) as exc:
+        except (ImportError, AttributeError, TypeError) as exc:  # TypeError: a relative name
             raise UsageError(f"--serde {spec!r}: {type(exc).__name__}: {exc}") from None
         try:
             serde = factory() if callable(factory) else factory

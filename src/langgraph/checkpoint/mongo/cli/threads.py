@@ -213,7 +213,7 @@ def add_parser(commands: Any) -> None:
         _arg("--after", metavar="ID", help="start after this thread id (the last of a page)"),
         _json(
             "a JSON array, one object per thread: thread_id, checkpoints, last_activity, "
-            "checkpoint_id, metadata"
+            "checkpoint_id, metadata, pinned"
         ),
     )
     action(
@@ -238,8 +238,8 @@ def add_parser(commands: Any) -> None:
             default=DEFAULT_HISTORY,
         ),
         _json(
-            "one JSON object: thread_id, checkpoints, namespaces, latest, interrupts, "
-            "history, and with --checkpoint: checkpoint"
+            "one JSON object: thread_id, checkpoints, namespaces, pinned, latest, "
+            "interrupts, history, latest_stored, and with --checkpoint: checkpoint"
         ),
     )
     action(

@@ -34,8 +34,19 @@ CHATTER = frozenset({"hello", "ismaster", "buildinfo", "endsessions"})
 
 # Fields any command may carry that change nothing on this server.
 _GENERIC_FIELDS = frozenset(
-    "$db lsid $readPreference $clusterTime comment writeConcern readConcern maxTimeMS"
-    " apiVersion apiStrict apiDeprecationErrors".split()
+    {
+        "$db",
+        "lsid",
+        "$readPreference",
+        "$clusterTime",
+        "comment",
+        "writeConcern",
+        "readConcern",
+        "maxTimeMS",
+        "apiVersion",
+        "apiStrict",
+        "apiDeprecationErrors",
+    }
 )
 _INDEX_OPTIONS = ("unique", "sparse", "expireAfterSeconds", "partialFilterExpression")
 
