@@ -13,34 +13,15 @@ or from a file of your project that imports it, as `examples/agent_server/` does
 in). It enters it once at startup, calls only the saver's async methods, and exits it at
 shutdown.
 
-Environment variables (a bad one raises a `ValueError` naming it, before any I/O):
-
-- `MONGODB_URI` (required): the connection string (`mongodb+srv://...` for Atlas); its
-  options apply, `serverSelectionTimeoutMS` among them (how long startup waits for an
-  unreachable server, 30 s by default);
-- `MONGODB_DB_NAME`: the database (default `checkpointing_db`);
-- `MONGODB_CHECKPOINT_COLLECTION`, `MONGODB_WRITES_COLLECTION`: collection names
-  (default `checkpoints`, `checkpoint_writes`), two different ones;
-- `MONGODB_TTL_SECONDS`: whole-thread expiry after that long without a write, from 1 to
-  2147483647 seconds (default: none);
-- `MONGODB_KEEP_LAST`: each thread keeps that many newest checkpoints per namespace,
-  trimmed as it is written (the saver's `keep_last`; default: all);
-- `MONGODB_REFRESH_TTL_ON_READ`: `true` for a read of a thread to move its expiry stamp
-  too (the saver's `refresh_ttl_on_read`); needs `MONGODB_TTL_SECONDS` (default `false`);
-- `MONGODB_STATE_MAX_BYTES`: the largest checkpoint or pending write stored, in bytes, at
-  least 16777216 (16 MiB) (the saver's `state_max_bytes`; default 64 MiB);
-- `MONGODB_STATE_WARN_BYTES`: the size, in bytes, from which a `put` logs a WARNING once
-  per thread (the saver's `state_warn_bytes`; default 8 MiB; `0`: never);
-- `MONGODB_CACHE_MAX_BYTES`: the bound, in bytes, of the cache of channel values; `0`
-  turns it off (the saver's `cache_max_bytes`; default 64 MiB);
-- `MONGODB_COMPRESSION`: `zstd` (recommended) or `zlib` (default: none);
-- `MONGODB_TARGETED_JOINS`: `false` for services without MongoDB 5.0's `$lookup`, such as
-  Azure Cosmos DB for MongoDB (default `true`);
-- `MONGODB_ALLOWED_MSGPACK_MODULES`: the types of your state that the serializer may
-  rebuild, as `module:Name` entries separated by commas (`my_agent.models:Order`); when
-  set, the serializer is strict: any other type but LangGraph's safe ones is read back as
-  a dict, as under `LANGGRAPH_STRICT_MSGPACK=true` (default: LangGraph's serializer as
-  it is, strict only under that variable).
+Environment variables, each with its default, range and meaning on the docs' Agent Server
+page (a bad one raises a `ValueError` naming it, before any I/O): `MONGODB_URI` (required;
+its options apply, `serverSelectionTimeoutMS` among them: how long startup waits for an
+unreachable server), `MONGODB_DB_NAME`, `MONGODB_CHECKPOINT_COLLECTION`,
+`MONGODB_WRITES_COLLECTION`, and the saver's options: `MONGODB_TTL_SECONDS`,
+`MONGODB_KEEP_LAST`, `MONGODB_REFRESH_TTL_ON_READ`, `MONGODB_STATE_MAX_BYTES`,
+`MONGODB_STATE_WARN_BYTES`, `MONGODB_CACHE_MAX_BYTES`, `MONGODB_COMPRESSION`,
+`MONGODB_TARGETED_JOINS` and `MONGODB_ALLOWED_MSGPACK_MODULES` (the types of your state the
+serializer may rebuild, `module:Name` entries separated by commas).
 """
 
 from __future__ import annotations
