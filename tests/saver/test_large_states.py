@@ -6,6 +6,7 @@ import operator
 import os
 import sys
 import threading
+from collections import OrderedDict
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -15,6 +16,7 @@ from langgraph.checkpoint.mongo import CheckpointTooLargeError, _sizes
 from langgraph.checkpoint.mongo import _operations as ops
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo._keys import CheckpointRef
+from langgraph.checkpoint.mongo._logging import logger
 from langgraph.checkpoint.mongo.testing._wire import cursors
 from support.backends import Backend
 from support.graphs import Driver
@@ -345,8 +347,8 @@ def test_threads_warning_at_once_past_the_memo_bound_never_fail_a_put(
     """The memo of warned threads evicts its oldest past its bound: threads of a sync saver
     evicting at once (the same oldest key) must not raise inside `put`."""
     monkeypatch.setattr(_sizes, "_WARNED_THREADS_MAX", 1)
-    monkeypatch.setattr(_sizes, "_warned_threads", _sizes.OrderedDict())
-    monkeypatch.setattr(_sizes.logger, "warning", lambda *args: None)
+    monkeypatch.setattr(_sizes, "_warned_threads", OrderedDict())
+    monkeypatch.setattr(logger, "warning", lambda *args: None)
     errors: list[BaseException] = []
 
     def warn(worker: int) -> None:
