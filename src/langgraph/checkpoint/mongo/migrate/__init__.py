@@ -19,8 +19,10 @@ cannot import) fails by name and nothing of it is written. See docs/migrating.md
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -53,7 +55,8 @@ from langgraph.checkpoint.mongo.migrate._sources import (
     Reader,
     Requests,
     SaverReader,
-    SourceAnswers,
+    SourceIO,
+    acall,
     official_source,
     reads_in_threads,
     run_source,
@@ -168,14 +171,22 @@ async def _arun(
 ) -> T:
     """`_run` for asyncio: the source is read through its async methods, or (the official
     saver's collections, a saver whose async methods refuse to run or read a whole list) its
-    sync ones in a worker thread; a `MongoDBSaver` target runs commands in worker threads."""
+    sync ones in one worker thread of its own (a sync driver's cursor, or an sqlite3
+    connection, stays on one thread); a `MongoDBSaver` target runs commands in worker threads."""
     reader = _reader(source, fast_path)
-    threaded = not isinstance(reader, SaverReader) or reads_in_threads(reader.source)
-    answers = SourceAnswers(Requests(reader), threaded=threaded)
+    requests = Requests(reader)
+    worker = None
+    if not isinstance(reader, SaverReader) or reads_in_threads(reader.source):
+        worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="copy-threads")
+
+    async def read(reading: SourceIO[Any]) -> Any:
+        if worker is None:
+            return await arun_plan(reading, acall)
+        return await asyncio.get_running_loop().run_in_executor(worker, run_source, reading)
 
     async def execute(request: Command | SourceRead) -> Any:
         if isinstance(request, SourceRead):
-            return await answers.answer(request)
+            return await read(requests.answer(request))
         collection = command_collection(target, request)
         if isinstance(target, AsyncMongoDBSaver):
             return await execute_async(operation, collection, request)
@@ -184,7 +195,11 @@ async def _arun(
     try:
         return await arun_plan(plan, execute)
     finally:
-        await answers.close()
+        try:
+            await read(requests.close())
+        finally:
+            if worker is not None:
+                worker.shutdown(wait=False)
 
 
 def source_thread_ids(source: Source, *, fast_path: bool = True) -> list[str]:

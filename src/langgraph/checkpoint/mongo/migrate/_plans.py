@@ -395,11 +395,6 @@ class _Check:
     matched_writes: int = 0
     difference: str | None = None  # the first difference found with the target
 
-    @property
-    def identical(self) -> bool:
-        matched = (self.matched_checkpoints, self.matched_writes)
-        return self.difference is None and (self.checkpoints, self.writes) == matched
-
 
 def _parents_first(checkpoints: list[tuple[str, str, str | None]]) -> list[SourceKey]:
     """`(namespace, id, parent id)`s, each after its parent, else by id (LangGraph's ids grow with
@@ -434,6 +429,7 @@ def _check(
     target's (`held`: how many documents of each kind it holds of the thread)."""
     keys: list[tuple[str, str, str | None]] = []
     check = _Check([])
+    codec = target.codec
     from_start = True
     while batch := (yield ReadCheckpoints(thread_id, batch_size, from_start)):
         from_start = False
@@ -443,8 +439,27 @@ def _check(
             keys.append((ns, cid, checkpoint[Field.PARENT_CHECKPOINT_ID]))
             check.checkpoints += 1
             check.writes += len(write_docs)
-        if held != (0, 0):
-            yield from _compare_batch(target.codec, batch, built, check)
+        if held == (0, 0):
+            continue
+        checkpoints, writes = yield from ops.stored_documents([cp[Field.ID] for cp, _ in built])
+        stored = {key_fields(doc[Field.ID]): doc for doc in checkpoints}
+        stored_writes = {_write_fields(doc[Field.ID]): doc for doc in writes}
+        for item, (checkpoint, write_docs) in zip(batch, built, strict=True):
+            label = _source_label(item)
+            old = stored.get(key_fields(checkpoint[Field.ID]))
+            if old is not None and _checkpoint_differs(codec, written_by_us(old), checkpoint):
+                check.difference = check.difference or f"{label} differs in the target"
+            elif old is not None:
+                check.matched_checkpoints += 1
+            for write in write_docs:
+                old = stored_writes.get(_write_fields(write[Field.ID]))
+                if old is not None and _write_differs(codec, old, write):
+                    check.difference = check.difference or (
+                        f"a pending write of task {write[Field.ID][Field.TASK_ID]!r} (channel "
+                        f"{write[Field.CHANNEL]!r}) of {label} differs in the target"
+                    )
+                elif old is not None:
+                    check.matched_writes += 1
     check.order = _parents_first(keys)
     if held == (0, 0):
         return check
@@ -459,30 +474,6 @@ def _check(
             "this thread that the source does not"
         )
     return check
-
-
-def _compare_batch(
-    codec: Codec, batch: list[SourceCheckpoint], built: list[Built], check: _Check
-) -> Plan[None]:
-    checkpoints, writes = yield from ops.stored_documents([cp[Field.ID] for cp, _ in built])
-    stored = {key_fields(doc[Field.ID]): doc for doc in checkpoints}
-    stored_writes = {_write_fields(doc[Field.ID]): doc for doc in writes}
-    for item, (checkpoint, write_docs) in zip(batch, built, strict=True):
-        label = _source_label(item)
-        old = stored.get(key_fields(checkpoint[Field.ID]))
-        if old is not None and _checkpoint_differs(codec, written_by_us(old), checkpoint):
-            check.difference = check.difference or f"{label} differs in the target"
-        elif old is not None:
-            check.matched_checkpoints += 1
-        for write in write_docs:
-            old = stored_writes.get(_write_fields(write[Field.ID]))
-            if old is not None and _write_differs(codec, old, write):
-                check.difference = check.difference or (
-                    f"a pending write of task {write[Field.ID][Field.TASK_ID]!r} (channel "
-                    f"{write[Field.CHANNEL]!r}) of {label} differs in the target"
-                )
-            elif old is not None:
-                check.matched_writes += 1
 
 
 def copy_thread(
@@ -501,10 +492,9 @@ def copy_thread(
         return ThreadCopy(thread_id, ThreadStatus.MISSING, detail=detail)
     status = ThreadStatus.COPIED
     if held != (0, 0):
-        if check.identical:
-            return ThreadCopy(
-                thread_id, ThreadStatus.UNCHANGED, check.matched_checkpoints, check.matched_writes
-            )
+        matched = (check.matched_checkpoints, check.matched_writes)
+        if check.difference is None and (check.checkpoints, check.writes) == matched:
+            return ThreadCopy(thread_id, ThreadStatus.UNCHANGED, *matched)
         if check.difference is None:
             status = ThreadStatus.COMPLETED
         elif not options.overwrite:

@@ -3,7 +3,7 @@ or `alist`/`aget_tuple`), or straight from the collections of the official Mongo
 `langgraph-checkpoint-mongodb`.
 
 Readers and `Requests` yield `SourceCall`s, without I/O, answered by `run_source` (sync methods,
-also in a worker thread for a source that only reads synchronously) or `arun_source` (async ones).
+also in a worker thread for a source that only reads synchronously) or `acall` (async ones).
 `Requests` keeps at most one stream open: reading never holds more than a batch, and a source that
 locks while it lists (`SqliteSaver`) is asked for nothing else meanwhile. Values decode exactly
 (`_decoding`): a checkpoint that does not is an `UnreadableCheckpoint` naming it.
@@ -11,11 +11,9 @@ locks while it lists (`SqliteSaver`) is asked for nothing else meanwhile. Values
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import sys
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, NamedTuple, TypeVar
@@ -26,7 +24,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from langgraph.checkpoint.mongo import _options
 from langgraph.checkpoint.mongo._keys import checkpoint_label
-from langgraph.checkpoint.mongo._runners import arun_plan, run_plan
+from langgraph.checkpoint.mongo._runners import run_plan
 from langgraph.checkpoint.mongo.migrate._decoding import ExactSerializer, UnrestorableValueError
 from langgraph.checkpoint.mongo.migrate._plans import (
     ReadCheckpoints,
@@ -69,23 +67,19 @@ def _missing(key: tuple[str, str]) -> UnreadableCheckpoint:
 
 class SaverCall(NamedTuple):
     """`saver.<method>(config)` (`"get_tuple"`: a checkpoint tuple or None; `"list"`: a stream
-    of them), or with `arun_source` its async twin, `a<method>` (`alist` is a stream too)."""
+    of them), or with `acall` its async twin, `a<method>` (`alist` is a stream too)."""
 
     saver: BaseCheckpointSaver[Any]
     method: str
     config: Any
 
 
-class NextListed(NamedTuple):
-    """The next item of a stream a request opened, or None after the last."""
+class StreamCall(NamedTuple):
+    """The next item of a stream a request opened (None after the last), or with `close` its
+    closing before its end (a saver's `list` holds a cursor or a lock)."""
 
     stream: Any
-
-
-class CloseListed(NamedTuple):
-    """Close a stream before its end (a saver's `list` holds a cursor or a lock)."""
-
-    stream: Any
+    close: bool = False
 
 
 class Blocking(NamedTuple):
@@ -96,7 +90,7 @@ class Blocking(NamedTuple):
     args: tuple[Any, ...] = ()
 
 
-SourceCall = SaverCall | NextListed | CloseListed | Blocking
+SourceCall = SaverCall | StreamCall | Blocking
 SourceIO = Generator[SourceCall, Any, T]
 
 
@@ -105,29 +99,25 @@ def run_source(reading: SourceIO[T]) -> T:
     return run_plan(reading, _call)
 
 
-async def arun_source(reading: SourceIO[T]) -> T:
-    """Run `reading` with the saver's async methods."""
-    return await arun_plan(reading, _acall)
-
-
 def _call(call: SourceCall) -> Any:
     if isinstance(call, SaverCall):
         return getattr(call.saver, call.method)(call.config)
-    if isinstance(call, NextListed):
+    if isinstance(call, StreamCall) and not call.close:
         return next(call.stream, None)
-    if isinstance(call, CloseListed):
+    if isinstance(call, StreamCall):
         close = getattr(call.stream, "close", None)
         return None if close is None else close()
     return call.function(*call.args)
 
 
-async def _acall(call: SourceCall) -> Any:
+async def acall(call: SourceCall) -> Any:
+    """`call` answered with the saver's async methods (the runner of the async API)."""
     if isinstance(call, SaverCall):
         answer = getattr(call.saver, f"a{call.method}")(call.config)
         return answer if call.method == "list" else await answer
-    if isinstance(call, NextListed):
+    if isinstance(call, StreamCall) and not call.close:
         return await anext(call.stream, None)
-    if isinstance(call, CloseListed):
+    if isinstance(call, StreamCall):
         aclose = getattr(call.stream, "aclose", None)
         return None if aclose is None else await aclose()
     raise TypeError(  # `reads_in_threads` sends such a source to `run_source`
@@ -191,7 +181,7 @@ class SaverReader:
             return (yield from _blocking(_sqlite_thread_ids, self.source))
         seen: dict[str, None] = {}
         stream = yield SaverCall(self.source, "list", None)
-        while (checkpoint := (yield NextListed(stream))) is not None:
+        while (checkpoint := (yield StreamCall(stream))) is not None:
             seen.setdefault(checkpoint.config["configurable"]["thread_id"], None)
         return list(seen)
 
@@ -202,7 +192,7 @@ class SaverReader:
         if listed.ended:
             return None
         try:
-            checkpoint = yield NextListed(listed.stream)
+            checkpoint = yield StreamCall(listed.stream)
         except UnrestorableValueError as exc:  # the stream ends with it
             listed.ended = True
             return _inexact(_listed_after(listed.last), exc)
@@ -413,7 +403,7 @@ class OfficialReader:
         return Listed((yield from _blocking(self.source.checkpoints, thread_id)))
 
     def next_checkpoint(self, listed: Listed) -> SourceIO[SourceItem | None]:
-        item: SourceItem | None = yield NextListed(listed.stream)
+        item: SourceItem | None = yield StreamCall(listed.stream)
         return item
 
     def checkpoints_by_key(
@@ -462,35 +452,8 @@ class Requests:
     def _end(self) -> SourceIO[None]:
         stream, self._stream = self._stream, None
         if stream is not None:
-            yield CloseListed(stream.stream)
+            yield StreamCall(stream.stream, close=True)
 
     def close(self) -> SourceIO[None]:
         yield from self._end()
         self._thread = None
-
-
-class SourceAnswers:
-    """A plan's reads answered for the async API: on the event loop by `arun_source`, or, for a
-    reader that reads only synchronously (`threaded`), by `run_source` in one worker thread of its
-    own (a sync driver's cursor, or an sqlite3 connection, stays on one thread)."""
-
-    def __init__(self, requests: Requests, *, threaded: bool) -> None:
-        self.requests = requests
-        self.worker: ThreadPoolExecutor | None = None
-        if threaded:
-            self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="copy-threads")
-
-    async def _run(self, reading: SourceIO[T]) -> T:
-        if self.worker is None:
-            return await arun_source(reading)
-        return await asyncio.get_running_loop().run_in_executor(self.worker, run_source, reading)
-
-    async def answer(self, request: SourceRead) -> Any:
-        return await self._run(self.requests.answer(request))
-
-    async def close(self) -> None:
-        try:
-            await self._run(self.requests.close())
-        finally:
-            if self.worker is not None:
-                self.worker.shutdown(wait=False)
