@@ -19,12 +19,11 @@ from langgraph.checkpoint.mongo._schema import ChannelValue, Field
 # eighth of the default bound, where LibreChat's own wrapper starts warning.
 DEFAULT_STATE_WARN_BYTES = 8 * 1024 * 1024
 
-# The threads this process warned about, at most this many (then the oldest is forgotten:
-# `popitem` is one atomic call, so threads of a sync saver evicting at once never fail a put).
+# The threads this process warned about, at most this many (then the oldest is forgotten,
+# by one atomic `popitem`: threads of a sync saver evicting at once never fail a put).
 _WARNED_THREADS_MAX = 10_000
 _warned_threads: OrderedDict[str, None] = OrderedDict()
-# How many of a checkpoint's largest channels a warning names.
-_LARGEST_NAMED = 3
+_LARGEST_NAMED = 3  # how many of a checkpoint's largest channels a warning names
 
 
 def _mib(size: int) -> str:

@@ -1,29 +1,21 @@
 """Whole-thread expiry (`ttl=`): a thread expires as a unit, never half-way.
 
-Every document of a thread carries the same `thread_touched_at` (`Field.TOUCHED_AT`): the
-time of the thread's last write rounded *up* to a bucket of `ttl / 16`, so a TTL index with
+Every document of a thread carries the same `thread_touched_at` (`Field.TOUCHED_AT`): the time
+of the thread's last write rounded *up* to a bucket of `ttl / 16`, so a TTL index with
 `expireAfterSeconds = ttl` deletes all of them in one pass once the thread has been idle for
-between `ttl` and `ttl * 17/16`. A write stamps its own document, and the first write of a thread
-in each new bucket (per process) also moves the thread's older documents: one `update_many` per
-collection, one in the write's own command (one round trip more); the bucket's other writes
-cost nothing extra.
-
-The pending writes move first, the checkpoints after: a crash in between leaves writes stamped later
-than their checkpoints, which only outlive them (reads reach writes through their checkpoint), never
-checkpoints that expire before their writes or before the thread's newest checkpoint.
+between `ttl` and `ttl * 17/16`. A write stamps its own document; the first write of a thread in
+each new bucket (per process) also moves the thread's older documents, with one `update_many` per
+collection in the write's own command (one round trip more). Writes move first, checkpoints
+after: a crash in between leaves writes that outlive their checkpoints (reads reach writes
+through them), never checkpoints that expire before their writes or the thread's newest.
 
 A write stamped in one bucket may land after the next began. No write of this process moves the
 thread past a write of it still in flight from the bucket before (`ThreadMoves.claim`): that write
 moves the thread itself once landed, and if it is cancelled or dies first, the thread stays on the
 older stamp, whole. So a thread's newest checkpoint is never on an earlier stamp than its older
 documents, unless another process (or a write in flight for more than a bucket) moved the thread
-meanwhile: the window docs/operations.md states.
-
-What a process remembers (`thread_moves`) is shared by its savers on the same collections, so a
-saver built per request moves a thread once per bucket too; forgetting it only costs a move again.
-
-Changing `ttl` changes the index's `expireAfterSeconds` at `setup()` (collMod), which
-applies at once to every thread, idle ones included.
+meanwhile: the window docs/operations.md states. What a process remembers (`thread_moves`) is
+shared by its savers on the same collections: a saver per request moves a thread once per bucket.
 
 Pinning (`pin`): a pinned thread's documents carry `PINNED`, a date the TTL index never reaches and
 that no move to a bucket touches (`$not: {$gte: now}`). A run learns a pin from its first read

@@ -80,7 +80,6 @@ class AsyncMongoDBSaver(
 
     asynchronous = True
     """`True`: the saver takes an asynchronous client (`MongoDBSaver`'s is `False`)."""
-    # The event loop the saver's client runs on: the first one it is used on.
     loop: asyncio.AbstractEventLoop | None = None
     """The event loop the saver runs on: the first one an async call ran on (`None`
     before). Its sync methods run their calls on it, from other threads."""

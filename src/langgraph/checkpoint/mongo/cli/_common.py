@@ -28,8 +28,7 @@ T = TypeVar("T")
 DEFAULT_TIMEOUT = 10.0
 MIN_TIMEOUT = 0.1
 
-# Databases every server has, never the one a user means.
-_SERVER_DATABASES = frozenset({"admin", "config", "local"})
+_SERVER_DATABASES = frozenset({"admin", "config", "local"})  # every server's, never the one meant
 
 
 class Parser(argparse.ArgumentParser):
