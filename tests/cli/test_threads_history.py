@@ -311,7 +311,7 @@ def test_an_encrypted_database_reads_with_the_key_and_lists_without(
     assert err.startswith("error: --serde 'no_such_module:serde': ModuleNotFoundError")
     code, _, err = threads(saver, "show", "secret", "--serde", ".relative:serde")
     assert code == 2  # a usage error, not a crash: a module is named from the top
-    assert err.startswith("error: --serde '.relative:serde': TypeError")
+    assert err.startswith("error: --serde must be module:factory, got '.relative:serde'")
 
 
 @pytest.mark.parametrize(

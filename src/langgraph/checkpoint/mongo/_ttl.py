@@ -4,8 +4,8 @@ Every document of a thread carries the same `thread_touched_at` (`Field.TOUCHED_
 of the thread's last write rounded *up* to a bucket of `ttl / 16`, so a TTL index with
 `expireAfterSeconds = ttl` deletes all of them in one pass once the thread has been idle for
 between `ttl` and `ttl * 17/16`. A write stamps its own document; the first write of a thread in
-each new bucket (per process) also moves the thread's older documents, with one `update_many` per
-collection in the write's own command (one round trip more). Writes move first, checkpoints
+each new bucket (per process) also moves the thread's older documents: one `update_many` per
+collection, one in the write's own command (one round trip more). Writes move first, checkpoints
 after: a crash in between leaves writes that outlive their checkpoints (reads reach writes
 through them), never checkpoints that expire before their writes or the thread's newest.
 

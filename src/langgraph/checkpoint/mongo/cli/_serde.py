@@ -47,13 +47,13 @@ def serializer(spec: str | None) -> SerializerProtocol:
     one the environment implies."""
     if spec is not None:
         module_name, _, attribute = spec.partition(":")
-        if not module_name or not attribute:
+        if not module_name or not attribute or module_name.startswith("."):
             raise UsageError(f"--serde must be module:factory, got {spec!r}")
         try:
             factory = functools.reduce(
                 getattr, attribute.split("."), importlib.import_module(module_name)
             )
-        except (ImportError, AttributeError, TypeError) as exc:  # TypeError: a relative name
+        except (ImportError, AttributeError) as exc:
             raise UsageError(f"--serde {spec!r}: {type(exc).__name__}: {exc}") from None
         try:
             serde = factory() if callable(factory) else factory

@@ -239,7 +239,7 @@ def add_parser(commands: Any) -> None:
         ),
         _json(
             "one JSON object: thread_id, checkpoints, namespaces, pinned, latest, "
-            "interrupts, history, latest_stored, and with --checkpoint: checkpoint"
+            "interrupts, history, with --checkpoint: checkpoint, then latest_stored"
         ),
     )
     action(
