@@ -123,7 +123,8 @@ def integration_sharded(session: nox.Session) -> None:
 @nox.session
 def secantus(session: nox.Session) -> None:
     """The whole suite against SecantusDB, a MongoDB-compatible server on PyPI (`.ci/run`
-    leaves its `soak` tests out, for time): .ci/secantus.py installs it in a venv of its
+    leaves its `soak` and `no_server` tests and Motor out, for time): .ci/secantus.py
+    installs it in a venv of its
     own (.nox/secantus-server, kept for reruns), starts it on a free loopback port with its
     data in a temporary directory, and stops it after pytest. Tests of what it documents
     doing differently from MongoDB are skipped by their marker (tests/support/real_server.py)."""

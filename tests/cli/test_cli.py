@@ -73,6 +73,7 @@ async def sqlite_file(path: Path, *thread_ids: str) -> Path:
     return path
 
 
+@pytest.mark.no_server
 def test_help_says_what_every_flag_does() -> None:
     result = run("--help")
     assert result.returncode == 0
@@ -95,6 +96,7 @@ def test_help_says_what_every_flag_does() -> None:
     assert "130 interrupted" in result.stdout
 
 
+@pytest.mark.no_server
 def test_version() -> None:
     from langgraph.checkpoint.mongo import __version__
 
@@ -228,6 +230,7 @@ def empty_sqlite_saver_file(path: Path) -> Path:
     return path
 
 
+@pytest.mark.no_server
 def test_usage_errors_exit_2_before_connecting(tmp_path: Path, uri: str) -> None:
     """Nothing is connected to: the target given is a port nobody listens on."""
     path = empty_sqlite_saver_file(tmp_path / "empty.db")

@@ -12,12 +12,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 from pymongo import MongoClient
 
 from support.cli import run_command
 from support.graphs import chat_graph, human
 from support.helpers import config
 from support.migration_sources import official_saver_class
+
+pytestmark = pytest.mark.no_server  # the package's own stand-ins or no server at all
 
 SERVE = [sys.executable, "-m", "langgraph.checkpoint.mongo.testing", "serve"]
 CLI = [sys.executable, "-m", "langgraph.checkpoint.mongo"]

@@ -75,6 +75,7 @@ def per_namespace(saver: MongoDBSaver, thread_id: str) -> dict[str, int]:
     return counts
 
 
+@pytest.mark.no_server
 def test_help_says_what_every_flag_does() -> None:
     top = run_command([*COMMAND[:-1], "--help"])
     assert top.returncode == 0
@@ -297,6 +298,7 @@ def test_delete_asks_on_a_terminal(
         assert err.getvalue().endswith("nothing deleted\n")
 
 
+@pytest.mark.no_server
 def test_delete_without_a_terminal_refuses_before_connecting() -> None:
     unreachable = "mongodb://127.0.0.1:9/"
     refused = run_command([*COMMAND, "delete", "a", "--uri", unreachable, "--timeout", "0.5"])
@@ -404,6 +406,7 @@ def test_a_database_or_collection_that_does_not_exist_is_named(saver: MongoDBSav
     assert per_namespace(saver, "a")[""] > 0
 
 
+@pytest.mark.no_server
 def test_a_wrong_flag_is_told_with_the_usage_of_its_command() -> None:
     """argparse hands flags it does not know up to the root parser, whose usage line
     (`COMMAND ...`) does not show the flags of the command that was typed."""
@@ -422,6 +425,7 @@ def test_a_wrong_flag_is_told_with_the_usage_of_its_command() -> None:
         assert lines[-1].startswith(f"{prog}: error: unrecognized arguments: --"), wrong.stderr
 
 
+@pytest.mark.no_server
 @pytest.mark.parametrize("bad", ["http://localhost:27017", "mongodb://localhost:99999/"])
 def test_a_uri_that_is_not_one_is_a_bad_argument(bad: str) -> None:
     for command in (

@@ -16,13 +16,14 @@ from typing import Annotated, Any
 import pytest
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import _messages_delta_reducer
 from langgraph.types import Command as Resume
 from typing_extensions import TypedDict
 
-from langgraph.checkpoint.mongo import MongoDBSaver
+from langgraph.checkpoint.mongo import MongoDBSaver, migrate
 from langgraph.checkpoint.mongo._commands import Command, Method
 from langgraph.checkpoint.mongo.cli import main
 from support.backends import MONGODB_URI
@@ -57,12 +58,14 @@ def test_history_reads_a_long_thread_a_page_per_query(
 ) -> None:
     """A page is one aggregation limited to the page, in one batch, whatever the length of
     the thread; `--before` the last id listed reads the next page; a reader that closes
-    the pipe early (`| head -1`) ends the command quietly."""
-    parent = None
+    the pipe early (`| head -1`) ends the command quietly. (The thread is written in memory
+    and copied in, in batches: a thousand `put`s would cost a thousand round trips.)"""
+    memory, parent = InMemorySaver(), None
     for step in range(1000):
         cp = checkpoint({"n": step})
-        stored = saver.put(config("long", "", parent), cp, {"step": step}, cp["channel_versions"])
+        stored = memory.put(config("long", "", parent), cp, {"step": step}, cp["channel_versions"])
         parent = stored["configurable"]["checkpoint_id"]
+    assert migrate.copy_threads(memory, saver, ["long"], batch_size=500).ok
     sent_commands.clear()
 
     code, out, err = threads(saver, "history", "long", "--limit", "50", "--json")

@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.no_server  # the package's own stand-ins or no server at all
+
 QUICKSTART = Path(__file__).parents[2] / "examples" / "quickstart.py"
 
 

@@ -18,6 +18,8 @@ from langgraph.checkpoint.mongo import AsyncMongoDBSaver, MongoDBSaver, testing
 from support.graphs import chat_graph
 from support.helpers import checkpoint, config
 
+pytestmark = pytest.mark.no_server  # the package's own stand-ins or no server at all
+
 CONFIG: Any = {"configurable": {"thread_id": "user-42"}}
 TURNS = [
     {"messages": [HumanMessage(text, id=f"human-{i}")]} for i, text in enumerate(["hi", "again"])

@@ -43,6 +43,8 @@ from pymongo.errors import (
 from langgraph.checkpoint.mongo._drivers import maybe_await
 from langgraph.checkpoint.mongo.testing._wire import WireServer
 
+pytestmark = pytest.mark.no_server  # the package's own stand-ins or no server at all
+
 ASYNC_DRIVERS = ["pymongo-async", "motor"]
 
 

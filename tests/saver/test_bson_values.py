@@ -370,6 +370,7 @@ NESTED = st.recursive(
 )
 
 
+@pytest.mark.no_server
 @settings(max_examples=300, deadline=None)
 @given(value=NESTED, serde=st.sampled_from(sorted(SERDES)))
 def test_any_nesting_of_bson_values_round_trips_through_the_codec(value: Any, serde: str) -> None:

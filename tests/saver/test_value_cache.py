@@ -43,6 +43,7 @@ def tiny_puts(recent: RecentValues, count: int) -> None:
         list(pool.map(one, range(count)))
 
 
+@pytest.mark.no_server
 def test_many_tiny_entries_stay_near_the_bound() -> None:
     """20,000 tiny checkpoints hold about the bound, not 20,000 times their values' bytes
     (values alone count a few bytes of the ~1 KB each entry takes), on every Python: the

@@ -195,6 +195,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "soak: a long run of one behaviour at scale (many turns, runs or savers); the README's "
         "run has them, CI's runs on other Pythons and the dependency floors deselect them",
     )
+    config.addinivalue_line(
+        "markers",
+        "no_server: asserts what no server answers (arguments refused before connecting, "
+        "help, the package's own stand-ins, in-memory structures): the same against any "
+        "MONGODB_URI; CI's SecantusDB step deselects them (the README's run has them)",
+    )
     for marker, asserts in DEVIATION_MARKERS.items():
         config.addinivalue_line(
             "markers", f"{marker}: {asserts}; skipped on a server documented to differ"
