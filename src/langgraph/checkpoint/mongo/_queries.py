@@ -50,7 +50,7 @@ def upsert(
     return upsert_filter(doc), update
 
 
-# Options of `update_one(*upsert(doc), **UPSERT)` (and of an `UpdateOne` of it).
+# Options of `update_one(*upsert(doc), **UPSERT)` (an `UpdateOne` takes `upsert=True`).
 UPSERT = {"upsert": True}
 
 

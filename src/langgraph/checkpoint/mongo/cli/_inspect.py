@@ -106,9 +106,9 @@ def next_nodes(checkpoint: Checkpoint) -> list[str]:
     found = [str(getattr(send, "node", send)) for send in sends]
     triggered = []
     for channel in values:
-        node = channel.removeprefix(BRANCH_PREFIX)
-        if node == channel and channel != START:
+        if channel != START and not channel.startswith(BRANCH_PREFIX):
             continue
+        node = channel.removeprefix(BRANCH_PREFIX)
         read = seen.get(node, {}).get(channel)
         try:
             newer = read is None or versions.get(channel) > read  # type: ignore[operator]

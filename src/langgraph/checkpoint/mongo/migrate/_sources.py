@@ -102,9 +102,9 @@ def run_source(reading: SourceIO[T]) -> T:
 def _call(call: SourceCall) -> Any:
     if isinstance(call, SaverCall):
         return getattr(call.saver, call.method)(call.config)
-    if isinstance(call, StreamCall) and not call.close:
-        return next(call.stream, None)
     if isinstance(call, StreamCall):
+        if not call.close:
+            return next(call.stream, None)
         close = getattr(call.stream, "close", None)
         return None if close is None else close()
     return call.function(*call.args)
@@ -115,9 +115,9 @@ async def acall(call: SourceCall) -> Any:
     if isinstance(call, SaverCall):
         answer = getattr(call.saver, f"a{call.method}")(call.config)
         return answer if call.method == "list" else await answer
-    if isinstance(call, StreamCall) and not call.close:
-        return await anext(call.stream, None)
     if isinstance(call, StreamCall):
+        if not call.close:
+            return await anext(call.stream, None)
         aclose = getattr(call.stream, "aclose", None)
         return None if aclose is None else await aclose()
     raise TypeError(  # `reads_in_threads` sends such a source to `run_source`
